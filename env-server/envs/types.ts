@@ -1,0 +1,50 @@
+// The contract between the env-server (transport: HTTP, /ws, /mcp, caps, proxy) and a built-in
+// environment (rules only). Environments know nothing about sockets.
+
+/** One pydantic-style validation error, as OpenEnv sends it (specs/openenv-protocol.md §3.3). */
+export interface ValidationIssue {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/** An observation as it goes on the wire: env fields (declaration order), reward, done. */
+export interface WireObservation {
+  observation: Record<string, unknown>;
+  reward: number | null;
+  done: boolean;
+}
+
+export type ActionCheck =
+  | { ok: true; action: Record<string, unknown> }
+  | { ok: false; errors: ValidationIssue[] };
+
+export interface EnvMetadata {
+  name: string;
+  description: string;
+  readme_content: string | null;
+  version: string;
+  author: string | null;
+  documentation_url: string | null;
+}
+
+/** A live environment: one per session. Throwing from reset/step/state gives EXECUTION_ERROR with the message. */
+export interface EnvInstance {
+  /** kwargs are the reset frame's `data` (unvalidated); the env picks what it understands (e.g. `seed`). */
+  reset(kwargs: Record<string, unknown>): WireObservation;
+  step(action: Record<string, unknown>): WireObservation;
+  state(): Record<string, unknown>;
+  close(): void;
+}
+
+export interface EnvDefinition {
+  /** Path segment under /envs/ (echo, catch, wordle). */
+  name: string;
+  metadata: EnvMetadata;
+  /** JSON Schemas for GET /schema. */
+  schema: { action: unknown; observation: unknown; state: unknown };
+  validateAction(data: unknown): ActionCheck;
+  create(): EnvInstance;
+}

@@ -1,0 +1,40 @@
+// `webgrpo <command> …`: each command lives in its own module, loaded on demand so one command's
+// dependencies (WebGPU, SQLite) never slow down another.
+
+type CommandModule = { run(argv: string[]): Promise<number> };
+
+const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: string }> = {
+  'env-server': { module: () => import('./env-server.ts'), help: 'serve the built-in OpenEnv environments and proxies' },
+  'make-tiny-model': { module: () => import('./make-tiny-model.ts'), help: 'write a deterministic random Qwen3 checkpoint' },
+  score: { module: () => import('./score.ts'), help: 'per-token log-probs, entropies (and gradients) of given ids' },
+  generate: { module: () => import('./generate.ts'), help: 'sample completions from a model' },
+  render: { module: () => import('./render.ts'), help: 'print the exact prompt an environment gives the model' },
+  train: { module: () => import('./train.ts'), help: 'GRPO (and SFT warm-up) training, one JSON line per step' },
+  bench: { module: () => import('./bench.ts'), help: 'run the benchmarks in bench/' },
+  start: { module: () => import('./start.ts'), help: 'the app: env-server + run store + built web UI' },
+};
+
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(16)} ${c.help}`);
+  return `usage: webgrpo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun \`webgrpo <command> --help\` for a command's options.`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h') {
+    console.log(usage());
+    return name ? 0 : 1;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`webgrpo: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  try {
+    return await (await command.module()).run(rest);
+  } catch (err) {
+    console.error(`webgrpo ${name}: ${err instanceof Error ? err.message : String(err)}`);
+    if (process.env.WEBGRPO_DEBUG && err instanceof Error) console.error(err.stack);
+    return 1;
+  }
+}

@@ -1,0 +1,126 @@
+// WebGPU device acquisition, the same for a browser Web Worker and Node (Dawn via the
+// `webgpu` package). Requests the adapter's real limits — the defaults cap storage bindings
+// at 128 MiB, far below what a 0.6B model needs — and the optional features we can use.
+
+export interface GpuInfo {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  isFallbackAdapter: boolean;
+}
+
+export interface Gpu {
+  device: GPUDevice;
+  adapterInfo: GpuInfo;
+  /** The limits the device was created with (the adapter's own, not WebGPU's defaults). */
+  limits: GPUSupportedLimits;
+  /** `shader-f16` is enabled: kernels may `enable f16;` and weights may be stored as f16. */
+  f16: boolean;
+  /** `subgroups` is enabled. */
+  subgroups: boolean;
+  /** Software adapters (SwiftShader, lavapipe) prefer register-blocked kernels over shared-memory tiling. */
+  software: boolean;
+}
+
+export class NoWebGpuError extends Error {
+  constructor(detail: string) {
+    super(`No WebGPU adapter available: ${detail}`);
+    this.name = 'NoWebGpuError';
+  }
+}
+
+const LIMITS_TO_RAISE = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxStorageBuffersPerShaderStage',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupSizeZ',
+  'maxComputeWorkgroupsPerDimension',
+] as const;
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined'
+  && typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope === 'undefined';
+
+let nodeGpu: GPU | null = null;
+
+/** Node: Dawn through the `webgpu` package, pointed at SwiftShader when no Vulkan GPU driver is configured. */
+async function nodeNavigatorGpu(): Promise<GPU> {
+  if (nodeGpu) return nodeGpu;
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  // Debian 12's own lavapipe is rejected by Dawn; Debian's chromium ships SwiftShader's Vulkan ICD.
+  // Fall back to it only when the user configured no driver and the machine has no GPU device node
+  // (Mesa installs ICD files for GPUs that are not there, so the ICD folder proves nothing).
+  const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
+  const hasGpuNode = ['/dev/dri', '/dev'].some((dir) => {
+    try {
+      return fs.readdirSync(dir).some((f) => /^renderD\d+$|^nvidia\d+$|^kfd$/.test(f));
+    } catch {
+      return false;
+    }
+  });
+  if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && !hasGpuNode && fs.existsSync(swiftshader)) {
+    process.env.VK_ICD_FILENAMES = swiftshader;
+  }
+  process.env.XDG_RUNTIME_DIR ??= os.tmpdir();
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  const flags = (process.env.WEBGPU_DAWN_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  nodeGpu = create(flags) as GPU;
+  return nodeGpu;
+}
+
+export async function navigatorGpu(): Promise<GPU> {
+  if (isNode) return nodeNavigatorGpu();
+  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  if (!gpu) throw new NoWebGpuError('this browser does not expose navigator.gpu (WebGPU is off or unsupported; in Chrome, check chrome://gpu)');
+  return gpu;
+}
+
+export interface GpuOptions {
+  /** Store weights and run kernels in f16 when the adapter offers `shader-f16` (default true). */
+  allowF16?: boolean;
+  powerPreference?: GPUPowerPreference;
+}
+
+export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
+  const gpu = await navigatorGpu();
+  const adapter = await gpu.requestAdapter({ powerPreference: opts.powerPreference ?? 'high-performance' });
+  if (!adapter) {
+    throw new NoWebGpuError(
+      isNode
+        ? 'Dawn found no Vulkan adapter. On a machine without a GPU install Debian\'s `chromium` (it ships SwiftShader), or set VK_ICD_FILENAMES to a Vulkan driver.'
+        : 'requestAdapter() returned null (no GPU, or WebGPU blocked; headless Chromium needs --enable-unsafe-webgpu).',
+    );
+  }
+  const requiredLimits: Record<string, number> = {};
+  for (const name of LIMITS_TO_RAISE) {
+    const v = (adapter.limits as unknown as Record<string, number>)[name];
+    if (typeof v === 'number') requiredLimits[name] = v;
+  }
+  const features: GPUFeatureName[] = [];
+  const f16 = (opts.allowF16 ?? true) && adapter.features.has('shader-f16');
+  if (f16) features.push('shader-f16');
+  const subgroups = adapter.features.has('subgroups');
+  if (subgroups) features.push('subgroups' as GPUFeatureName);
+  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
+  const adapterInfo: GpuInfo = {
+    vendor: info?.vendor ?? '',
+    architecture: info?.architecture ?? '',
+    device: info?.device ?? '',
+    description: info?.description ?? '',
+    isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter
+      ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
+  };
+  const software = adapterInfo.isFallbackAdapter || /swiftshader|software|llvmpipe|lavapipe/i.test(
+    `${adapterInfo.architecture} ${adapterInfo.description} ${adapterInfo.device}`);
+  device.lost.then((l) => {
+    if (l.reason !== 'destroyed') console.error(`WebGPU device lost: ${l.message}`);
+  });
+  return { device, adapterInfo, limits: device.limits, f16, subgroups, software };
+}

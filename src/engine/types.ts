@@ -1,0 +1,132 @@
+// The engine's public surface. The engine knows nothing about RL (DESIGN.md): it generates,
+// scores (per-token log-probs + entropy), backpropagates a given per-token dL/dlogp, and updates
+// the trainable parameters. Every RL loss lives in src/rl and reaches the engine as dL/dlogp.
+
+import type { Gpu } from './gpu.ts';
+import type { ModelConfig } from '../model/types.ts';
+
+export type LoraTarget = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
+
+export interface LoraConfig {
+  r: number;
+  alpha: number;
+  targetModules: LoraTarget[];
+  /** Seed of PEFT's init: A ~ kaiming-uniform(a=sqrt(5)), B = 0. */
+  seed: number;
+}
+
+export type TrainableMode = { kind: 'lora'; lora: LoraConfig } | { kind: 'full' } | { kind: 'none' };
+
+export interface SamplingParams {
+  temperature: number; // 1.0 = plain softmax; 0 = greedy
+  topP: number; // 1.0 = off
+  topK: number; // 0 = off
+  seed: number;
+}
+
+/** A sequence living in the engine's KV cache; it can be extended later (tool results) without re-prefill. */
+export interface SequenceHandle {
+  readonly id: number;
+  /** Tokens currently in the sequence (prompt + generated + appended). */
+  readonly length: number;
+}
+
+export interface GenerateItem {
+  seq: SequenceHandle;
+  /** Tokens appended (prefilled) before sampling: the prompt for a new sequence, tool-suffix ids later. */
+  append: number[];
+  maxNewTokens: number;
+}
+
+export interface GenerateOutput {
+  tokens: number[];
+  /** Log-probs of the sampled tokens under the sampling distribution (after temperature/top-k/top-p). */
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+}
+
+export interface GenerateRequest {
+  items: GenerateItem[];
+  sampling: SamplingParams;
+  /** Stop after (and including) any of these ids. */
+  stopIds: number[];
+  /** Use the trainable adapters (default true); false = the reference policy (base, adapters disabled). */
+  adapters?: boolean;
+  onStep?: (info: { step: number; live: number }) => void;
+}
+
+export interface ScoreSequence {
+  /** Full token ids (prompt + completion). */
+  ids: number[];
+  /** First position that is scored: logprob[t] for t in [scoreFrom, ids.length) is scored from positions < t. */
+  scoreFrom: number;
+}
+
+export interface ScoreRequest {
+  sequences: ScoreSequence[];
+  /** Logits are divided by this before log_softmax (TRL scores at the sampling temperature). */
+  temperature: number;
+  adapters?: boolean;
+}
+
+export interface ScoreOutput {
+  /** One array per sequence, length ids.length - scoreFrom. */
+  logprobs: Float32Array[];
+  entropy: Float32Array[];
+}
+
+export interface BackwardRequest extends ScoreRequest {
+  /** dL/dlogp per scored token (same shapes as ScoreOutput.logprobs). Gradients accumulate until step(). */
+  dLdLogp: Float32Array[];
+}
+
+export interface OptimizerConfig {
+  learningRate: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  /** Global-norm clip; 0 or Infinity = off. */
+  maxGradNorm: number;
+}
+
+export interface StepResult {
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  step: number;
+}
+
+/** A named tensor for save/load/export (f32 host copy). */
+export interface NamedTensor {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+}
+
+export interface Engine {
+  readonly config: ModelConfig;
+  readonly gpu: Gpu;
+  /** Storage type of the frozen weights. */
+  readonly weightDtype: 'f16' | 'f32';
+
+  newSequence(): SequenceHandle;
+  releaseSequence(seq: SequenceHandle): void;
+  generate(req: GenerateRequest): Promise<GenerateOutput[]>;
+
+  score(req: ScoreRequest): Promise<ScoreOutput>;
+  backward(req: BackwardRequest): Promise<void>;
+  zeroGrad(): void;
+  /** AdamW on the trainable parameters with the given lr (the schedule lives with the caller). */
+  step(opt: OptimizerConfig): Promise<StepResult>;
+
+  setTrainable(mode: TrainableMode): void;
+  /** Trainable weights + optimizer moments + step count. */
+  saveState(): Promise<{ tensors: NamedTensor[]; step: number }>;
+  loadState(state: { tensors: NamedTensor[]; step: number }): Promise<void>;
+  /** PEFT adapter: adapter_config.json object + tensors named as PEFT names them. */
+  exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }>;
+  /** Gradients of the trainable parameters under the checkpoint's own names (for `score --grads`). */
+  readGrads(): Promise<NamedTensor[]>;
+
+  destroy(): void;
+}
