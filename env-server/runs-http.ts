@@ -1,0 +1,94 @@
+// HTTP API of the run store, mounted on the env-server (`extraHandlers`):
+//   POST /api/runs                         create → 201 {id, writeToken, shareUrl}
+//   POST /api/runs/import                  import an exported run → 201 {id, writeToken, shareUrl}
+//   GET  /api/runs/:id[?after=STEP]        run summary + steps after STEP (polling for live views)
+//   GET  /api/runs/:id/rollouts[?step=S|?last=N]
+//   GET  /api/runs/:id/export              the whole run as one JSON file
+//   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
+//   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
+// Reads need only the id (the share link); writes need the token returned at creation.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
+
+export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new RunStoreError(`Request body larger than ${MAX_BODY_BYTES} bytes`, 413);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new RunStoreError(`Request body is not valid JSON: ${(err as Error).message}`, 400);
+  }
+}
+
+const asObject = (v: unknown, what: string): Record<string, unknown> => {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new RunStoreError(`${what} must be a JSON object`, 400);
+  return v as Record<string, unknown>;
+};
+
+export function runsHandler(store: RunStore) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (!url.pathname.startsWith('/api/runs')) return false;
+    const parts = url.pathname.split('/').filter(Boolean).slice(2).map(decodeURIComponent); // after "api", "runs"
+    const token = req.headers[WRITE_TOKEN_HEADER] as string | undefined;
+    const method = req.method ?? 'GET';
+    try {
+      if (parts.length === 0 && method === 'POST') {
+        const body = asObject(await readJson(req), 'The run');
+        const created = store.create({
+          name: typeof body.name === 'string' ? body.name : undefined,
+          config: asObject(body.config ?? {}, '"config"'),
+          model: asObject(body.model ?? {}, '"model"'),
+          env: asObject(body.env ?? {}, '"env"'),
+        });
+        send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
+      } else if (parts.length === 1 && parts[0] === 'import' && method === 'POST') {
+        const created = store.import(await readJson(req));
+        send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
+      } else if (parts.length === 1 && method === 'GET') {
+        const after = url.searchParams.has('after') ? Number(url.searchParams.get('after')) : -1;
+        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], Number.isFinite(after) ? after : -1) });
+      } else if (parts.length === 2 && parts[1] === 'rollouts' && method === 'GET') {
+        const step = url.searchParams.get('step');
+        const last = url.searchParams.get('last');
+        send(res, 200, { rollouts: store.rollouts(parts[0], { step: step === null ? undefined : Number(step), lastSteps: last === null ? undefined : Number(last) }) });
+      } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
+        const data = store.export(parts[0]);
+        send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });
+      } else if (parts.length === 2 && parts[1] === 'steps' && method === 'POST') {
+        const body = asObject(await readJson(req), 'The step');
+        store.appendStep(parts[0], token, {
+          step: body.step as number,
+          metrics: asObject(body.metrics, '"metrics"'),
+          rollouts: body.rollouts as Record<string, unknown>[] | undefined,
+        });
+        send(res, 200, { ok: true });
+      } else if (parts.length === 2 && parts[1] === 'status' && method === 'POST') {
+        const body = asObject(await readJson(req), 'The status');
+        store.setStatus(parts[0], token, body.status as RunStatus, typeof body.error === 'string' ? body.error : undefined);
+        send(res, 200, { ok: true });
+      } else {
+        send(res, parts.length <= 2 ? 405 : 404, { detail: parts.length <= 2 ? `Method ${method} not allowed on ${url.pathname}` : 'Not Found' });
+      }
+    } catch (err) {
+      if (err instanceof RunStoreError) send(res, err.status, { detail: err.message });
+      else send(res, 500, { detail: `Run store failure: ${(err as Error).message}` });
+    }
+    return true;
+  };
+}
