@@ -8,6 +8,8 @@ export interface ValidationIssue {
   msg: string;
   input?: unknown;
   ctx?: Record<string, unknown>;
+  /** pydantic's documentation link, e.g. `https://errors.pydantic.dev/2.13/v/missing`. */
+  url?: string;
 }
 
 /** An observation as it goes on the wire: env fields (declaration order), reward, done. */
