@@ -1,0 +1,453 @@
+// The layers of Qwen3 as plain float64 forward/backward pairs (llm.c style), side by side.
+// Activations are row-major Float64Arrays; the shape of each buffer is in the comment next to it.
+// Every *_backward ACCUMULATES (+=) into its gradient outputs, so that contributions of several
+// paths (the residual stream, a tied embedding used twice) sum into one buffer. A gradient output
+// that is `null` is not wanted (frozen base weights under LoRA) and is not computed.
+
+// ---------------------------------------------------------------------------------------------
+// embedding: out[t] = wte[ids[t]] (no scaling)
+
+export function embedding_forward(
+  out: Float64Array, // (T, D)
+  ids: readonly number[], // (T)
+  wte: Float64Array, // (V, D)
+  D: number,
+): void {
+  for (let t = 0; t < ids.length; t++) {
+    const row = ids[t] * D;
+    for (let i = 0; i < D; i++) out[t * D + i] = wte[row + i];
+  }
+}
+
+export function embedding_backward(
+  dwte: Float64Array, // (V, D)
+  dout: Float64Array, // (T, D)
+  ids: readonly number[], // (T)
+  D: number,
+): void {
+  for (let t = 0; t < ids.length; t++) {
+    const row = ids[t] * D;
+    for (let i = 0; i < D; i++) dwte[row + i] += dout[t * D + i];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// rmsnorm over the last C values of each of N rows: y = w ⊙ x · rstd, rstd = (mean(x²) + eps)^-½.
+// The same pair serves the model norms (N = T, C = D) and Qwen3's per-head q_norm/k_norm
+// (N = T·heads, C = headDim).
+
+export function rmsnorm_forward(
+  out: Float64Array, // (N, C)
+  rstd: Float64Array, // (N) saved for backward
+  inp: Float64Array, // (N, C)
+  w: Float64Array, // (C)
+  N: number,
+  C: number,
+  eps: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    let ss = 0;
+    for (let i = 0; i < C; i++) ss += inp[n * C + i] * inp[n * C + i];
+    const r = 1 / Math.sqrt(ss / C + eps);
+    rstd[n] = r;
+    for (let i = 0; i < C; i++) out[n * C + i] = w[i] * inp[n * C + i] * r;
+  }
+}
+
+export function rmsnorm_backward(
+  dinp: Float64Array, // (N, C)
+  dw: Float64Array | null, // (C)
+  dout: Float64Array, // (N, C)
+  inp: Float64Array, // (N, C)
+  w: Float64Array, // (C)
+  rstd: Float64Array, // (N)
+  N: number,
+  C: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    const r = rstd[n];
+    // d(rstd)/dx_i = -rstd³·x_i/C, so dx_i = rstd·w_i·dy_i − rstd³/C · x_i · Σ_j w_j·dy_j·x_j.
+    let dot = 0;
+    for (let j = 0; j < C; j++) dot += w[j] * dout[n * C + j] * inp[n * C + j];
+    const c = (r * r * r * dot) / C;
+    for (let i = 0; i < C; i++) {
+      const x = inp[n * C + i];
+      const dy = dout[n * C + i];
+      dinp[n * C + i] += r * w[i] * dy - c * x;
+      if (dw) dw[i] += dy * x * r;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// linear (no bias), W stored [out, in] as nn.Linear: y = W·x, plus optional LoRA scale·B·(A·x).
+
+export interface LoraFactors {
+  A: Float64Array; // (r, I)
+  B: Float64Array; // (O, r)
+  r: number;
+  scale: number; // alpha / r
+}
+
+export function linear_forward(
+  out: Float64Array, // (T, O)
+  inp: Float64Array, // (T, I)
+  W: Float64Array, // (O, I)
+  T: number,
+  I: number,
+  O: number,
+  lora?: LoraFactors,
+): void {
+  for (let t = 0; t < T; t++) {
+    for (let o = 0; o < O; o++) {
+      let s = 0;
+      for (let i = 0; i < I; i++) s += W[o * I + i] * inp[t * I + i];
+      out[t * O + o] = s;
+    }
+  }
+  if (!lora) return;
+  const u = lora_down(inp, lora, T, I); // (T, r)
+  const { B, r, scale } = lora;
+  for (let t = 0; t < T; t++) {
+    for (let o = 0; o < O; o++) {
+      let s = 0;
+      for (let k = 0; k < r; k++) s += B[o * r + k] * u[t * r + k];
+      out[t * O + o] += scale * s;
+    }
+  }
+}
+
+export function linear_backward(
+  dinp: Float64Array, // (T, I)
+  dW: Float64Array | null, // (O, I)
+  dout: Float64Array, // (T, O)
+  inp: Float64Array, // (T, I)
+  W: Float64Array, // (O, I)
+  T: number,
+  I: number,
+  O: number,
+  lora?: LoraFactors,
+  dA?: Float64Array, // (r, I)
+  dB?: Float64Array, // (O, r)
+): void {
+  for (let t = 0; t < T; t++) {
+    for (let o = 0; o < O; o++) {
+      const g = dout[t * O + o];
+      for (let i = 0; i < I; i++) {
+        dinp[t * I + i] += g * W[o * I + i];
+        if (dW) dW[o * I + i] += g * inp[t * I + i];
+      }
+    }
+  }
+  if (!lora) return;
+  if (!dA || !dB) throw new Error('linear_backward: LoRA factors given without dA/dB buffers');
+  const { A, B, r, scale } = lora;
+  // u = A·x is cheap to recompute, so it is not saved by the forward pass.
+  const u = lora_down(inp, lora, T, I); // (T, r)
+  const du = new Float64Array(T * r); // (T, r) = scale · Bᵀ·dy
+  for (let t = 0; t < T; t++) {
+    for (let o = 0; o < O; o++) {
+      const g = scale * dout[t * O + o];
+      for (let k = 0; k < r; k++) {
+        dB[o * r + k] += g * u[t * r + k];
+        du[t * r + k] += g * B[o * r + k];
+      }
+    }
+  }
+  for (let t = 0; t < T; t++) {
+    for (let k = 0; k < r; k++) {
+      const g = du[t * r + k];
+      for (let i = 0; i < I; i++) {
+        dA[k * I + i] += g * inp[t * I + i];
+        dinp[t * I + i] += g * A[k * I + i];
+      }
+    }
+  }
+}
+
+/** u = A·x for every row: (T, I) → (T, r). */
+function lora_down(inp: Float64Array, lora: LoraFactors, T: number, I: number): Float64Array {
+  const { A, r } = lora;
+  const u = new Float64Array(T * r);
+  for (let t = 0; t < T; t++) {
+    for (let k = 0; k < r; k++) {
+      let s = 0;
+      for (let i = 0; i < I; i++) s += A[k * I + i] * inp[t * I + i];
+      u[t * r + k] = s;
+    }
+  }
+  return u;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE, default type, rotate-half (NOT interleaved pairs), on each of nH heads of width d:
+//   x'[i]     = x[i]·cos a_i − x[i+d/2]·sin a_i
+//   x'[i+d/2] = x[i+d/2]·cos a_i + x[i]·sin a_i,   a_i = p · θ^(−2i/d), i < d/2.
+// Angles are float64 here; transformers computes them in f32, whose rounding of p·inv_freq is up to
+// p·2⁻²⁴ rad (≈ 6e-8·p: 6e-5 rad at p = 1024). Compare the f32 engine with a tolerance that allows it.
+
+/** cos and sin of the angles at positions pos0..pos0+T−1: each (T, d/2). */
+export function rope_angles(T: number, d: number, theta: number, pos0 = 0): { cos: Float64Array; sin: Float64Array } {
+  const half = d / 2;
+  const cos = new Float64Array(T * half);
+  const sin = new Float64Array(T * half);
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < half; i++) {
+      const invFreq = 1 / Math.pow(theta, (2 * i) / d);
+      const a = (pos0 + t) * invFreq;
+      cos[t * half + i] = Math.cos(a);
+      sin[t * half + i] = Math.sin(a);
+    }
+  }
+  return { cos, sin };
+}
+
+export function rope_forward(
+  out: Float64Array, // (T, nH·d)
+  inp: Float64Array, // (T, nH·d)
+  T: number,
+  nH: number,
+  d: number,
+  theta: number,
+): void {
+  const half = d / 2;
+  const { cos, sin } = rope_angles(T, d, theta);
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < nH; h++) {
+      const base = (t * nH + h) * d;
+      for (let i = 0; i < half; i++) {
+        const c = cos[t * half + i];
+        const s = sin[t * half + i];
+        const x1 = inp[base + i];
+        const x2 = inp[base + i + half];
+        out[base + i] = x1 * c - x2 * s;
+        out[base + i + half] = x2 * c + x1 * s;
+      }
+    }
+  }
+}
+
+export function rope_backward(
+  dinp: Float64Array, // (T, nH·d)
+  dout: Float64Array, // (T, nH·d)
+  T: number,
+  nH: number,
+  d: number,
+  theta: number,
+): void {
+  // The rotation is orthogonal: its backward is the rotation by −a.
+  const half = d / 2;
+  const { cos, sin } = rope_angles(T, d, theta);
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < nH; h++) {
+      const base = (t * nH + h) * d;
+      for (let i = 0; i < half; i++) {
+        const c = cos[t * half + i];
+        const s = sin[t * half + i];
+        const g1 = dout[base + i];
+        const g2 = dout[base + i + half];
+        dinp[base + i] += g1 * c + g2 * s;
+        dinp[base + i + half] += g2 * c - g1 * s;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// causal self-attention with GQA: query head h reads kv head ⌊h / (H/K)⌋, scores scaled by d^-½.
+
+export function attention_forward(
+  out: Float64Array, // (T, H·d)
+  att: Float64Array, // (H, T, T) softmax probabilities, saved for backward (zero above the diagonal)
+  q: Float64Array, // (T, H·d)
+  k: Float64Array, // (T, K·d)
+  v: Float64Array, // (T, K·d)
+  T: number,
+  H: number,
+  K: number,
+  d: number,
+): void {
+  const scale = 1 / Math.sqrt(d);
+  const group = H / K;
+  att.fill(0);
+  for (let h = 0; h < H; h++) {
+    const kvh = Math.floor(h / group);
+    for (let t = 0; t < T; t++) {
+      const row = (h * T + t) * T;
+      let max = -Infinity;
+      for (let s = 0; s <= t; s++) {
+        let dot = 0;
+        for (let i = 0; i < d; i++) dot += q[(t * H + h) * d + i] * k[(s * K + kvh) * d + i];
+        att[row + s] = dot * scale;
+        if (att[row + s] > max) max = att[row + s];
+      }
+      let sum = 0;
+      for (let s = 0; s <= t; s++) {
+        att[row + s] = Math.exp(att[row + s] - max);
+        sum += att[row + s];
+      }
+      for (let s = 0; s <= t; s++) att[row + s] /= sum;
+      for (let i = 0; i < d; i++) {
+        let o = 0;
+        for (let s = 0; s <= t; s++) o += att[row + s] * v[(s * K + kvh) * d + i];
+        out[(t * H + h) * d + i] = o;
+      }
+    }
+  }
+}
+
+export function attention_backward(
+  dq: Float64Array, // (T, H·d)
+  dk: Float64Array, // (T, K·d)
+  dv: Float64Array, // (T, K·d)
+  dout: Float64Array, // (T, H·d)
+  q: Float64Array, // (T, H·d)
+  k: Float64Array, // (T, K·d)
+  v: Float64Array, // (T, K·d)
+  att: Float64Array, // (H, T, T)
+  T: number,
+  H: number,
+  K: number,
+  d: number,
+): void {
+  const scale = 1 / Math.sqrt(d);
+  const group = H / K;
+  const dp = new Float64Array(T); // (T) dL/d probabilities of one query row
+  for (let h = 0; h < H; h++) {
+    const kvh = Math.floor(h / group);
+    for (let t = 0; t < T; t++) {
+      const row = (h * T + t) * T;
+      // out_t = Σ_s p_ts·v_s
+      let pdp = 0; // Σ_s p_ts·dp_ts
+      for (let s = 0; s <= t; s++) {
+        let dot = 0;
+        for (let i = 0; i < d; i++) {
+          const g = dout[(t * H + h) * d + i];
+          dot += g * v[(s * K + kvh) * d + i];
+          dv[(s * K + kvh) * d + i] += att[row + s] * g;
+        }
+        dp[s] = dot;
+        pdp += att[row + s] * dot;
+      }
+      // softmax backward: dscore_ts = p_ts·(dp_ts − Σ p·dp); score = scale·q_t·k_s
+      for (let s = 0; s <= t; s++) {
+        const ds = att[row + s] * (dp[s] - pdp) * scale;
+        for (let i = 0; i < d; i++) {
+          dq[(t * H + h) * d + i] += ds * k[(s * K + kvh) * d + i];
+          dk[(s * K + kvh) * d + i] += ds * q[(t * H + h) * d + i];
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SwiGLU: out = silu(gate) ⊙ up, silu(x) = x·σ(x).
+
+const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+
+export function swiglu_forward(
+  out: Float64Array, // (N)
+  gate: Float64Array, // (N)
+  up: Float64Array, // (N)
+  N: number,
+): void {
+  for (let i = 0; i < N; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+}
+
+export function swiglu_backward(
+  dgate: Float64Array, // (N)
+  dup: Float64Array, // (N)
+  dout: Float64Array, // (N)
+  gate: Float64Array, // (N)
+  up: Float64Array, // (N)
+  N: number,
+): void {
+  for (let i = 0; i < N; i++) {
+    const g = gate[i];
+    const sg = sigmoid(g);
+    // silu'(g) = σ(g)·(1 + g·(1 − σ(g)))
+    dgate[i] += dout[i] * up[i] * sg * (1 + g * (1 - sg));
+    dup[i] += dout[i] * g * sg;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// residual: out = a + b
+
+export function residual_forward(
+  out: Float64Array, // (N)
+  a: Float64Array, // (N)
+  b: Float64Array, // (N)
+  N: number,
+): void {
+  for (let i = 0; i < N; i++) out[i] = a[i] + b[i];
+}
+
+export function residual_backward(
+  da: Float64Array, // (N)
+  db: Float64Array, // (N)
+  dout: Float64Array, // (N)
+  N: number,
+): void {
+  for (let i = 0; i < N; i++) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// log-softmax at temperature τ: logp = log_softmax(logits / τ), row by row; entropy of each row.
+
+export function logsoftmax_forward(
+  logp: Float64Array, // (N, V)
+  logits: Float64Array, // (N, V)
+  N: number,
+  V: number,
+  temperature: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    let max = -Infinity;
+    for (let j = 0; j < V; j++) max = Math.max(max, logits[n * V + j] / temperature);
+    let sum = 0;
+    for (let j = 0; j < V; j++) sum += Math.exp(logits[n * V + j] / temperature - max);
+    const lse = max + Math.log(sum);
+    for (let j = 0; j < V; j++) logp[n * V + j] = logits[n * V + j] / temperature - lse;
+  }
+}
+
+export function logsoftmax_backward(
+  dlogits: Float64Array, // (N, V)
+  dlogp: Float64Array, // (N, V)
+  logp: Float64Array, // (N, V)
+  N: number,
+  V: number,
+  temperature: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    // d logp_j / d z_k = δ_jk − p_k, with z = logits / τ
+    let sum = 0;
+    for (let j = 0; j < V; j++) sum += dlogp[n * V + j];
+    for (let k = 0; k < V; k++) {
+      const p = Math.exp(logp[n * V + k]);
+      dlogits[n * V + k] += (dlogp[n * V + k] - p * sum) / temperature;
+    }
+  }
+}
+
+/** Entropy −Σ p·log p of each row of log-probabilities: (N, V) → (N). */
+export function entropy_forward(
+  entropy: Float64Array, // (N)
+  logp: Float64Array, // (N, V)
+  N: number,
+  V: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    let h = 0;
+    for (let j = 0; j < V; j++) {
+      const lp = logp[n * V + j];
+      h -= Math.exp(lp) * lp;
+    }
+    entropy[n] = h;
+  }
+}

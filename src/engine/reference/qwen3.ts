@@ -1,0 +1,356 @@
+// Qwen3 forward and backward on the CPU in float64 (specs/qwen3.md §1): the slow, obvious yardstick
+// the WGSL engine is checked against. One sequence at a time, no KV cache: every call recomputes
+// the whole sequence from position 0.
+
+import type { ModelConfig } from '../../model/types.ts';
+import type { LoraTarget } from '../types.ts';
+import {
+  attention_backward,
+  attention_forward,
+  embedding_backward,
+  embedding_forward,
+  entropy_forward,
+  linear_backward,
+  linear_forward,
+  logsoftmax_backward,
+  logsoftmax_forward,
+  residual_backward,
+  residual_forward,
+  rmsnorm_backward,
+  rmsnorm_forward,
+  rope_backward,
+  rope_forward,
+  swiglu_backward,
+  swiglu_forward,
+  type LoraFactors,
+} from './layers.ts';
+import { checkRefLora, checkRefWeights, linearName, refWeightShapes, type RefLora, type RefWeights } from './weights.ts';
+
+/** One sequence to score: logprob[t − scoreFrom] = log p(ids[t] | ids[<t]) for t in [scoreFrom, ids.length). */
+export interface RefSequence {
+  ids: number[];
+  scoreFrom: number;
+}
+
+export interface RefScore {
+  logprobs: number[];
+  /** Entropy of the (temperature-scaled) distribution each scored token was drawn from. */
+  entropy: number[];
+}
+
+export interface RefGrads {
+  /** dL/dW for every base parameter (empty when base grads were skipped). */
+  grads: RefWeights;
+  /** dL/dA, dL/dB keyed like RefLora.A/B; present when a LoRA adapter was given. */
+  loraGrads?: { A: Map<string, Float64Array>; B: Map<string, Float64Array> };
+}
+
+export interface RefBackwardOptions {
+  /** Compute gradients of the base weights too (default true). With LoRA they are usually frozen. */
+  baseGrads?: boolean;
+}
+
+/** Raw logits (no temperature) at every position: T arrays of length V. */
+export function refLogits(cfg: ModelConfig, w: RefWeights, ids: number[], lora?: RefLora): Float64Array[] {
+  checkInputs(cfg, w, ids, lora);
+  const acts = model_forward(cfg, w, ids, lora);
+  const V = cfg.vocabSize;
+  return Array.from({ length: ids.length }, (_, t) => acts.logits.slice(t * V, (t + 1) * V));
+}
+
+/** Per-token log-probs and entropies of ids[scoreFrom..] at the given temperature. */
+export function refScore(
+  cfg: ModelConfig,
+  w: RefWeights,
+  seq: RefSequence,
+  temperature: number,
+  lora?: RefLora,
+): RefScore {
+  checkScoreInputs(cfg, w, seq, temperature, lora);
+  const acts = model_forward(cfg, w, seq.ids, lora);
+  const scored = scoredRows(cfg, acts.logits, seq, temperature);
+  const entropy = new Float64Array(scored.N);
+  entropy_forward(entropy, scored.logp, scored.N, cfg.vocabSize);
+  return { logprobs: scored.logprobs, entropy: Array.from(entropy) };
+}
+
+/**
+ * Gradients of L = Σ_t dLdLogp[t]·logprob[t] (the quantities of refScore) with respect to every
+ * parameter. With tied embeddings, the embedding gradient includes the LM-head share.
+ */
+export function refBackward(
+  cfg: ModelConfig,
+  w: RefWeights,
+  seq: RefSequence,
+  temperature: number,
+  dLdLogp: number[],
+  lora?: RefLora,
+  opts: RefBackwardOptions = {},
+): RefGrads {
+  checkScoreInputs(cfg, w, seq, temperature, lora);
+  const nScored = seq.ids.length - seq.scoreFrom;
+  if (dLdLogp.length !== nScored) {
+    throw new Error(`refBackward: dLdLogp has ${dLdLogp.length} values, expected ${nScored} (ids.length − scoreFrom)`);
+  }
+  if (!dLdLogp.every(Number.isFinite)) throw new Error('refBackward: dLdLogp contains a non-finite value');
+  const wantBase = opts.baseGrads ?? true;
+  if (!wantBase && !lora) throw new Error('refBackward: baseGrads=false needs a LoRA adapter (nothing would be trained)');
+
+  const grads: RefWeights = new Map();
+  if (wantBase) for (const [name, shape] of refWeightShapes(cfg)) grads.set(name, new Float64Array(shape.reduce((a, b) => a * b, 1)));
+  const loraGrads = lora ? { A: mapZerosLike(lora.A), B: mapZerosLike(lora.B) } : undefined;
+
+  const acts = model_forward(cfg, w, seq.ids, lora);
+  const scored = scoredRows(cfg, acts.logits, seq, temperature);
+  model_backward(cfg, w, seq, temperature, dLdLogp, acts, scored.logp, lora, wantBase ? grads : null, loraGrads);
+  return loraGrads ? { grads, loraGrads } : { grads };
+}
+
+/** Greedy continuation: the n ids that argmax decoding appends to promptIds (ties → lowest id). */
+export function refGreedy(cfg: ModelConfig, w: RefWeights, promptIds: number[], n: number, lora?: RefLora): number[] {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`refGreedy: n must be a non-negative integer, got ${n}`);
+  const ids = [...promptIds];
+  const out: number[] = [];
+  for (let step = 0; step < n; step++) {
+    const logits = refLogits(cfg, w, ids, lora);
+    const last = logits[logits.length - 1];
+    let best = 0;
+    for (let j = 1; j < last.length; j++) if (last[j] > last[best]) best = j;
+    ids.push(best);
+    out.push(best);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model, layer by layer.
+
+interface LayerActs {
+  xIn: Float64Array; // (T, D) residual stream entering the layer
+  ln1: Float64Array; // (T, D)
+  ln1Rstd: Float64Array; // (T)
+  qRaw: Float64Array; // (T, H·d) q_proj output
+  kRaw: Float64Array; // (T, K·d)
+  v: Float64Array; // (T, K·d)
+  qNorm: Float64Array; // (T, H·d) after per-head q_norm
+  qNormRstd: Float64Array; // (T·H)
+  kNorm: Float64Array; // (T, K·d)
+  kNormRstd: Float64Array; // (T·K)
+  qRope: Float64Array; // (T, H·d)
+  kRope: Float64Array; // (T, K·d)
+  att: Float64Array; // (H, T, T)
+  attOut: Float64Array; // (T, H·d) concat of heads, o_proj input
+  xMid: Float64Array; // (T, D) residual after attention
+  ln2: Float64Array; // (T, D)
+  ln2Rstd: Float64Array; // (T)
+  gate: Float64Array; // (T, F)
+  up: Float64Array; // (T, F)
+  act: Float64Array; // (T, F) silu(gate) ⊙ up, down_proj input
+}
+
+interface ModelActs {
+  layers: LayerActs[];
+  xFinal: Float64Array; // (T, D) residual after the last layer
+  lnf: Float64Array; // (T, D)
+  lnfRstd: Float64Array; // (T)
+  logits: Float64Array; // (T, V)
+}
+
+function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLora | undefined): ModelActs {
+  const T = ids.length;
+  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, vocabSize: V } = cfg;
+  const eps = cfg.rmsNormEps;
+  const get = (name: string) => w.get(name)!;
+  const lin = (out: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) =>
+    linear_forward(out, inp, get(linearName(l, t)), T, I, O, loraFactors(lora, l, t));
+
+  let x = new Float64Array(T * D); // (T, D)
+  embedding_forward(x, ids, get('model.embed_tokens.weight'), D);
+  const layers: LayerActs[] = [];
+  for (let l = 0; l < cfg.numLayers; l++) {
+    const p = `model.layers.${l}`;
+    const a: LayerActs = {
+      xIn: x,
+      ln1: new Float64Array(T * D),
+      ln1Rstd: new Float64Array(T),
+      qRaw: new Float64Array(T * H * d),
+      kRaw: new Float64Array(T * K * d),
+      v: new Float64Array(T * K * d),
+      qNorm: new Float64Array(T * H * d),
+      qNormRstd: new Float64Array(T * H),
+      kNorm: new Float64Array(T * K * d),
+      kNormRstd: new Float64Array(T * K),
+      qRope: new Float64Array(T * H * d),
+      kRope: new Float64Array(T * K * d),
+      att: new Float64Array(H * T * T),
+      attOut: new Float64Array(T * H * d),
+      xMid: new Float64Array(T * D),
+      ln2: new Float64Array(T * D),
+      ln2Rstd: new Float64Array(T),
+      gate: new Float64Array(T * F),
+      up: new Float64Array(T * F),
+      act: new Float64Array(T * F),
+    };
+    rmsnorm_forward(a.ln1, a.ln1Rstd, a.xIn, get(`${p}.input_layernorm.weight`), T, D, eps);
+    lin(a.qRaw, a.ln1, l, 'q_proj', D, H * d);
+    lin(a.kRaw, a.ln1, l, 'k_proj', D, K * d);
+    lin(a.v, a.ln1, l, 'v_proj', D, K * d);
+    rmsnorm_forward(a.qNorm, a.qNormRstd, a.qRaw, get(`${p}.self_attn.q_norm.weight`), T * H, d, eps);
+    rmsnorm_forward(a.kNorm, a.kNormRstd, a.kRaw, get(`${p}.self_attn.k_norm.weight`), T * K, d, eps);
+    rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta);
+    rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta);
+    attention_forward(a.attOut, a.att, a.qRope, a.kRope, a.v, T, H, K, d);
+    const attProj = new Float64Array(T * D); // (T, D)
+    lin(attProj, a.attOut, l, 'o_proj', H * d, D);
+    residual_forward(a.xMid, a.xIn, attProj, T * D);
+    rmsnorm_forward(a.ln2, a.ln2Rstd, a.xMid, get(`${p}.post_attention_layernorm.weight`), T, D, eps);
+    lin(a.gate, a.ln2, l, 'gate_proj', D, F);
+    lin(a.up, a.ln2, l, 'up_proj', D, F);
+    swiglu_forward(a.act, a.gate, a.up, T * F);
+    const mlpOut = new Float64Array(T * D); // (T, D)
+    lin(mlpOut, a.act, l, 'down_proj', F, D);
+    x = new Float64Array(T * D);
+    residual_forward(x, a.xMid, mlpOut, T * D);
+    layers.push(a);
+  }
+  const lnf = new Float64Array(T * D);
+  const lnfRstd = new Float64Array(T);
+  rmsnorm_forward(lnf, lnfRstd, x, get('model.norm.weight'), T, D, eps);
+  const logits = new Float64Array(T * V); // (T, V)
+  linear_forward(logits, lnf, get(headName(cfg)), T, D, V);
+  return { layers, xFinal: x, lnf, lnfRstd, logits };
+}
+
+function model_backward(
+  cfg: ModelConfig,
+  w: RefWeights,
+  seq: RefSequence,
+  temperature: number,
+  dLdLogp: number[],
+  acts: ModelActs,
+  logp: Float64Array, // (N, V) log-probs of the N scored rows
+  lora: RefLora | undefined,
+  grads: RefWeights | null,
+  loraGrads: { A: Map<string, Float64Array>; B: Map<string, Float64Array> } | undefined,
+): void {
+  const T = seq.ids.length;
+  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, vocabSize: V } = cfg;
+  const N = T - seq.scoreFrom;
+  const get = (name: string) => w.get(name)!;
+  const grad = (name: string) => (grads ? grads.get(name)! : null);
+  const linBack = (dinp: Float64Array, dout: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) => {
+    const name = linearName(l, t);
+    const factors = loraFactors(lora, l, t);
+    linear_backward(dinp, grad(name), dout, inp, get(name), T, I, O, factors, loraGrads?.A.get(name), loraGrads?.B.get(name));
+  };
+
+  // log-softmax: row n of logp is position scoreFrom − 1 + n, predicting ids[scoreFrom + n].
+  const dlogp = new Float64Array(N * V); // (N, V) one-hot rows scaled by dLdLogp
+  for (let n = 0; n < N; n++) dlogp[n * V + seq.ids[seq.scoreFrom + n]] = dLdLogp[n];
+  const dlogitsScored = new Float64Array(N * V); // (N, V)
+  logsoftmax_backward(dlogitsScored, dlogp, logp, N, V, temperature);
+  const dlogits = new Float64Array(T * V); // (T, V) zero at unscored positions
+  dlogits.set(dlogitsScored, (seq.scoreFrom - 1) * V);
+
+  // LM head (tied: the embedding matrix) and final norm.
+  const dlnf = new Float64Array(T * D);
+  linear_backward(dlnf, grad(headName(cfg)), dlogits, acts.lnf, get(headName(cfg)), T, D, V);
+  let dx = new Float64Array(T * D); // (T, D) gradient of the residual stream
+  rmsnorm_backward(dx, grad('model.norm.weight'), dlnf, acts.xFinal, get('model.norm.weight'), acts.lnfRstd, T, D);
+
+  for (let l = cfg.numLayers - 1; l >= 0; l--) {
+    const p = `model.layers.${l}`;
+    const a = acts.layers[l];
+    // x_out = x_mid + down(act)
+    const dxMid = new Float64Array(T * D);
+    const dmlpOut = new Float64Array(T * D);
+    residual_backward(dxMid, dmlpOut, dx, T * D);
+    const dact = new Float64Array(T * F);
+    linBack(dact, dmlpOut, a.act, l, 'down_proj', F, D);
+    const dgate = new Float64Array(T * F);
+    const dup = new Float64Array(T * F);
+    swiglu_backward(dgate, dup, dact, a.gate, a.up, T * F);
+    const dln2 = new Float64Array(T * D);
+    linBack(dln2, dgate, a.ln2, l, 'gate_proj', D, F);
+    linBack(dln2, dup, a.ln2, l, 'up_proj', D, F);
+    rmsnorm_backward(dxMid, grad(`${p}.post_attention_layernorm.weight`), dln2, a.xMid, get(`${p}.post_attention_layernorm.weight`), a.ln2Rstd, T, D);
+
+    // x_mid = x_in + o_proj(attOut)
+    const dxIn = new Float64Array(T * D);
+    const dattProj = new Float64Array(T * D);
+    residual_backward(dxIn, dattProj, dxMid, T * D);
+    const dattOut = new Float64Array(T * H * d);
+    linBack(dattOut, dattProj, a.attOut, l, 'o_proj', H * d, D);
+    const dqRope = new Float64Array(T * H * d);
+    const dkRope = new Float64Array(T * K * d);
+    const dv = new Float64Array(T * K * d);
+    attention_backward(dqRope, dkRope, dv, dattOut, a.qRope, a.kRope, a.v, a.att, T, H, K, d);
+    const dqNorm = new Float64Array(T * H * d);
+    const dkNorm = new Float64Array(T * K * d);
+    rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta);
+    rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta);
+    const dqRaw = new Float64Array(T * H * d);
+    const dkRaw = new Float64Array(T * K * d);
+    rmsnorm_backward(dqRaw, grad(`${p}.self_attn.q_norm.weight`), dqNorm, a.qRaw, get(`${p}.self_attn.q_norm.weight`), a.qNormRstd, T * H, d);
+    rmsnorm_backward(dkRaw, grad(`${p}.self_attn.k_norm.weight`), dkNorm, a.kRaw, get(`${p}.self_attn.k_norm.weight`), a.kNormRstd, T * K, d);
+    const dln1 = new Float64Array(T * D);
+    linBack(dln1, dqRaw, a.ln1, l, 'q_proj', D, H * d);
+    linBack(dln1, dkRaw, a.ln1, l, 'k_proj', D, K * d);
+    linBack(dln1, dv, a.ln1, l, 'v_proj', D, K * d);
+    rmsnorm_backward(dxIn, grad(`${p}.input_layernorm.weight`), dln1, a.xIn, get(`${p}.input_layernorm.weight`), a.ln1Rstd, T, D);
+    dx = dxIn;
+  }
+  const dwte = grad('model.embed_tokens.weight');
+  if (dwte) embedding_backward(dwte, dx, seq.ids, D);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+
+const headName = (cfg: ModelConfig): string => (cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
+
+function loraFactors(lora: RefLora | undefined, layer: number, target: LoraTarget): LoraFactors | undefined {
+  if (!lora || !lora.targets.includes(target)) return undefined;
+  const name = linearName(layer, target);
+  return { A: lora.A.get(name)!, B: lora.B.get(name)!, r: lora.r, scale: lora.alpha / lora.r };
+}
+
+/** Log-softmax of the rows that predict ids[scoreFrom..], and the log-prob of each actual token. */
+function scoredRows(
+  cfg: ModelConfig,
+  logits: Float64Array, // (T, V)
+  seq: RefSequence,
+  temperature: number,
+): { N: number; logp: Float64Array; logprobs: number[] } {
+  const V = cfg.vocabSize;
+  const N = seq.ids.length - seq.scoreFrom;
+  const logp = new Float64Array(N * V); // (N, V)
+  logsoftmax_forward(logp, logits.subarray((seq.scoreFrom - 1) * V, (seq.ids.length - 1) * V), N, V, temperature);
+  const logprobs = Array.from({ length: N }, (_, n) => logp[n * V + seq.ids[seq.scoreFrom + n]]);
+  return { N, logp, logprobs };
+}
+
+function mapZerosLike(m: Map<string, Float64Array>): Map<string, Float64Array> {
+  return new Map([...m].map(([name, data]) => [name, new Float64Array(data.length)]));
+}
+
+function checkInputs(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLora | undefined): void {
+  checkRefWeights(cfg, w);
+  if (lora) checkRefLora(cfg, lora);
+  if (ids.length === 0) throw new Error('reference model: ids is empty');
+  for (const id of ids) {
+    if (!Number.isInteger(id) || id < 0 || id >= cfg.vocabSize) {
+      throw new Error(`reference model: token id ${id} is outside the vocabulary [0, ${cfg.vocabSize})`);
+    }
+  }
+}
+
+function checkScoreInputs(cfg: ModelConfig, w: RefWeights, seq: RefSequence, temperature: number, lora: RefLora | undefined): void {
+  checkInputs(cfg, w, seq.ids, lora);
+  if (!Number.isInteger(seq.scoreFrom) || seq.scoreFrom < 1 || seq.scoreFrom > seq.ids.length) {
+    throw new Error(`reference model: scoreFrom must be an integer in [1, ${seq.ids.length}] (token 0 has no context), got ${seq.scoreFrom}`);
+  }
+  if (!(temperature > 0) || !Number.isFinite(temperature)) {
+    throw new Error(`reference model: temperature must be a positive finite number, got ${temperature}`);
+  }
+}

@@ -1,0 +1,191 @@
+// Float64 weights of the CPU reference model, keyed by the Hugging Face tensor names of Qwen3
+// (specs/qwen3.md §3), plus LoRA adapters keyed by the name of the base linear they adapt.
+
+import type { ModelConfig } from '../../model/types.ts';
+import type { LoraTarget } from '../types.ts';
+import { seededNormal } from './random.ts';
+
+/** Every parameter tensor, row-major, `[out, in]` for linears as in nn.Linear. */
+export type RefWeights = Map<string, Float64Array>;
+
+/**
+ * LoRA on some linears: y = W·x + scale·B·(A·x), scale = alpha / r.
+ * A and B are keyed by the base linear's weight name, e.g. `model.layers.0.self_attn.q_proj.weight`.
+ */
+export interface RefLora {
+  r: number;
+  alpha: number;
+  targets: LoraTarget[];
+  A: Map<string, Float64Array>; // each (r, in)
+  B: Map<string, Float64Array>; // each (out, r)
+}
+
+export const LORA_TARGETS: readonly LoraTarget[] = [
+  'q_proj',
+  'k_proj',
+  'v_proj',
+  'o_proj',
+  'gate_proj',
+  'up_proj',
+  'down_proj',
+];
+
+/** HF weight name of one linear of layer `layer`. */
+export function linearName(layer: number, target: LoraTarget): string {
+  const block = target === 'gate_proj' || target === 'up_proj' || target === 'down_proj' ? 'mlp' : 'self_attn';
+  return `model.layers.${layer}.${block}.${target}.weight`;
+}
+
+/** [out, in] of one linear. q_proj is H·d wide, which need not equal hiddenSize. */
+export function linearShape(cfg: ModelConfig, target: LoraTarget): [number, number] {
+  const D = cfg.hiddenSize;
+  const F = cfg.intermediateSize;
+  const qWidth = cfg.numHeads * cfg.headDim;
+  const kvWidth = cfg.numKvHeads * cfg.headDim;
+  switch (target) {
+    case 'q_proj':
+      return [qWidth, D];
+    case 'k_proj':
+    case 'v_proj':
+      return [kvWidth, D];
+    case 'o_proj':
+      return [D, qWidth];
+    case 'gate_proj':
+    case 'up_proj':
+      return [F, D];
+    case 'down_proj':
+      return [D, F];
+  }
+}
+
+/** Name → shape of every parameter of the model; `lm_head.weight` only when the head is untied. */
+export function refWeightShapes(cfg: ModelConfig): Map<string, number[]> {
+  checkConfig(cfg);
+  const shapes = new Map<string, number[]>();
+  shapes.set('model.embed_tokens.weight', [cfg.vocabSize, cfg.hiddenSize]);
+  for (let l = 0; l < cfg.numLayers; l++) {
+    const p = `model.layers.${l}`;
+    shapes.set(`${p}.input_layernorm.weight`, [cfg.hiddenSize]);
+    for (const t of ['q_proj', 'k_proj', 'v_proj', 'o_proj'] as const) shapes.set(linearName(l, t), linearShape(cfg, t));
+    shapes.set(`${p}.self_attn.q_norm.weight`, [cfg.headDim]);
+    shapes.set(`${p}.self_attn.k_norm.weight`, [cfg.headDim]);
+    shapes.set(`${p}.post_attention_layernorm.weight`, [cfg.hiddenSize]);
+    for (const t of ['gate_proj', 'up_proj', 'down_proj'] as const) shapes.set(linearName(l, t), linearShape(cfg, t));
+  }
+  shapes.set('model.norm.weight', [cfg.hiddenSize]);
+  if (!cfg.tieWordEmbeddings) shapes.set('lm_head.weight', [cfg.vocabSize, cfg.hiddenSize]);
+  return shapes;
+}
+
+const numel = (shape: number[]): number => shape.reduce((a, b) => a * b, 1);
+const isNormName = (name: string): boolean => name.endsWith('norm.weight');
+
+/** Scale of the random linears (LoRA factors included). */
+const RANDOM_MATRIX_STD = 0.05;
+/** Norm weights are 1 plus this much noise, so that a wrong norm-weight gradient cannot hide. */
+const RANDOM_NORM_NOISE_STD = 0.1;
+
+/**
+ * Deterministic random weights: norms ≈ 1 + N(0, 0.1²), linears ~ N(0, 0.05²), embedding and
+ * untied LM head ~ N(0, 0.25/D). The final norm makes |h| ≈ √D, so logits have std ≈ 0.5 at any
+ * width: clearly non-uniform, yet (tied) not so large that each token just predicts itself.
+ */
+export function randomRefWeights(cfg: ModelConfig, seed: number): RefWeights {
+  const normal = seededNormal(seed);
+  const w: RefWeights = new Map();
+  const vocabStd = 0.5 / Math.sqrt(cfg.hiddenSize);
+  for (const [name, shape] of refWeightShapes(cfg)) {
+    const data = new Float64Array(numel(shape));
+    const std = name === 'model.embed_tokens.weight' || name === 'lm_head.weight' ? vocabStd : RANDOM_MATRIX_STD;
+    if (isNormName(name)) for (let i = 0; i < data.length; i++) data[i] = 1 + RANDOM_NORM_NOISE_STD * normal();
+    else for (let i = 0; i < data.length; i++) data[i] = std * normal();
+    w.set(name, data);
+  }
+  return w;
+}
+
+/**
+ * Reference weights from named float arrays (e.g. a checkpoint converted to f32, or the engine's
+ * NamedTensor[]). With tied embeddings a stored `lm_head.weight` is ignored, as transformers does;
+ * any other unknown name, a missing tensor or a wrong size is an error.
+ */
+export function refWeightsFromTensors(
+  cfg: ModelConfig,
+  tensors: Iterable<{ name: string; data: ArrayLike<number> }>,
+): RefWeights {
+  const shapes = refWeightShapes(cfg);
+  const w: RefWeights = new Map();
+  for (const { name, data } of tensors) {
+    if (name === 'lm_head.weight' && cfg.tieWordEmbeddings) continue;
+    const shape = shapes.get(name);
+    if (!shape) throw new Error(`refWeightsFromTensors: unexpected tensor "${name}" for this config`);
+    if (data.length !== numel(shape)) {
+      throw new Error(`refWeightsFromTensors: "${name}" has ${data.length} values, expected ${numel(shape)} (shape [${shape}])`);
+    }
+    w.set(name, Float64Array.from(data));
+  }
+  checkRefWeights(cfg, w);
+  return w;
+}
+
+/** Throws a clear error when a weight is missing or has the wrong size. */
+export function checkRefWeights(cfg: ModelConfig, w: RefWeights): void {
+  for (const [name, shape] of refWeightShapes(cfg)) {
+    const data = w.get(name);
+    if (!data) throw new Error(`reference weights: missing tensor "${name}"`);
+    if (data.length !== numel(shape)) {
+      throw new Error(`reference weights: "${name}" has ${data.length} values, expected ${numel(shape)} (shape [${shape}])`);
+    }
+  }
+}
+
+/** Throws a clear error when the adapter does not fit the config. */
+export function checkRefLora(cfg: ModelConfig, lora: RefLora): void {
+  if (!Number.isInteger(lora.r) || lora.r < 1) throw new Error(`LoRA: r must be a positive integer, got ${lora.r}`);
+  if (!Number.isFinite(lora.alpha)) throw new Error(`LoRA: alpha must be finite, got ${lora.alpha}`);
+  for (const t of lora.targets) {
+    if (!LORA_TARGETS.includes(t)) throw new Error(`LoRA: unknown target module "${t}"`);
+    const [out, inp] = linearShape(cfg, t);
+    for (let l = 0; l < cfg.numLayers; l++) {
+      const name = linearName(l, t);
+      const A = lora.A.get(name);
+      const B = lora.B.get(name);
+      if (!A || A.length !== lora.r * inp) throw new Error(`LoRA: A of "${name}" must have ${lora.r}×${inp} values, got ${A?.length ?? 'none'}`);
+      if (!B || B.length !== out * lora.r) throw new Error(`LoRA: B of "${name}" must have ${out}×${lora.r} values, got ${B?.length ?? 'none'}`);
+    }
+  }
+}
+
+/**
+ * Deterministic random adapter with BOTH A and B non-zero, so that every LoRA gradient is
+ * exercised (PEFT's own init has B = 0, which makes dL/dA vanish; the engine owns that init).
+ */
+export function randomRefLora(
+  cfg: ModelConfig,
+  opts: { r: number; alpha: number; targets: LoraTarget[]; seed: number },
+): RefLora {
+  const normal = seededNormal(opts.seed);
+  const lora: RefLora = { r: opts.r, alpha: opts.alpha, targets: [...opts.targets], A: new Map(), B: new Map() };
+  for (let l = 0; l < cfg.numLayers; l++) {
+    for (const t of opts.targets) {
+      const [out, inp] = linearShape(cfg, t);
+      const name = linearName(l, t);
+      lora.A.set(name, Float64Array.from({ length: opts.r * inp }, () => RANDOM_MATRIX_STD * normal()));
+      lora.B.set(name, Float64Array.from({ length: out * opts.r }, () => RANDOM_MATRIX_STD * normal()));
+    }
+  }
+  checkRefLora(cfg, lora);
+  return lora;
+}
+
+function checkConfig(cfg: ModelConfig): void {
+  const positive: (keyof ModelConfig)[] = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim'];
+  for (const key of positive) {
+    const v = cfg[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new Error(`model config: ${key} must be a positive integer, got ${String(v)}`);
+  }
+  if (cfg.numHeads % cfg.numKvHeads !== 0) {
+    throw new Error(`model config: numHeads (${cfg.numHeads}) must be a multiple of numKvHeads (${cfg.numKvHeads})`);
+  }
+  if (cfg.headDim % 2 !== 0) throw new Error(`model config: headDim must be even for rotate-half RoPE, got ${cfg.headDim}`);
+}
