@@ -1,0 +1,137 @@
+// What the engine's forward side hands to the training side (src/engine/train, H4): the GPU, the
+// parameter table, the kernel cache, the command recorder, the packed-token layout, and the per-layer
+// forward encoder whose activation struct holds every intermediate a backward pass needs.
+//
+// Conventions shared by every kernel (forward and backward):
+// - All bindings live in @group(0). A `var<uniform>` params struct, when present, is @binding(0);
+//   storage buffers follow. Layouts are derived from the WGSL text (see kernel-cache.ts), so a
+//   kernel may leave a declared binding unused without breaking its bind group.
+// - `{{NAME}}` placeholders in a kernel are replaced by `getPipeline(file, constants)` before
+//   compilation (types, booleans, array sizes); a placeholder left unfilled is an error.
+// - Activations, LoRA adapters and all logits/statistics are f32. Frozen matrices are 'f32' or
+//   'f16'; an 'f16' tensor is IEEE half values packed two per u32 word (element 2i in the low half),
+//   byte-identical to `array<f16>`. Kernels that must run without `shader-f16` read it as
+//   `array<u32>` with `unpack2x16float`; `{{W_TYPE}}`-style kernels may bind it as `array<f16>`
+//   when `gpu.f16` is true. 1-D tensors (norm weights) are always f32.
+
+import type { Gpu } from './gpu.ts';
+import type { ModelConfig } from '../model/types.ts';
+import type { LoraTarget } from './types.ts';
+import type { Recorder } from './recorder.ts';
+
+/** One row-slice of a tensor held in its own GPU buffer: rows [rowStart, rowStart + rows). */
+export interface ParamChunk {
+  buffer: GPUBuffer;
+  rowStart: number;
+  rows: number;
+}
+
+/** One Hugging Face tensor on the GPU. `chunks` has one entry unless the tensor exceeds a binding. */
+export interface ParamEntry {
+  /** The checkpoint's own name, e.g. `model.layers.3.mlp.up_proj.weight`. */
+  name: string;
+  /** [out, in] for matrices (nn.Linear layout), [n] for norm weights. */
+  shape: number[];
+  dtype: 'f16' | 'f32';
+  chunks: ParamChunk[];
+}
+
+/** A LoRA adapter of one linear: y += scale · B·(A·x). Buffers are f32 and owned by the train side. */
+export interface LoraAdapter {
+  a: GPUBuffer; // (r, in)
+  b: GPUBuffer; // (out, r)
+  r: number;
+  /** alpha / r */
+  scale: number;
+}
+
+/**
+ * Several sequences packed into one token stream of T rows. Token t belongs to one sequence, sits at
+ * `position` inside it, and attends (causally) to the keys at rows `kvBase .. kvBase + position` of
+ * the K/V buffer the layer reads: the packed `acts.k/acts.v` when scoring (kvBase = the row where
+ * its sequence starts in the pack), or the KV cache when generating (kvBase = the sequence's cache
+ * region). Attention never crosses sequences.
+ */
+export interface PackedBatch {
+  T: number;
+  tokens: GPUBuffer; // (T) u32 token ids
+  /** (T, 4) u32 per token: [kvBase, position, kvSlot, seqIndex]. kvSlot = row its k/v is written to in the KV cache (generation only). */
+  meta: GPUBuffer;
+  /** (T, d/2, 2) f32 per token: cos, sin of RoPE angle position·inv_freq[j] (computed on the CPU in f32, as transformers does). */
+  rope: GPUBuffer;
+  /** CPU copies, in pack order. */
+  seqStarts: number[];
+  seqLengths: number[];
+  positions: Uint32Array;
+}
+
+/**
+ * Every intermediate of one decoder layer over T packed tokens (D hidden, H query heads, K kv
+ * heads, d head_dim, F intermediate). `encodeLayerForward` reads `x` and writes everything else.
+ */
+export interface LayerActs {
+  T: number;
+  x: GPUBuffer; //      (T, D) layer input (the residual stream)
+  a: GPUBuffer; //      (T, D) rmsnorm(x; input_layernorm)
+  rstd1: GPUBuffer; //  (T) 1/sqrt(mean(x²)+eps) of that norm
+  qRaw: GPUBuffer; //   (T, H·d) q_proj·a, before q_norm
+  kRaw: GPUBuffer; //   (T, K·d) k_proj·a, before k_norm
+  qRstd: GPUBuffer; //  (T·H) per-head rstd of q_norm
+  kRstd: GPUBuffer; //  (T·K) per-head rstd of k_norm
+  q: GPUBuffer; //      (T, H·d) after q_norm and RoPE
+  k: GPUBuffer; //      (T, K·d) after k_norm and RoPE
+  v: GPUBuffer; //      (T, K·d) v_proj·a (no norm, no RoPE)
+  attn: GPUBuffer; //   (T, H·d) softmax(q·kᵀ/sqrt(d))·v per head, before o_proj
+  lse: GPUBuffer; //    (T·H) log-sum-exp of the scaled scores of each (token, head), for attention backward
+  xMid: GPUBuffer; //   (T, D) x + o_proj·attn
+  b: GPUBuffer; //      (T, D) rmsnorm(xMid; post_attention_layernorm)
+  rstd2: GPUBuffer; //  (T)
+  gate: GPUBuffer; //   (T, F) gate_proj·b
+  up: GPUBuffer; //     (T, F) up_proj·b
+  hidden: GPUBuffer; // (T, F) silu(gate) ⊙ up
+  xOut: GPUBuffer; //   (T, D) xMid + down_proj·hidden: the next layer's input
+}
+
+/** The KV cache a generating forward writes into and attends over (per layer, f32 rows of K·d). */
+export interface KvTarget {
+  k: GPUBuffer[]; // per layer (capacityRows, K·d)
+  v: GPUBuffer[]; // per layer (capacityRows, K·d)
+}
+
+export interface LayerForwardOptions {
+  /** Apply `internals.lora` adapters (false = the reference policy). */
+  adapters: boolean;
+  /** Write k/v into this cache at meta.kvSlot and attend over it; absent = attend over acts.k/acts.v. */
+  kv?: KvTarget;
+}
+
+export interface EngineInternals {
+  gpu: Gpu;
+  config: ModelConfig;
+  /** Every parameter by HF name (tied models have no `lm_head.weight` entry: the head is the embedding). */
+  params: Map<string, ParamEntry>;
+  /** LoRA adapters by the HF name of the base linear's weight; set by the train side, read by every linear. */
+  lora: Map<string, LoraAdapter>;
+  /** Compiled, cached pipeline of `src/engine/kernels/<file>` with `{{NAME}}` placeholders filled. */
+  getPipeline(file: string, constants?: Record<string, string | number | boolean>): GPUComputePipeline;
+  /** A labelled storage buffer (usage STORAGE | COPY_SRC | COPY_DST), zero-filled. */
+  createBuffer(label: string, byteSize: number): GPUBuffer;
+  /** A new command recorder (dispatches + copies, one submit). */
+  recorder(label: string): Recorder;
+  /** Allocates a LayerActs for up to T tokens (label prefix for debugging). */
+  createLayerActs(T: number, label: string): LayerActs;
+  /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack). */
+  packSequences(sequences: number[][]): PackedBatch;
+  /** Records the embedding gather of batch.tokens into `out` (T, D). */
+  encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void;
+  /** Records one decoder layer: reads acts.x, writes every other field of acts. */
+  encodeLayerForward(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void;
+  /**
+   * Records y = x·Wᵀ (+ LoRA) for a linear of `layer`, with an optional residual: y = residual + x·Wᵀ.
+   * x (rows, in), y (rows, out). The single path every linear of the model goes through.
+   */
+  encodeLinear(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, y: GPUBuffer, rows: number,
+    opts: { adapters: boolean; residual?: GPUBuffer }): void;
+  /** HF weight name of a linear: `model.layers.{layer}.{self_attn|mlp}.{target}.weight`. */
+  linearName(layer: number, target: LoraTarget): string;
+}

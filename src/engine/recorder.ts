@@ -1,0 +1,248 @@
+// Kernel compilation cache and the command recorder: dispatches and copies are recorded in order,
+// their uniform params packed into one arena, and everything goes to the GPU in ONE submit (round
+// trips cost milliseconds in Chromium, specs/webgpu-without-a-gpu.md §6). Bind groups are created
+// at submit time, once the arena's buffer exists.
+
+import { KERNEL_SOURCES } from './kernels/index.ts';
+
+type BindingKind = 'uniform' | 'read-only-storage' | 'storage';
+
+interface KernelPipeline {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+  /** Binding number and kind, ascending. */
+  bindings: { binding: number; kind: BindingKind }[];
+}
+
+const BINDING_RE = /@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage\s*,\s*read_write|storage\s*,\s*read|storage)\s*>/g;
+
+/** Fills `{{NAME}}` placeholders; a placeholder without a value is an error that names it. */
+export function fillTemplate(file: string, src: string, constants: Record<string, string | number | boolean>): string {
+  return src.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+    if (!(name in constants)) throw new Error(`kernel ${file}: no value given for placeholder {{${name}}}`);
+    return String(constants[name]);
+  });
+}
+
+export class KernelCache {
+  private readonly cache = new Map<string, KernelPipeline>();
+  private readonly byPipeline = new Map<GPUComputePipeline, KernelPipeline>();
+
+  constructor(private readonly device: GPUDevice) {}
+
+  get(file: string, constants: Record<string, string | number | boolean> = {}): GPUComputePipeline {
+    const key = `${file}|${JSON.stringify(Object.entries(constants).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+    const hit = this.cache.get(key);
+    if (hit) return hit.pipeline;
+    const raw = KERNEL_SOURCES[file];
+    if (raw === undefined) {
+      throw new Error(`kernel ${file} is not in src/engine/kernels/index.ts (run: npx tsx src/engine/kernels/build-index.ts)`);
+    }
+    const code = fillTemplate(file, raw, constants);
+    const bindings: KernelPipeline['bindings'] = [];
+    for (const m of code.matchAll(BINDING_RE)) {
+      const kind: BindingKind = m[2] === 'uniform' ? 'uniform' : /read_write/.test(m[2]) ? 'storage' : 'read-only-storage';
+      bindings.push({ binding: Number(m[1]), kind });
+    }
+    bindings.sort((a, b) => a.binding - b.binding);
+    const layout = this.device.createBindGroupLayout({
+      label: file,
+      entries: bindings.map((b) => ({ binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.kind } })),
+    });
+    const module = this.device.createShaderModule({ label: file, code });
+    const pipeline = this.device.createComputePipeline({
+      label: file,
+      layout: this.device.createPipelineLayout({ label: file, bindGroupLayouts: [layout] }),
+      compute: { module, entryPoint: 'main' },
+    });
+    const entry = { pipeline, layout, bindings };
+    this.cache.set(key, entry);
+    this.byPipeline.set(pipeline, entry);
+    return pipeline;
+  }
+
+  describe(pipeline: GPUComputePipeline): KernelPipeline {
+    const e = this.byPipeline.get(pipeline);
+    if (!e) throw new Error('recorder: pipeline was not created by this KernelCache');
+    return e;
+  }
+}
+
+/** A uniform value: a plain number is a u32, `f32(x)` a float, `i32(x)` a signed int. */
+export type ParamValue = number | { f32: number } | { i32: number };
+export const f32 = (v: number): ParamValue => ({ f32: v });
+export const i32 = (v: number): ParamValue => ({ i32: v });
+
+/** A buffer binding: a whole buffer or a byte range of one. */
+export type Binding = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
+
+type Op =
+  | { kind: 'dispatch'; pipeline: GPUComputePipeline; label: string; storage: Binding[]; uniformOffset: number; uniformSize: number; groups: [number, number, number] }
+  | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; size: number }
+  | { kind: 'clear'; buffer: GPUBuffer; offset: number; size: number };
+
+const UNIFORM_ALIGN = 256;
+
+/** Largest workgroup count in one dimension; 1-D kernels index `gid.x + gid.y·65535·WG`. */
+export const MAX_GROUPS = 65535;
+
+/** Workgroup counts for n invocations of a 1-D kernel with workgroup size wg. */
+export function groups1d(n: number, wg = 64): [number, number, number] {
+  const total = Math.ceil(n / wg);
+  if (total <= MAX_GROUPS) return [total, 1, 1];
+  return [MAX_GROUPS, Math.ceil(total / MAX_GROUPS), 1];
+}
+
+export class Recorder {
+  private readonly ops: Op[] = [];
+  private arena = new ArrayBuffer(4096);
+  private arenaUsed = 0;
+  private readonly reads: { src: GPUBuffer; offset: number; size: number }[] = [];
+  private submitted = false;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly kernels: KernelCache,
+    private readonly uniformPool: UniformPool,
+    readonly label: string,
+  ) {}
+
+  /** Number of compute dispatches recorded so far. */
+  get dispatchCount(): number {
+    return this.ops.filter((o) => o.kind === 'dispatch').length;
+  }
+
+  /**
+   * Records one dispatch. `storage` fills the kernel's storage bindings in ascending binding order;
+   * `params` (u32 / f32 / i32 scalars in struct order) fills its uniform binding. Empty grids are skipped.
+   */
+  dispatch(pipeline: GPUComputePipeline, storage: Binding[], params: ParamValue[] | null, groups: [number, number, number], label = ''): void {
+    if (groups[0] === 0 || groups[1] === 0 || groups[2] === 0) return;
+    const desc = this.kernels.describe(pipeline);
+    const nStorage = desc.bindings.filter((b) => b.kind !== 'uniform').length;
+    if (storage.length !== nStorage) {
+      throw new Error(`recorder ${this.label}: kernel ${pipeline.label} ${label} takes ${nStorage} storage buffers, got ${storage.length}`);
+    }
+    let uniformOffset = -1;
+    let uniformSize = 0;
+    if (desc.bindings.some((b) => b.kind === 'uniform')) {
+      if (!params) throw new Error(`recorder ${this.label}: kernel ${pipeline.label} needs params`);
+      uniformSize = Math.max(16, Math.ceil((params.length * 4) / 16) * 16);
+      uniformOffset = this.allocUniform(uniformSize);
+      const view = new DataView(this.arena, uniformOffset, uniformSize);
+      params.forEach((v, i) => {
+        if (typeof v === 'number') view.setUint32(i * 4, v >>> 0, true);
+        else if ('f32' in v) view.setFloat32(i * 4, v.f32, true);
+        else view.setInt32(i * 4, v.i32, true);
+      });
+    }
+    this.ops.push({ kind: 'dispatch', pipeline, label, storage, uniformOffset, uniformSize, groups });
+  }
+
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    if (size > 0) this.ops.push({ kind: 'copy', src, srcOffset, dst, dstOffset, size });
+  }
+
+  clear(buffer: GPUBuffer, offset = 0, size = buffer.size - offset): void {
+    if (size > 0) this.ops.push({ kind: 'clear', buffer, offset, size });
+  }
+
+  /** Reads `size` bytes of `src` back after the submit; the result is submit()'s entry at the returned index. */
+  read(src: GPUBuffer, offset: number, size: number): number {
+    this.reads.push({ src, offset, size });
+    return this.reads.length - 1;
+  }
+
+  /** Submits everything recorded (once) and resolves with the requested read-backs. */
+  async submit(): Promise<ArrayBuffer[]> {
+    if (this.submitted) throw new Error(`recorder ${this.label}: already submitted`);
+    this.submitted = true;
+    const uniforms = this.arenaUsed > 0 ? this.uniformPool.take(this.arenaUsed) : null;
+    if (uniforms) this.device.queue.writeBuffer(uniforms, 0, this.arena, 0, this.arenaUsed);
+    const enc = this.device.createCommandEncoder({ label: this.label });
+    let pass: GPUComputePassEncoder | null = null;
+    const endPass = () => {
+      pass?.end();
+      pass = null;
+    };
+    for (const op of this.ops) {
+      if (op.kind === 'dispatch') {
+        const desc = this.kernels.describe(op.pipeline);
+        let s = 0;
+        const entries: GPUBindGroupEntry[] = desc.bindings.map((b) => {
+          if (b.kind === 'uniform') return { binding: b.binding, resource: { buffer: uniforms!, offset: op.uniformOffset, size: op.uniformSize } };
+          const bind = op.storage[s++];
+          return { binding: b.binding, resource: 'buffer' in bind ? { buffer: bind.buffer, offset: bind.offset, size: bind.size } : { buffer: bind } };
+        });
+        const group = this.device.createBindGroup({ label: op.label || op.pipeline.label, layout: desc.layout, entries });
+        pass ??= enc.beginComputePass({ label: this.label });
+        pass.setPipeline(op.pipeline);
+        pass.setBindGroup(0, group);
+        pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
+      } else if (op.kind === 'copy') {
+        endPass();
+        enc.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
+      } else {
+        endPass();
+        enc.clearBuffer(op.buffer, op.offset, op.size);
+      }
+    }
+    endPass();
+    const staging = this.reads.map((r) => {
+      const size = Math.ceil(r.size / 4) * 4;
+      const buf = this.device.createBuffer({ label: `${this.label} readback`, size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      enc.copyBufferToBuffer(r.src, r.offset, buf, 0, size);
+      return buf;
+    });
+    this.device.queue.submit([enc.finish()]);
+    if (uniforms) this.uniformPool.release(uniforms);
+    const out: ArrayBuffer[] = [];
+    for (let i = 0; i < staging.length; i++) {
+      await staging[i].mapAsync(GPUMapMode.READ);
+      out.push(staging[i].getMappedRange().slice(0, this.reads[i].size));
+      staging[i].unmap();
+      staging[i].destroy();
+    }
+    return out;
+  }
+
+  private allocUniform(size: number): number {
+    const offset = Math.ceil(this.arenaUsed / UNIFORM_ALIGN) * UNIFORM_ALIGN;
+    const need = offset + size;
+    if (need > this.arena.byteLength) {
+      const grown = new ArrayBuffer(Math.max(need, this.arena.byteLength * 2));
+      new Uint8Array(grown).set(new Uint8Array(this.arena));
+      this.arena = grown;
+    }
+    this.arenaUsed = need;
+    return offset;
+  }
+}
+
+/**
+ * Uniform arenas reused across submits. Reuse is safe because queue.writeBuffer is ordered after
+ * every earlier submit on the same queue.
+ */
+export class UniformPool {
+  private buffer: GPUBuffer | null = null;
+
+  take(size: number): GPUBuffer {
+    const buf = this.buffer;
+    this.buffer = null;
+    if (buf && buf.size >= size) return buf;
+    buf?.destroy();
+    return this.create(size);
+  }
+
+  release(buf: GPUBuffer): void {
+    if (this.buffer) this.buffer.destroy();
+    this.buffer = buf;
+  }
+
+  constructor(private readonly device: GPUDevice) {}
+
+  private create(size: number): GPUBuffer {
+    const bytes = Math.max(65536, 2 ** Math.ceil(Math.log2(size)));
+    return this.device.createBuffer({ label: 'uniform arena', size: bytes, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  }
+}
