@@ -1,0 +1,76 @@
+// Client of the env-server's run store (/api/runs) and environment listing (/envs).
+import type { StepEvent } from './worker-api.ts';
+
+export interface RunSummary {
+  id: string;
+  name: string;
+  status: string;
+  createdAt: string;
+  updatedAt: string;
+  config: Record<string, unknown>;
+  model: Record<string, unknown>;
+  env: Record<string, unknown>;
+  error: string | null;
+  lastStep: number | null;
+}
+
+export interface StepRecord {
+  step: number;
+  metrics: Record<string, number | null>;
+}
+
+export class ApiError extends Error {
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+async function call<T>(method: string, path: string, body?: unknown, token?: string): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { 'x-webgrpo-write-token': token } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new ApiError(`The env-server at ${location.origin} is unreachable (${(err as Error).message})`, 0);
+  }
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new ApiError((data as { detail?: string }).detail ?? `${method} ${path} failed with HTTP ${res.status}`, res.status);
+  return data as T;
+}
+
+export const api = {
+  createRun: (run: { name: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown> }) =>
+    call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs', run),
+  getRun: (id: string, after = -1) => call<{ run: RunSummary; steps: StepRecord[] }>('GET', `/api/runs/${encodeURIComponent(id)}?after=${after}`),
+  rollouts: (id: string, lastSteps = 5) =>
+    call<{ rollouts: { step: number; index: number; data: Record<string, unknown> }[] }>('GET', `/api/runs/${encodeURIComponent(id)}/rollouts?last=${lastSteps}`),
+  appendStep: (id: string, token: string, e: StepEvent) =>
+    call('POST', `/api/runs/${encodeURIComponent(id)}/steps`, { step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 }, rollouts: e.rollouts }, token),
+  setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
+  importRun: (text: string) => call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs/import', text),
+  exportUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/export`,
+  envs: () => call<{ envs: { name: string; kind: string; url?: string }[] }>('GET', '/envs'),
+  envHealth: (base: string) => call<{ status: string }>('GET', `${base}/health`),
+  envMetadata: (base: string) => call<Record<string, unknown>>('GET', `${base}/metadata`),
+};
+
+/** Write tokens of the runs this browser created: only the creator's tab may write to a run. */
+export const ownedRuns = {
+  get(id: string): string | null {
+    return localStorage.getItem(`webgrpo.run.${id}`);
+  },
+  set(id: string, token: string): void {
+    localStorage.setItem(`webgrpo.run.${id}`, token);
+  },
+  /** The run a tab was training when it closed (offered for resume). */
+  active(): string | null {
+    return localStorage.getItem('webgrpo.activeRun');
+  },
+  setActive(id: string | null): void {
+    if (id) localStorage.setItem('webgrpo.activeRun', id);
+    else localStorage.removeItem('webgrpo.activeRun');
+  },
+};

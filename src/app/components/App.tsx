@@ -1,0 +1,39 @@
+// Hash routes: `#/` sets up a run, `#/runs/<id>` shows one (live or read-only), anything else 404s.
+import { useEffect, useState } from 'react';
+import { useUi } from '../store.ts';
+import { trainer } from '../trainer-client.ts';
+import { NotFound } from './NotFound.tsx';
+import { RunView } from './RunView.tsx';
+import { SetupView } from './SetupView.tsx';
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const on = () => setHash(location.hash);
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return hash;
+}
+
+export function App() {
+  const hash = useHash();
+  const probe = useUi((s) => s.probe);
+  useEffect(() => {
+    trainer().probe().then((p) => useUi.getState().set({ probe: p }), (e) => useUi.getState().set({ probe: { webgpu: false, error: (e as Error).message } }));
+  }, []);
+  const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
+  const setup = hash === '' || hash === '#' || hash === '#/';
+  return (
+    <div className="app">
+      <nav>
+        <a href="#/" className="brand">webgrpo</a>
+        <span className="muted">GRPO for tool-using agents, on WebGPU, in this tab</span>
+        <span className="adapter" data-testid="adapter">
+          {probe?.adapter ? `${probe.adapter.vendor || probe.adapter.architecture || 'GPU'} ${probe.adapter.architecture}${probe.adapter.isFallbackAdapter ? ' (software)' : ''}${probe.f16 ? ' · f16' : ''}` : probe?.webgpu === false ? 'no WebGPU' : ''}
+        </span>
+      </nav>
+      <main>{setup ? <SetupView /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}</main>
+    </div>
+  );
+}

@@ -1,0 +1,70 @@
+// A uPlot line chart of one or more metrics against the training step. Missing values (NaN, null)
+// are gaps. A band series pair (mean ± std) is drawn as dashed bounds.
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { StepRecord } from '../api.ts';
+
+export interface ChartSeries {
+  label: string;
+  value: (m: Record<string, number | null>) => number | null | undefined;
+  color: string;
+  dash?: boolean;
+}
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#be185d'];
+export const color = (i: number) => PALETTE[i % PALETTE.length];
+
+export function Chart({ title, steps, series, height = 180 }: { title: string; steps: StepRecord[]; series: ChartSeries[]; height?: number }) {
+  const host = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const key = series.map((s) => s.label).join('|');
+
+  const data = (): uPlot.AlignedData => [
+    steps.map((s) => s.step),
+    ...series.map((s) => steps.map((st) => {
+      const v = s.value(st.metrics);
+      return v === null || v === undefined || !Number.isFinite(v) ? null : v;
+    })),
+  ];
+
+  useEffect(() => {
+    if (!host.current) return;
+    const width = Math.max(240, host.current.clientWidth);
+    plot.current = new uPlot(
+      {
+        width,
+        height,
+        scales: { x: { time: false } },
+        axes: [{ label: 'step' }, {}],
+        legend: { live: true },
+        series: [{ label: 'step' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
+      },
+      data(),
+      host.current,
+    );
+    const resize = new ResizeObserver(() => {
+      if (host.current && plot.current) plot.current.setSize({ width: Math.max(240, host.current.clientWidth), height });
+    });
+    resize.observe(host.current);
+    return () => {
+      resize.disconnect();
+      plot.current?.destroy();
+      plot.current = null;
+    };
+    // Recreate only when the set of series changes; data updates go through setData below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, height]);
+
+  useEffect(() => {
+    plot.current?.setData(data());
+  });
+
+  const points = steps.filter((st) => series.some((s) => Number.isFinite(s.value(st.metrics) ?? NaN))).length;
+  return (
+    <figure className="chart" data-testid={`chart-${title}`} data-points={points}>
+      <figcaption>{title}</figcaption>
+      <div ref={host} />
+    </figure>
+  );
+}

@@ -1,0 +1,57 @@
+// The dashboard of a run: every metric people watch while GRPO learns, with TRL's names.
+import type { StepRecord } from '../api.ts';
+import { Chart, color, type ChartSeries } from './Chart.tsx';
+
+const m = (name: string) => (x: Record<string, number | null>) => x[name];
+
+function rewardSeries(steps: StepRecord[]): ChartSeries[] {
+  const fns = new Set<string>();
+  for (const s of steps) for (const k of Object.keys(s.metrics)) if (/^rewards\/.+\/mean$/.test(k)) fns.add(k);
+  return [
+    { label: 'reward', value: m('reward'), color: color(0) },
+    { label: '+std', value: (x) => (x.reward ?? NaN) + (x.reward_std ?? NaN), color: color(0), dash: true },
+    { label: '−std', value: (x) => (x.reward ?? NaN) - (x.reward_std ?? NaN), color: color(0), dash: true },
+    ...[...fns].sort().map((k, i) => ({ label: k.slice('rewards/'.length, -'/mean'.length), value: m(k), color: color(i + 1) })),
+  ];
+}
+
+export function Charts({ steps }: { steps: StepRecord[] }) {
+  const grpo = steps.filter((s) => !s.metrics.phase_sft);
+  return (
+    <div className="charts">
+      <Chart title="reward" steps={grpo} series={rewardSeries(grpo)} />
+      <Chart title="loss" steps={steps} series={[{ label: 'loss', value: m('loss'), color: color(0) }]} />
+      <Chart title="kl" steps={grpo} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
+      <Chart title="entropy" steps={grpo} series={[{ label: 'entropy', value: m('entropy'), color: color(2) }]} />
+      <Chart
+        title="clip ratio"
+        steps={grpo}
+        series={[
+          { label: 'region', value: m('clip_ratio/region_mean'), color: color(0) },
+          { label: 'low', value: m('clip_ratio/low_mean'), color: color(1) },
+          { label: 'high', value: m('clip_ratio/high_mean'), color: color(2) },
+        ]}
+      />
+      <Chart
+        title="completion length"
+        steps={grpo}
+        series={[
+          { label: 'mean', value: m('completions/mean_length'), color: color(0) },
+          { label: 'min', value: m('completions/min_length'), color: color(1), dash: true },
+          { label: 'max', value: m('completions/max_length'), color: color(2), dash: true },
+        ]}
+      />
+      <Chart
+        title="tools"
+        steps={grpo}
+        series={[
+          { label: 'call frequency', value: m('tools/call_frequency'), color: color(0) },
+          { label: 'failure frequency', value: m('tools/failure_frequency'), color: color(1) },
+        ]}
+      />
+      <Chart title="tokens/s" steps={steps} series={[{ label: 'tokens/s', value: m('tokens_per_second'), color: color(3) }]} />
+      <Chart title="step time (s)" steps={steps} series={[{ label: 'step_time', value: m('step_time'), color: color(4) }]} />
+      <Chart title="GPU memory (MiB)" steps={steps} series={[{ label: 'gpu memory', value: m('gpu_memory_mib'), color: color(5) }]} />
+    </div>
+  );
+}

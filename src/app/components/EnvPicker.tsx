@@ -1,0 +1,53 @@
+// Choose the environment: a built-in one of the env-server, or any environment the env-server
+// proxies (configured with `--upstream`, so the concurrency cap holds). Shows health and metadata.
+import { useEffect, useState } from 'react';
+import { api } from '../api.ts';
+
+export interface EnvSelection {
+  name: string;
+  url: string;
+}
+
+export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onChange: (e: EnvSelection) => void }) {
+  const [envs, setEnvs] = useState<{ name: string; kind: string; url?: string }[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [meta, setMeta] = useState<{ health: string; metadata: Record<string, unknown> } | null>(null);
+
+  useEffect(() => {
+    api.envs().then((r) => {
+      setEnvs(r.envs);
+      if (!value && r.envs.length) {
+        const first = r.envs.find((e) => e.name === 'catch') ?? r.envs[0];
+        onChange({ name: first.name, url: `${location.origin}/envs/${first.name}` });
+      }
+    }, (e) => setError(`Cannot list environments: ${(e as Error).message}`));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+
+  useEffect(() => {
+    if (!value) return;
+    setMeta(null);
+    const base = `/envs/${value.name}`;
+    Promise.all([api.envHealth(base), api.envMetadata(base)]).then(
+      ([h, m]) => { setMeta({ health: h.status, metadata: m }); setError(null); },
+      (e) => setError(`Environment ${value.name} is not healthy: ${(e as Error).message}`),
+    );
+  }, [value?.name]);
+
+  return (
+    <section className="panel">
+      <h3>Environment</h3>
+      <select aria-label="environment" value={value?.name ?? ''} onChange={(e) => onChange({ name: e.target.value, url: `${location.origin}/envs/${e.target.value}` })}>
+        {envs.map((e) => <option key={e.name} value={e.name}>{e.name}{e.kind === 'proxy' ? ` (proxy → ${e.url ?? 'remote'})` : ''}</option>)}
+      </select>
+      <p className="muted">Remote OpenEnv servers (a Hugging Face Space, a container) appear here when the server runs with <code>--upstream NAME=URL</code>: sessions then go through its concurrency cap.</p>
+      {meta && (
+        <p className="env-meta" data-testid="env-meta">
+          <span className={meta.health === 'healthy' ? 'ok' : 'error'}>● {meta.health}</span> {String(meta.metadata.name ?? '')} {String(meta.metadata.version ?? '')}
+          {meta.metadata.description ? ` — ${String(meta.metadata.description)}` : ''}
+        </p>
+      )}
+      {error && <p className="error" role="alert">{error}</p>}
+    </section>
+  );
+}

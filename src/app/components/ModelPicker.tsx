@@ -1,0 +1,89 @@
+// Choose the model: a Hugging Face id (downloaded with progress, cached), a local folder, or the
+// tiny built-in model that needs no network. Shows the memory plan against the adapter's limits.
+import { useState } from 'react';
+import { useUi } from '../store.ts';
+import { trainer, proxy } from '../trainer-client.ts';
+import type { ModelChoice } from '../worker-api.ts';
+import { formatBytes, formatDuration } from '../format.ts';
+import { ProgressBar } from './ProgressBar.tsx';
+
+export function ModelPicker() {
+  const { model, modelError, progress, probe, set } = useUi();
+  const [kind, setKind] = useState<'tiny' | 'hub' | 'files'>('tiny');
+  const [repo, setRepo] = useState('Qwen/Qwen3-0.6B');
+  const [revision, setRevision] = useState('main');
+  const [files, setFiles] = useState<File[]>([]);
+  const [busy, setBusy] = useState(false);
+
+  async function load() {
+    const choice: ModelChoice = kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
+    if (kind === 'files' && files.length === 0) {
+      set({ modelError: 'Pick a folder with config.json, model.safetensors and tokenizer files first.' });
+      return;
+    }
+    setBusy(true);
+    set({ modelError: null, model: null, progress: null });
+    try {
+      const info = await trainer().loadModel(choice, proxy({ onProgress: (p) => set({ progress: p }) }));
+      set({ model: info, progress: null });
+    } catch (err) {
+      set({ modelError: (err as Error).message, progress: null });
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const pct = progress && progress.totalBytes > 0 ? progress.loadedBytes / progress.totalBytes : 0;
+  const eta = progress?.rate ? (progress.totalBytes - progress.loadedBytes) / progress.rate : NaN;
+  return (
+    <section className="panel">
+      <h3>Model</h3>
+      <div className="choices">
+        <label><input type="radio" name="model" checked={kind === 'tiny'} onChange={() => setKind('tiny')} /> built-in tiny model (no download)</label>
+        <label><input type="radio" name="model" checked={kind === 'hub'} onChange={() => setKind('hub')} /> Hugging Face model</label>
+        <label><input type="radio" name="model" checked={kind === 'files'} onChange={() => setKind('files')} /> local folder</label>
+      </div>
+      {kind === 'hub' && (
+        <div className="row">
+          <input aria-label="model id" value={repo} onChange={(e) => setRepo(e.target.value)} size={30} />
+          <input aria-label="revision" value={revision} onChange={(e) => setRevision(e.target.value)} size={10} />
+        </div>
+      )}
+      {kind === 'files' && (
+        <input
+          type="file"
+          multiple
+          // Non-standard but supported by Chromium and Firefox: pick a whole folder.
+          {...{ webkitdirectory: '' }}
+          onChange={(e) => setFiles([...(e.target.files ?? [])])}
+        />
+      )}
+      <button disabled={busy || probe?.webgpu === false} onClick={load} data-testid="load-model">{busy ? 'Loading…' : 'Load model'}</button>
+      {progress && (
+        <div className="progress-block">
+          <ProgressBar fraction={pct} />
+          <div className="muted">
+            {progress.phase} {progress.file ?? ''}: {formatBytes(progress.loadedBytes)} / {formatBytes(progress.totalBytes)}
+            {progress.rate ? ` · ${formatBytes(progress.rate)}/s · ${formatDuration(eta)} left` : ''}
+          </div>
+        </div>
+      )}
+      {modelError && <p className="error" role="alert">{modelError}</p>}
+      {model && (
+        <div className="model-info" data-testid="model-info">
+          <p>
+            <b>{model.name}</b>: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab}, {(model.params / 1e6).toFixed(2)}M parameters,
+            weights in <b>{model.weightDtype}</b>{model.weightDtype === 'f32' && probe?.f16 === false ? ' (adapter has no shader-f16)' : ''}.
+          </p>
+          <table className="memory">
+            <tbody>
+              {model.memory.map((m) => <tr key={m.name}><td>{m.name}</td><td>{formatBytes(m.bytes)}</td></tr>)}
+              <tr className="total"><td>total</td><td>{formatBytes(model.totalBytes)}</td></tr>
+            </tbody>
+          </table>
+          {!model.fits && <p className="error">{model.message ?? 'This model does not fit this GPU with the chosen settings.'}</p>}
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,9 @@
+export function NotFound({ what }: { what: string }) {
+  return (
+    <div className="not-found" data-testid="not-found">
+      <h2>404 — not found</h2>
+      <p>There is no {what} on this server. Share links only work on the server that stored the run (or import its exported JSON).</p>
+      <a href="#/">back to setup</a>
+    </div>
+  );
+}

@@ -1,0 +1,50 @@
+// UI state (zustand). The page holds only what it shows; the worker owns the model and the trainer.
+import { create } from 'zustand';
+import type { LoadProgress } from '../model/types.ts';
+import type { ModelInfo, ProbeResult, RolloutView, StepEvent } from './worker-api.ts';
+import type { StepRecord } from './api.ts';
+
+export type RunStatus = 'idle' | 'loading' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
+
+export interface UiState {
+  probe: ProbeResult | null;
+  model: ModelInfo | null;
+  modelError: string | null;
+  progress: LoadProgress | null;
+  /** The run this tab is training (null when only viewing). */
+  liveRunId: string | null;
+  status: RunStatus;
+  statusMessage: string | null;
+  steps: StepRecord[];
+  totalSteps: number;
+  stepStartedAt: number[];
+  rollouts: { step: number; rollouts: RolloutView[] }[];
+  set(patch: Partial<UiState>): void;
+  addStep(e: StepEvent): void;
+  resetRun(runId: string | null): void;
+}
+
+const KEEP_ROLLOUT_STEPS = 5;
+
+export const useUi = create<UiState>((set) => ({
+  probe: null,
+  model: null,
+  modelError: null,
+  progress: null,
+  liveRunId: null,
+  status: 'idle',
+  statusMessage: null,
+  steps: [],
+  totalSteps: 0,
+  stepStartedAt: [],
+  rollouts: [],
+  set: (patch) => set(patch),
+  addStep: (e) =>
+    set((s) => ({
+      steps: [...s.steps.filter((x) => x.step !== e.step), { step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 } }],
+      totalSteps: e.totalSteps,
+      stepStartedAt: [...s.stepStartedAt, performance.now()],
+      rollouts: e.rollouts.length ? [...s.rollouts.filter((r) => r.step !== e.step), { step: e.step, rollouts: e.rollouts }].slice(-KEEP_ROLLOUT_STEPS) : s.rollouts,
+    })),
+  resetRun: (runId) => set({ liveRunId: runId, steps: [], totalSteps: 0, stepStartedAt: [], rollouts: [], status: runId ? 'loading' : 'idle', statusMessage: null }),
+}));

@@ -1,0 +1,101 @@
+// The contract between the page (UI only) and the trainer worker (engine + trainer), carried by
+// comlink. Everything crossing it is structured-clone data or a comlink proxy of callbacks.
+import type { GpuInfo } from '../engine/gpu.ts';
+import type { LoadProgress } from '../model/types.ts';
+
+export type BuiltinEnvName = 'echo' | 'catch' | 'wordle';
+
+export type ModelChoice =
+  | { kind: 'tiny' }
+  | { kind: 'hub'; repo: string; revision: string; endpoint?: string }
+  | { kind: 'files'; files: File[] };
+
+export interface ProbeResult {
+  webgpu: boolean;
+  error?: string;
+  adapter?: GpuInfo;
+  f16?: boolean;
+  maxBufferSize?: number;
+  maxStorageBufferBindingSize?: number;
+}
+
+export interface MemoryItem {
+  name: string;
+  bytes: number;
+}
+
+export interface ModelInfo {
+  name: string;
+  layers: number;
+  hidden: number;
+  vocab: number;
+  params: number;
+  weightDtype: 'f16' | 'f32';
+  memory: MemoryItem[];
+  totalBytes: number;
+  fits: boolean;
+  message?: string;
+}
+
+/** One training step as the UI and the run store see it. */
+export interface StepEvent {
+  step: number;
+  totalSteps: number;
+  phase: 'sft' | 'grpo';
+  metrics: Record<string, number | null>;
+  rollouts: RolloutView[];
+}
+
+/** A rollout, flattened for display. */
+export interface RolloutView {
+  group: number;
+  index: number;
+  /** Segments of the conversation, in order. */
+  turns: { role: 'prompt' | 'assistant' | 'tool' | 'env'; text: string; name?: string }[];
+  reward: number | null;
+  advantage: number;
+  rewards: Record<string, number | null>;
+  error?: string;
+}
+
+export interface RunOptions {
+  runId: string;
+  /** TRL-named config (GRPOConfig fields + webgrpo's lora_* keys). */
+  config: Record<string, unknown>;
+  /** Base URL of the environment (built-in or proxied), e.g. http://127.0.0.1:8000/envs/catch */
+  envUrl: string;
+  envName: string;
+  /** SFT warm-up steps on transcripts from the built-in scripted solver (0 = none). */
+  sftSteps: number;
+  /** Uploaded SFT transcripts (JSONL of message lists), used instead of the solver's when given. */
+  sftJsonl?: string;
+  /** Continue from the checkpoint kept for this run (after a reload or crash). */
+  resume: boolean;
+}
+
+export interface WorkerEvents {
+  onProgress(p: LoadProgress): void;
+  onStep(e: StepEvent): void;
+  onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string }): void;
+}
+
+export interface EvalRow {
+  policy: 'base' | 'trained';
+  episodes: number;
+  meanReward: number;
+  successRate: number;
+  meanToolCalls: number;
+}
+
+export interface TrainerWorkerApi {
+  probe(): Promise<ProbeResult>;
+  loadModel(choice: ModelChoice, events: Pick<WorkerEvents, 'onProgress'>): Promise<ModelInfo>;
+  train(opts: RunOptions, events: WorkerEvents): Promise<void>;
+  pause(): void;
+  resume(): void;
+  stop(): void;
+  /** Step of the checkpoint kept for this run, or null. */
+  checkpointStep(runId: string): Promise<number | null>;
+  exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]>;
+  evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
+}
