@@ -1,0 +1,186 @@
+// Opens a Hugging Face layout checkpoint (config.json + model.safetensors or shards with
+// model.safetensors.index.json) from any CheckpointFiles, reading only headers up front and each
+// tensor's byte range on demand.
+
+import { parseConfigText } from './config.ts';
+import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
+import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
+import type { Checkpoint, LoadProgress, TensorInfo } from './types.ts';
+
+export const SINGLE_WEIGHTS_FILE = 'model.safetensors';
+export const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
+
+/** A tensor's location: which weights file and where in it. */
+export interface StoredTensor extends TensorInfo {
+  file: string;
+  fileOffset: number;
+}
+
+export interface OpenedCheckpoint extends Checkpoint {
+  /** Where it was opened from (folder, URL, "memory"…). */
+  location: string;
+  /** The weights files, in shard order. */
+  weightFiles: string[];
+  /** Every tensor with its file and offset (same keys as `tensors`). */
+  stored: Map<string, StoredTensor>;
+  /** Sum of all tensors' bytes as stored. */
+  totalTensorBytes: number;
+  /** The underlying file access (e.g. to read generation_config.json as bytes). */
+  files: CheckpointFiles;
+}
+
+/** Anything a checkpoint can be opened from; see openCheckpoint. */
+export type CheckpointSource = string | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;
+
+export interface OpenCheckpointOptions {
+  /** Hub endpoint for repo ids (default: HF_ENDPOINT in Node, else https://huggingface.co). */
+  endpoint?: string;
+  /** Hub revision (branch, tag or commit); default 'main'. */
+  revision?: string;
+  /** Access token for gated or private Hub repos (default: HF_TOKEN in Node). */
+  token?: string;
+  /**
+   * For Hub repos and URLs: download whole files into the local cache first (default true), so
+   * the second open needs no network; false reads each tensor with an HTTP Range request instead.
+   */
+  download?: boolean;
+  /** Node cache directory (default WEBGRPO_CACHE or ~/.cache/webgrpo/hub). */
+  cacheDir?: string;
+  onProgress?: (p: LoadProgress) => void;
+  /** Abort a download. */
+  signal?: AbortSignal;
+}
+
+function isCheckpointFiles(x: unknown): x is CheckpointFiles {
+  return typeof x === 'object' && x !== null && typeof (x as CheckpointFiles).read === 'function' && typeof (x as CheckpointFiles).size === 'function';
+}
+
+/** A Hub repo id: `owner/name` (letters, digits, '-', '_', '.'). */
+export const REPO_ID = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+/**
+ * Opens a checkpoint from:
+ * - a local folder path (Node);
+ * - an `http(s)://` base URL whose files are `{url}/{file}`;
+ * - a Hub repo id like `Qwen/Qwen3-0.6B` (`{endpoint}/{repo}/resolve/{revision}/{file}`), downloaded
+ *   into the cache with progress and resume, then read locally;
+ * - browser `File`s (a picked folder), a Map of in-memory files, or any CheckpointFiles.
+ */
+export async function openCheckpoint(source: CheckpointSource, options: OpenCheckpointOptions = {}): Promise<OpenedCheckpoint> {
+  return openCheckpointFiles(await resolveSource(source, options));
+}
+
+async function resolveSource(source: CheckpointSource, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
+  if (isCheckpointFiles(source)) return source;
+  if (source instanceof Map) return memoryFiles(source);
+  if (typeof source !== 'string') return browserFiles(source as Iterable<File>);
+  if (isNode) {
+    const { isDirectory, nodeFolderFiles } = await import('./node-files.ts');
+    if (await isDirectory(source)) return nodeFolderFiles(source);
+  }
+  throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
+}
+
+/** Reads config.json and the safetensors headers of whatever files hold the checkpoint. */
+export async function openCheckpointFiles(files: CheckpointFiles): Promise<OpenedCheckpoint> {
+  const where = files.location;
+  const configText = await files.readText('config.json');
+  if (configText === null) throw new Error(`${where}: no config.json (not a Hugging Face model folder?)`);
+  const config = parseConfigText(configText, `${where}/config.json`);
+
+  const weightFiles = await listWeightFiles(files);
+  const stored = new Map<string, StoredTensor>();
+  let totalTensorBytes = 0;
+  for (const file of weightFiles.files) {
+    for (const t of await readSafetensorsHeader(files, file)) {
+      if (stored.has(t.name)) throw new Error(`${where}: tensor '${t.name}' is stored twice (in ${stored.get(t.name)!.file} and ${file})`);
+      if (weightFiles.weightMap && weightFiles.weightMap.get(t.name) !== file) {
+        throw new Error(`${where}/${file}: tensor '${t.name}' is not listed for this shard in ${WEIGHTS_INDEX_FILE}`);
+      }
+      stored.set(t.name, { name: t.name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength, file, fileOffset: t.fileOffset });
+      totalTensorBytes += t.byteLength;
+    }
+  }
+  if (weightFiles.weightMap) {
+    for (const [name, file] of weightFiles.weightMap) {
+      if (!stored.has(name)) throw new Error(`${where}: ${WEIGHTS_INDEX_FILE} lists tensor '${name}' in ${file}, but that shard does not contain it`);
+    }
+  }
+
+  const tensors = new Map<string, TensorInfo>();
+  for (const [name, t] of stored) tensors.set(name, { name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength });
+
+  return {
+    config,
+    tensors,
+    stored,
+    location: where,
+    weightFiles: weightFiles.files,
+    totalTensorBytes,
+    files,
+    readTensor: async (name) => {
+      const t = stored.get(name);
+      if (!t) throw new Error(`${where}: no tensor '${name}'`);
+      return files.read(t.file, t.fileOffset, t.fileOffset + t.byteLength);
+    },
+    readText: (file) => files.readText(file),
+  };
+}
+
+async function listWeightFiles(files: CheckpointFiles): Promise<{ files: string[]; weightMap: Map<string, string> | null }> {
+  const where = files.location;
+  const indexText = await files.readText(WEIGHTS_INDEX_FILE);
+  if (indexText === null) {
+    if ((await files.size(SINGLE_WEIGHTS_FILE)) === null) {
+      throw new Error(`${where}: no ${SINGLE_WEIGHTS_FILE} and no ${WEIGHTS_INDEX_FILE}`);
+    }
+    return { files: [SINGLE_WEIGHTS_FILE], weightMap: null };
+  }
+  const weightMap = parseWeightIndex(indexText, `${where}/${WEIGHTS_INDEX_FILE}`);
+  const shards = [...new Set(weightMap.values())].sort();
+  for (const shard of shards) {
+    if ((await files.size(shard)) === null) throw new Error(`${where}: shard '${shard}' named in ${WEIGHTS_INDEX_FILE} does not exist`);
+  }
+  return { files: shards, weightMap };
+}
+
+/** `{"metadata": {...}, "weight_map": {tensor: shard}}` → Map tensor → shard. */
+export function parseWeightIndex(text: string, file: string): Map<string, string> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
+  }
+  const weightMap = (json as { weight_map?: unknown } | null)?.weight_map;
+  if (weightMap === null || typeof weightMap !== 'object' || Array.isArray(weightMap)) {
+    throw new Error(`${file}: missing "weight_map" object`);
+  }
+  const out = new Map<string, string>();
+  for (const [name, shard] of Object.entries(weightMap as Record<string, unknown>)) {
+    if (typeof shard !== 'string' || !shard.endsWith('.safetensors') || shard.includes('/') || shard.includes('\\')) {
+      throw new Error(`${file}: weight_map['${name}'] must be a .safetensors file name in the same folder, got ${JSON.stringify(shard)}`);
+    }
+    out.set(name, shard);
+  }
+  if (out.size === 0) throw new Error(`${file}: weight_map is empty`);
+  return out;
+}
+
+/** Reads and validates one safetensors file's header with two small reads. */
+export async function readSafetensorsHeader(files: CheckpointFiles, file: string): Promise<SafetensorsEntry[]> {
+  const name = `${files.location}/${file}`;
+  const size = await files.size(file);
+  if (size === null) throw new Error(`${name}: file does not exist`);
+  const n = readHeaderLength(size >= 8 ? await files.read(file, 0, 8) : new Uint8Array(0), size, name);
+  return parseHeader(await files.read(file, 8, 8 + n), size, name).tensors;
+}
+
+/** Reads one tensor and converts it to f32 (for CPU references and f32 GPU upload). */
+export async function readTensorFloat32(ckpt: Checkpoint, name: string): Promise<Float32Array> {
+  const info = ckpt.tensors.get(name);
+  if (!info) throw new Error(`no tensor '${name}' in the checkpoint`);
+  return decodeToFloat32(info, await ckpt.readTensor(name));
+}

