@@ -1,0 +1,30 @@
+// Getting a slot for a new socket: at once, or after a bounded wait in the queue (`--queue`), or a
+// refusal exactly as OpenEnv sends it (specs/openenv-protocol.md §3.4): the handshake has already
+// succeeded, so the refusal is one error frame and a close 1000.
+
+import type { Downstream } from './downstream.ts';
+import { capacityFrame, queueTimeoutFrame } from './frames.ts';
+import type { SlotPool } from './slots.ts';
+
+export interface AdmissionPolicy {
+  queue: boolean;
+  queueTimeoutMs: number;
+}
+
+/** Resolves true when `down` owns a slot of `pool` (the caller must release it when the session ends). */
+export async function admit(down: Downstream, pool: SlotPool, policy: AdmissionPolicy): Promise<boolean> {
+  if (pool.tryAcquire()) return true;
+  if (!policy.queue) {
+    down.end('refused: at capacity', capacityFrame(pool.active, pool.capacity));
+    return false;
+  }
+  const wait = pool.wait(policy.queueTimeoutMs);
+  const stopListening = down.onEnd(() => wait.cancel());
+  const granted = await wait.granted;
+  stopListening();
+  if (!granted) {
+    down.end('queue timeout', queueTimeoutFrame(pool.active, pool.capacity, policy.queueTimeoutMs));
+    return false;
+  }
+  return true;
+}

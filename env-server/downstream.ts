@@ -1,0 +1,109 @@
+// One client socket on `/envs/<name>/ws`, for its whole life: queued, in session, ended.
+// Frames that arrive before the session is ready (while queued, or while the proxy dials) are kept
+// and replayed in order. Every way a socket can end goes through end(), exactly once.
+
+import type { WebSocket, RawData } from 'ws';
+import { oversizedFrame } from './frames.ts';
+
+export type FrameHandler = (data: Buffer, isBinary: boolean) => void;
+
+export interface EndInfo {
+  /** Why, for the session log: "close frame", "client closed 1000", "idle timeout", … */
+  reason: string;
+  /** The client's own close code when the client ended it (1005/1006 included). */
+  clientCode?: number;
+}
+
+const CLOSE_NORMAL = 1000;
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+export class Downstream {
+  private handler: FrameHandler | null = null;
+  private readonly buffered: Array<[Buffer, boolean]> = [];
+  private endInfo: EndInfo | null = null;
+  private readonly endListeners: Array<(info: EndInfo) => void> = [];
+  /** Cleared by each heartbeat ping, set by the pong: a socket that stays false is dead. */
+  alive = true;
+
+  constructor(
+    readonly ws: WebSocket,
+    /** Server-wide session number, for the log. */
+    readonly id: number,
+    private readonly maxMessageBytes: number,
+  ) {
+    ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
+    ws.on('pong', () => (this.alive = true));
+    ws.on('close', (code) => {
+      const reason = code === 1006 ? 'disconnected (1006)' : `client closed ${code}`;
+      this.finish({ reason, clientCode: code });
+    });
+    // A socket error is always followed by 'close', which does the cleanup.
+    ws.on('error', () => {});
+  }
+
+  get ended(): boolean {
+    return this.endInfo !== null;
+  }
+
+  /** Starts delivering frames, oldest buffered first. */
+  setHandler(handler: FrameHandler): void {
+    this.handler = handler;
+    while (this.buffered.length > 0 && !this.ended) {
+      const [data, isBinary] = this.buffered.shift()!;
+      handler(data, isBinary);
+    }
+  }
+
+  send(frame: string | Buffer, isBinary = false): void {
+    if (!this.ended && this.ws.readyState === this.ws.OPEN) this.ws.send(frame, { binary: isBinary });
+  }
+
+  /** Sends `finalFrame` (if any), then closes with `code` (1000 and "" unless told otherwise). */
+  end(reason: string, finalFrame?: string, code = CLOSE_NORMAL, closeReason = ''): void {
+    if (this.ended) return;
+    if (finalFrame !== undefined) this.send(finalFrame);
+    this.finish({ reason });
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, closeReason);
+  }
+
+  /** Kills the TCP connection without a closing handshake (dead peer, forced shutdown). */
+  terminate(reason: string): void {
+    this.finish({ reason });
+    this.ws.terminate();
+  }
+
+  /** Runs `listener` once when the socket ends (at once if it already has). Returns an unsubscribe. */
+  onEnd(listener: (info: EndInfo) => void): () => void {
+    if (this.endInfo) {
+      listener(this.endInfo);
+      return () => {};
+    }
+    this.endListeners.push(listener);
+    return () => {
+      const i = this.endListeners.indexOf(listener);
+      if (i !== -1) this.endListeners.splice(i, 1);
+    };
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.ended) return;
+    if (data.length > this.maxMessageBytes) {
+      this.end(`message too large (${data.length} bytes)`, oversizedFrame(data.length, this.maxMessageBytes));
+      return;
+    }
+    if (this.handler) this.handler(data, isBinary);
+    else this.buffered.push([data, isBinary]);
+  }
+
+  private finish(info: EndInfo): void {
+    if (this.endInfo) return;
+    this.endInfo = info;
+    this.buffered.length = 0;
+    for (const listener of this.endListeners.splice(0)) listener(info);
+  }
+}

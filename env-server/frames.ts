@@ -1,0 +1,92 @@
+// Server → client frames and their exact texts (specs/openenv-protocol.md §3.3–§3.5, §8).
+// JSON.stringify already writes what the spec asks: compact, raw UTF-8, shortest round-trip floats.
+
+import type { ErrorFrameData, StepResult, WSErrorCode, WireValidationIssue } from '../src/openenv/types.ts';
+
+export function observationFrame(obs: StepResult): string {
+  // Rebuilt so the keys are always in wire order, whatever order the env used.
+  return JSON.stringify({ type: 'observation', data: { observation: obs.observation, reward: obs.reward, done: obs.done } });
+}
+
+export function stateFrame(state: Record<string, unknown>): string {
+  return JSON.stringify({ type: 'state', data: state });
+}
+
+export function mcpFrame(response: unknown): string {
+  return JSON.stringify({ type: 'mcp', data: response });
+}
+
+export function errorFrame(code: WSErrorCode, message: string, extra: Partial<ErrorFrameData> = {}): string {
+  return JSON.stringify({ type: 'error', data: { message, code, ...extra } });
+}
+
+/** The §3.4 refusal, sent unprompted right after the handshake. */
+export function capacityFrame(active: number, max: number): string {
+  return errorFrame('CAPACITY_REACHED', `Server at capacity: ${active}/${max} sessions active. Cannot accept new connections.`, {
+    active_sessions: active,
+    max_sessions: max,
+  });
+}
+
+/** `--queue` ran out of patience: same code as a refusal (clients back off the same way), says why. */
+export function queueTimeoutFrame(active: number, max: number, waitedMs: number): string {
+  return errorFrame(
+    'CAPACITY_REACHED',
+    `Server at capacity: ${active}/${max} sessions active. Waited ${waitedMs / 1000} s in the queue and no slot freed.`,
+    { active_sessions: active, max_sessions: max },
+  );
+}
+
+export function idleTimeoutFrame(timeoutSec: number): string {
+  return errorFrame('SESSION_ERROR', `Session idle timeout (${timeoutSec} s)`);
+}
+
+export function factoryErrorFrame(name: string): string {
+  return errorFrame('FACTORY_ERROR', `Environment factory '${name}' failed to create instance.`, { factory_name: name });
+}
+
+export function oversizedFrame(bytes: number, maxBytes: number): string {
+  return errorFrame('SESSION_ERROR', `Message too large: ${bytes} bytes; this server accepts at most ${maxBytes} bytes per message (--max-message-bytes).`);
+}
+
+/** pydantic puts a documentation link on each error; webgrpo adds the same link to its own. */
+export function withPydanticUrl(issue: WireValidationIssue): WireValidationIssue {
+  const { type, loc, msg } = issue;
+  const out: WireValidationIssue = { type, loc, msg };
+  if ('input' in issue) out.input = issue.input;
+  if (issue.ctx !== undefined) out.ctx = issue.ctx;
+  out.url = issue.url ?? `https://errors.pydantic.dev/2.13/v/${type}`;
+  return out;
+}
+
+export function validationErrorFrame(issues: WireValidationIssue[]): string {
+  return errorFrame('VALIDATION_ERROR', 'Invalid message', { errors: issues.map(withPydanticUrl) });
+}
+
+/**
+ * Python's `str()` of a JSON value, for messages that upstream builds with f-strings
+ * (`Unknown message type: {msg_type}`).
+ */
+export function pyStr(value: unknown): string {
+  return typeof value === 'string' ? value : pyRepr(value);
+}
+
+function pyRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (value === true) return 'True';
+  if (value === false) return 'False';
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'string') return value.includes("'") && !value.includes('"') ? `"${value}"` : `'${value.replace(/'/g, "\\'")}'`;
+  if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`;
+  return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
+}
+
+/** Python's name for the type of a parsed JSON value (for `'list' object has no attribute 'get'`). */
+export function pyTypeName(value: unknown): string {
+  if (value === null) return 'NoneType';
+  if (Array.isArray(value)) return 'list';
+  if (typeof value === 'string') return 'str';
+  if (typeof value === 'boolean') return 'bool';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'int' : 'float';
+  return 'dict';
+}

@@ -1,0 +1,194 @@
+// Exposes a remote OpenEnv server (its replicas) at `/envs/<name>` (specs/openenv-protocol.md §8).
+// One client socket ↔ one upstream socket, text forwarded verbatim, closes propagated both ways.
+// The cap is checked before dialing, so a refusal never touches the upstream. Anything that goes
+// wrong upstream reaches the client as a SESSION_ERROR frame naming the upstream, never a hang.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import WebSocket from 'ws';
+import { wsUrl } from '../src/openenv/url.ts';
+import { admit, type AdmissionPolicy } from './admission.ts';
+import type { Downstream } from './downstream.ts';
+import { errorFrame, idleTimeoutFrame } from './frames.ts';
+import type { EnvHost, EnvStats } from './host.ts';
+import { BodyTooLargeError, readBody, sendJson } from './http-util.ts';
+import { SlotPool } from './slots.ts';
+
+export interface ProxyHostOptions extends AdmissionPolicy {
+  /** Cap per replica; the name's pool holds this × replicas. */
+  maxConcurrentEnvs: number;
+  /** Idle timeout in seconds: no frame either way for this long ends the session. */
+  sessionTimeoutSec: number;
+  /** Bound on the upstream WebSocket handshake and on forwarded HTTP calls, in ms. */
+  connectTimeoutMs: number;
+  maxMessageBytes: number;
+  log(line: string): void;
+}
+
+/** The Python client accepts 100 MB frames; so does the proxy from upstream. */
+const UPSTREAM_MAX_PAYLOAD = 100 * 1024 * 1024;
+
+const CLOSE_DESCRIPTIONS: Record<number, string> = {
+  1001: 'going away',
+  1002: 'protocol error',
+  1003: 'unsupported data',
+  1005: 'no status code',
+  1006: 'connection lost',
+  1007: 'invalid payload data',
+  1008: 'policy violation',
+  1009: 'message too big',
+  1011: 'internal error',
+  1012: 'service restart',
+  1013: 'try again later',
+};
+
+/** Close codes a peer may put in its own close frame (RFC 6455 §7.4). */
+function sendableCloseCode(code: number | undefined): number {
+  return code !== undefined && ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999)) ? code : 1000;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class ProxyHost implements EnvHost {
+  readonly kind = 'proxy';
+  private readonly pool: SlotPool;
+  private readonly replicaActive: number[];
+  private readonly sockets = new Set<Downstream>();
+  private readonly upstreams = new Set<WebSocket>();
+
+  constructor(
+    readonly name: string,
+    private readonly replicas: string[],
+    private readonly opts: ProxyHostOptions,
+  ) {
+    if (replicas.length === 0) throw new Error(`Upstream '${name}' has no replica URLs`);
+    for (const url of replicas) {
+      if (!/^(https?|wss?):\/\/[^/]/.test(url)) throw new Error(`Upstream '${name}': replica URL must be http(s):// or ws(s)://, got '${url}'`);
+    }
+    this.pool = new SlotPool(opts.maxConcurrentEnvs * replicas.length);
+    this.replicaActive = replicas.map(() => 0);
+  }
+
+  stats(): EnvStats {
+    return {
+      kind: this.kind,
+      active: this.pool.active,
+      queued: this.pool.queued,
+      maxConcurrentEnvs: this.pool.capacity,
+      sockets: this.sockets.size,
+      upstreamSockets: this.upstreams.size,
+      replicas: this.replicas.map((url, i) => ({ url, active: this.replicaActive[i] })),
+    };
+  }
+
+  acceptSocket(down: Downstream): void {
+    this.sockets.add(down);
+    down.onEnd(() => this.sockets.delete(down));
+    void admit(down, this.pool, this.opts).then((admitted) => {
+      if (admitted) this.runSession(down);
+    });
+  }
+
+  shutdown(): void {
+    for (const down of [...this.sockets]) down.end('server shutdown', undefined, 1001);
+    this.pool.cancelAll();
+  }
+
+  /** Least-loaded replica; with the pool below its total, that one is below its own cap. */
+  private pickReplica(): number {
+    let best = 0;
+    for (let i = 1; i < this.replicas.length; i++) if (this.replicaActive[i] < this.replicaActive[best]) best = i;
+    return best;
+  }
+
+  private runSession(down: Downstream): void {
+    const replica = this.pickReplica();
+    this.replicaActive[replica]++;
+    const url = wsUrl(this.replicas[replica]);
+    const label = `${this.name} ${url}`;
+    const opened = Date.now();
+    const upstream = new WebSocket(url, { handshakeTimeout: this.opts.connectTimeoutMs, maxPayload: UPSTREAM_MAX_PAYLOAD, perMessageDeflate: false });
+    this.upstreams.add(upstream);
+    let connected = false;
+    /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
+    let awaitingReplies = 0;
+    const timeoutSec = this.opts.sessionTimeoutSec;
+    const idle = setTimeout(() => {
+      const frame = awaitingReplies > 0
+        ? errorFrame('SESSION_ERROR', `Upstream did not reply within ${timeoutSec} s`, { upstream: label })
+        : idleTimeoutFrame(timeoutSec);
+      down.end(awaitingReplies > 0 ? 'upstream reply timeout' : 'idle timeout', frame);
+    }, timeoutSec * 1000);
+    this.opts.log(`session open ${this.name}#${down.id} upstream=${url} active=${this.pool.active}/${this.pool.capacity}`);
+
+    const upstreamFailed = (reason: string, message: string) => down.end(reason, errorFrame('SESSION_ERROR', message, { upstream: label }));
+
+    upstream.on('open', () => {
+      connected = true;
+      down.setHandler((data, isBinary) => {
+        idle.refresh();
+        awaitingReplies++;
+        upstream.send(data, { binary: isBinary });
+      });
+    });
+    upstream.on('message', (data, isBinary) => {
+      idle.refresh();
+      awaitingReplies = Math.max(0, awaitingReplies - 1);
+      down.send(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]), isBinary);
+    });
+    upstream.on('error', (err) => {
+      // After a successful handshake, 'close' follows and reports; before it, this is the only word.
+      if (!connected) upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: ${errorText(err)}`);
+    });
+    upstream.on('close', (code, reasonBuffer) => {
+      this.upstreams.delete(upstream);
+      if (!connected) {
+        upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: closed during the handshake (${code})`);
+        return;
+      }
+      const reason = reasonBuffer.toString('utf8');
+      // 1000 is how an OpenEnv server ends every session (close frame, refusal, fatal error): the
+      // client already has the server's own frame, so the close passes through as it came.
+      if (code === 1000) down.end(`upstream closed 1000`, undefined, 1000, reason);
+      else upstreamFailed(`upstream closed ${code}`, `Upstream closed: ${code} ${reason || CLOSE_DESCRIPTIONS[code] || 'no reason given'}`);
+    });
+
+    down.onEnd(({ reason, clientCode }) => {
+      clearTimeout(idle);
+      if (upstream.readyState === WebSocket.OPEN) upstream.close(sendableCloseCode(clientCode));
+      else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
+      this.replicaActive[replica]--;
+      this.pool.release();
+      this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" ms=${Date.now() - opened}`);
+    });
+  }
+
+  /** Forwards a stateless HTTP call to the least-loaded replica. */
+  async handleHttp(req: IncomingMessage, res: ServerResponse, route: string, query: string): Promise<void> {
+    const base = this.replicas[this.pickReplica()].replace(/^ws(s?):\/\//, 'http$1://').replace(/\/$/, '');
+    const target = `${base}${route}${query}`;
+    try {
+      const method = req.method ?? 'GET';
+      const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody(req, this.opts.maxMessageBytes);
+      const headers: Record<string, string> = {};
+      if (req.headers['content-type']) headers['content-type'] = req.headers['content-type'];
+      const reply = await fetch(target, { method, headers, body: body ? new Uint8Array(body) : undefined, signal: AbortSignal.timeout(this.opts.connectTimeoutMs) });
+      const payload = Buffer.from(await reply.arrayBuffer());
+      const outHeaders: Record<string, string> = { 'content-length': String(payload.length) };
+      const type = reply.headers.get('content-type');
+      if (type) outHeaders['content-type'] = type;
+      res.writeHead(reply.status, outHeaders);
+      res.end(payload);
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) return sendJson(res, 413, { detail: err.message });
+      const timedOut = err instanceof Error && err.name === 'TimeoutError';
+      const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+      sendJson(res, timedOut ? 504 : 502, {
+        detail: timedOut
+          ? `Upstream ${this.name} (${target}) did not answer within ${this.opts.connectTimeoutMs} ms`
+          : `Upstream ${this.name} (${target}) unreachable: ${errorText(err)}${cause}`,
+      });
+    }
+  }
+}

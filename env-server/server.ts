@@ -1,0 +1,229 @@
+// The webgrpo env-server: every built-in env and every configured upstream as a full OpenEnv app
+// under `/envs/<name>` (HTTP routes + `/ws`), plus `GET /health` and `GET /envs`. Node http + `ws`.
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { BuiltinEnvHost } from './builtin-host.ts';
+import { Downstream } from './downstream.ts';
+import { BUILTIN_ENVS } from './envs/index.ts';
+import type { EnvDefinition } from './envs/types.ts';
+import type { EnvHost, EnvStats } from './host.ts';
+import { sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
+import { ProxyHost } from './proxy.ts';
+
+export type ExtraHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+
+export interface EnvServerOptions {
+  /** Built-in envs by path name (default: echo, catch, wordle). Pass `{}` for a proxy-only server. */
+  envs?: Record<string, EnvDefinition>;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+  /** Sessions per env (per replica for upstreams). Default: $MAX_CONCURRENT_ENVS, else 64. */
+  maxConcurrentEnvs?: number;
+  /** Over the cap, hold new sockets until a slot frees (instead of refusing at once). */
+  queue?: boolean;
+  /** Longest wait in the queue, in ms (default 30 000). */
+  queueTimeoutMs?: number;
+  /** Idle timeout for built-in sessions, in s; null/undefined = off (OpenEnv's default). */
+  sessionTimeoutSec?: number | null;
+  /** Idle timeout for proxied sessions, in s (default 300: always on). */
+  proxySessionTimeoutSec?: number;
+  /** Largest accepted client message / HTTP body, in bytes (default 16 MiB, as uvicorn). */
+  maxMessageBytes?: number;
+  /** Remote OpenEnv servers: name → replica base URLs, served at `/envs/<name>`. */
+  upstreams?: Record<string, string[]>;
+  /** Bound on dialing an upstream (WS handshake, forwarded HTTP), in ms (default 10 000). */
+  upstreamConnectTimeoutMs?: number;
+  /** WebSocket ping period in ms; a peer that misses a pong is dropped (default 20 000, as uvicorn). */
+  heartbeatMs?: number;
+  /** One line per session open/close (with the reason). Default: silent. */
+  logger?: (line: string) => void;
+  /** Tried in order before the 404, for routes outside `/envs` (run store, static files). */
+  extraHandlers?: ExtraHandler[];
+}
+
+export interface ServerStats {
+  envs: Record<string, EnvStats>;
+  /** Sum over envs of `active` (slots in use). */
+  activeSessions: number;
+  queuedSessions: number;
+  /** Client WebSockets still open on the server, all paths. */
+  openSockets: number;
+}
+
+export interface EnvServer {
+  /** `http://host:port`; envs are at `${url}/envs/<name>`. */
+  url: string;
+  port: number;
+  stats(): ServerStats;
+  /** Ends every session (close 1001), stops listening. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_CAP = 64;
+const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+function positiveInt(value: unknown, what: string): number {
+  const n = typeof value === 'string' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw new Error(`${what} must be an integer ≥ 1, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function positiveNumber(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) throw new Error(`${what} must be a number > 0, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Resolves the cap: explicit option, else $MAX_CONCURRENT_ENVS, else 64. */
+export function resolveMaxConcurrentEnvs(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  if (option !== undefined) return positiveInt(option, 'maxConcurrentEnvs');
+  if (env.MAX_CONCURRENT_ENVS !== undefined && env.MAX_CONCURRENT_ENVS !== '') return positiveInt(env.MAX_CONCURRENT_ENVS, 'MAX_CONCURRENT_ENVS');
+  return DEFAULT_CAP;
+}
+
+function rawHttpReply(socket: Duplex, status: string, body: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+
+export async function createEnvServer(options: EnvServerOptions): Promise<EnvServer> {
+  const maxConcurrentEnvs = resolveMaxConcurrentEnvs(options.maxConcurrentEnvs);
+  const maxMessageBytes = positiveInt(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, 'maxMessageBytes');
+  const queueTimeoutMs = positiveNumber(options.queueTimeoutMs ?? 30_000, 'queueTimeoutMs');
+  const sessionTimeoutSec = options.sessionTimeoutSec == null ? null : positiveNumber(options.sessionTimeoutSec, 'sessionTimeoutSec');
+  const proxySessionTimeoutSec = positiveNumber(options.proxySessionTimeoutSec ?? 300, 'proxySessionTimeoutSec');
+  const connectTimeoutMs = positiveNumber(options.upstreamConnectTimeoutMs ?? 10_000, 'upstreamConnectTimeoutMs');
+  const heartbeatMs = positiveNumber(options.heartbeatMs ?? 20_000, 'heartbeatMs');
+  const log = options.logger ?? (() => {});
+  const policy = { queue: options.queue ?? false, queueTimeoutMs };
+
+  const hosts = new Map<string, EnvHost>();
+  for (const [name, def] of Object.entries(options.envs ?? BUILTIN_ENVS)) {
+    if (!NAME.test(name)) throw new Error(`Env name '${name}' is not a valid path segment`);
+    hosts.set(name, new BuiltinEnvHost(name, def, { ...policy, maxConcurrentEnvs, sessionTimeoutSec, maxMessageBytes, log }));
+  }
+  for (const [name, replicas] of Object.entries(options.upstreams ?? {})) {
+    if (!NAME.test(name)) throw new Error(`Upstream name '${name}' is not a valid path segment`);
+    if (hosts.has(name)) throw new Error(`Upstream name '${name}' clashes with a built-in env of the same name`);
+    hosts.set(name, new ProxyHost(name, replicas, { ...policy, maxConcurrentEnvs, sessionTimeoutSec: proxySessionTimeoutSec, connectTimeoutMs, maxMessageBytes, log }));
+  }
+
+  let nextSessionId = 1;
+  const liveSockets = new Set<Downstream>();
+  // The hard frame limit sits above maxMessageBytes so that an oversized message still reaches
+  // Downstream, which answers with a readable error frame; only absurd frames hit ws's 1009.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes + Math.max(maxMessageBytes, 1 << 20), perMessageDeflate: false });
+
+  const envsListing = () => ({
+    envs: [...hosts.values()].map((host) => {
+      const s = host.stats();
+      return { name: host.name, kind: host.kind, path: `/envs/${host.name}`, active: s.active, queued: s.queued, max_concurrent_envs: s.maxConcurrentEnvs };
+    }),
+  });
+
+  /** `/envs/<name><route>` → [host, route]; route '' for the base path itself. */
+  const route = (pathname: string): [EnvHost, string] | null => {
+    const match = /^\/envs\/([^/]+)(\/.*)?$/.exec(pathname);
+    const host = match ? hosts.get(decodeURIComponent(match[1])) : undefined;
+    return host ? [host, match![2] ?? ''] : null;
+  };
+
+  const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname === '/health' || url.pathname === '/envs') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return sendMethodNotAllowed(res, 'GET');
+      return sendJson(res, 200, url.pathname === '/health' ? { status: 'healthy' } : envsListing());
+    }
+    const target = route(url.pathname);
+    if (target) return target[0].handleHttp(req, res, target[1], url.search);
+    for (const handler of options.extraHandlers ?? []) {
+      if (await handler(req, res)) return;
+    }
+    sendNotFound(res);
+  };
+
+  const server = createServer((req, res) => {
+    handleRequest(req, res).catch((err) => {
+      log(`http ${req.method} ${req.url}: ${err instanceof Error ? err.message : String(err)}`);
+      if (!res.headersSent) sendJson(res, 500, { detail: 'Internal Server Error' });
+      else res.destroy();
+    });
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const target = route(url.pathname);
+    if (!target || target[1] !== '/ws') {
+      rawHttpReply(socket, '404 Not Found', JSON.stringify({ detail: 'Not Found' }));
+      return;
+    }
+    // As OpenEnv: accept first (101), then decide about capacity. No Origin check (§3.6).
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const down = new Downstream(ws, nextSessionId++, maxMessageBytes);
+      liveSockets.add(down);
+      ws.on('close', () => liveSockets.delete(down));
+      target[0].acceptSocket(down);
+    });
+  });
+
+  const heartbeat = setInterval(() => {
+    for (const down of liveSockets) {
+      if (!down.alive) {
+        down.terminate('no pong (dead peer)');
+        continue;
+      }
+      down.alive = false;
+      down.ws.ping();
+    }
+  }, heartbeatMs);
+  heartbeat.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('env-server: cannot read the bound address');
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${hostForUrl}:${address.port}`,
+    port: address.port,
+    stats(): ServerStats {
+      const envs: Record<string, EnvStats> = {};
+      let activeSessions = 0;
+      let queuedSessions = 0;
+      for (const host of hosts.values()) {
+        const s = host.stats();
+        envs[host.name] = s;
+        activeSessions += s.active;
+        queuedSessions += s.queued;
+      }
+      return { envs, activeSessions, queuedSessions, openSockets: liveSockets.size };
+    },
+    close(): Promise<void> {
+      closing ??= (async () => {
+        clearInterval(heartbeat);
+        for (const host of hosts.values()) host.shutdown();
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        // Sockets that ignore our close frame are cut after a grace period.
+        const grace = setTimeout(() => {
+          for (const down of liveSockets) down.ws.terminate();
+        }, 1000);
+        await stopped;
+        while (liveSockets.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        clearTimeout(grace);
+        wss.close();
+      })();
+      return closing;
+    },
+  };
+}
