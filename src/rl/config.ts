@@ -149,7 +149,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   num_iterations: { kind: 'int', min: 1, help: 'optimization passes over each generation batch (>1 keeps old log-probs: real ratios)' },
   max_completion_length: { kind: 'int', min: 1, help: 'token budget of a whole episode: all model tokens plus all tool-result tokens' },
   max_tool_calling_iterations: { kind: 'int', min: 0, nullable: true, help: 'cap on tool-call rounds per episode (null = unbounded)' },
-  temperature: { kind: 'number', min: 0, help: 'sampling temperature; log-probs are scored at this temperature too' },
+  temperature: { kind: 'number', gt: 0, help: 'sampling temperature (> 0); log-probs are scored at this temperature too' },
   top_p: { kind: 'number', gt: 0, max: 1, help: 'nucleus sampling mass (1.0 = off)' },
   top_k: { kind: 'int', min: 0, help: 'sample among the k most likely tokens (0 = off)' },
   min_p: { kind: 'number', min: 0, max: 1, nullable: true, help: 'min-p sampling (not supported by the WebGPU sampler: must stay null)' },

@@ -1,0 +1,115 @@
+// One step's metrics under TRL's log names (specs/grpo-semantics.md §13), computed from plain
+// numbers so the browser worker, the CLI and the run store all see the same object.
+
+import type { LossMetrics } from './losses.ts';
+import { fracZeroStd } from './advantages.ts';
+import { nanmax, nanmean, nanmin, nanstd } from './stats.ts';
+
+/** What the metrics need from one rollout. */
+export interface RolloutStats {
+  /** Completion tokens with tool_mask = 1 (model tokens; tool-result suffixes excluded). */
+  modelTokens: number;
+  /** Prompt + completion tokens (for num_tokens). */
+  totalTokens: number;
+  truncated: boolean;
+  toolCalls: number;
+  toolFailures: number;
+}
+
+export interface StepMetricsInput {
+  rollouts: RolloutStats[];
+  rewardNames: string[];
+  /** R: one column of N values per reward function (NaN = null). */
+  rewardMatrix: Float64Array[];
+  /** Combined reward per rollout (NaN = unscorable). */
+  rewards: ArrayLike<number>;
+  /** The std each rollout's advantage was scaled by (group or batch). */
+  rewardStd: ArrayLike<number>;
+  /** Per micro-batch loss metrics of this step. */
+  lossMetrics: LossMetrics[];
+  /** Sum of the micro-batch losses of this step (the objective whose gradient was applied). */
+  loss: number;
+  gradNorm: number;
+  learningRate: number;
+  /** Cumulative prompt + completion tokens seen since the start of training (TRL's num_input_tokens_seen). */
+  numTokens: number;
+  stepTime: number;
+  beta: number;
+  entropyCoef: number;
+}
+
+export type Metrics = Record<string, number>;
+
+/** Length statistics over tool_mask = 1 tokens; terminated = not truncated (0 when there are none, as TRL logs). */
+function lengthMetrics(rollouts: RolloutStats[]): Metrics {
+  const lengths = rollouts.map((r) => r.modelTokens);
+  const terminated = rollouts.filter((r) => !r.truncated).map((r) => r.modelTokens);
+  const term = terminated.length > 0 ? terminated : [0];
+  return {
+    'completions/mean_length': nanmean(lengths),
+    'completions/min_length': nanmin(lengths),
+    'completions/max_length': nanmax(lengths),
+    'completions/mean_terminated_length': nanmean(term),
+    'completions/min_terminated_length': nanmin(term),
+    'completions/max_terminated_length': nanmax(term),
+    'completions/clipped_ratio': rollouts.length === 0 ? 0 : rollouts.filter((r) => r.truncated).length / rollouts.length,
+  };
+}
+
+/** tools/call_frequency = calls / completions; tools/failure_frequency = failures / calls (0 without calls). */
+export function toolMetrics(rollouts: RolloutStats[]): Metrics {
+  const calls = rollouts.reduce((n, r) => n + r.toolCalls, 0);
+  const failures = rollouts.reduce((n, r) => n + r.toolFailures, 0);
+  return {
+    'tools/call_frequency': rollouts.length === 0 ? 0 : calls / rollouts.length,
+    'tools/failure_frequency': calls === 0 ? 0 : failures / calls,
+  };
+}
+
+export function stepMetrics(input: StepMetricsInput): Metrics {
+  const m: Metrics = {
+    loss: input.loss,
+    grad_norm: input.gradNorm,
+    learning_rate: input.learningRate,
+    num_tokens: input.numTokens,
+    step_time: input.stepTime,
+    ...lengthMetrics(input.rollouts),
+  };
+  input.rewardNames.forEach((name, k) => {
+    m[`rewards/${name}/mean`] = nanmean(input.rewardMatrix[k]!);
+    m[`rewards/${name}/std`] = nanstd(input.rewardMatrix[k]!);
+  });
+  m.reward = nanmean(input.rewards);
+  m.reward_std = nanmean(input.rewardStd);
+  m.frac_reward_zero_std = fracZeroStd(input.rewardStd);
+  const lm = input.lossMetrics;
+  m.entropy = nanmean(lm.map((x) => x.entropy));
+  if (input.beta !== 0) m.kl = nanmean(lm.map((x) => x.kl));
+  m['clip_ratio/low_mean'] = nanmean(lm.map((x) => x.clipLowMean));
+  m['clip_ratio/low_min'] = nanmin(lm.map((x) => x.clipLowMin));
+  m['clip_ratio/high_mean'] = nanmean(lm.map((x) => x.clipHighMean));
+  m['clip_ratio/high_max'] = nanmax(lm.map((x) => x.clipHighMax));
+  m['clip_ratio/region_mean'] = nanmean(lm.map((x) => x.clipRegionMean));
+  if (input.entropyCoef !== 0) {
+    m.policy_loss = lm.reduce((s, x) => s + x.policyLoss, 0);
+    m.entropy_coef = input.entropyCoef;
+  }
+  Object.assign(m, toolMetrics(input.rollouts));
+  return m;
+}
+
+/** One logged completion (TRL's log_completions table row). */
+export interface CompletionSample {
+  step: number;
+  prompt: string;
+  completion: string;
+  rewards: Record<string, number | null>;
+  advantage: number;
+}
+
+/** JSON has no NaN: null stands for "not available" in logs. */
+export function jsonSafe(metrics: Metrics): Record<string, number | null> {
+  const out: Record<string, number | null> = {};
+  for (const [k, v] of Object.entries(metrics)) out[k] = Number.isFinite(v) ? v : null;
+  return out;
+}

@@ -1,0 +1,333 @@
+// The GRPO loop (specs/grpo-semantics.md §0): rows → G adjacent repeats → rollouts → rewards →
+// group advantages → (old / reference log-probs) → per micro-batch: score, loss, backward(dL/dlogp)
+// → AdamW step with the scheduled lr → one metrics event per optimizer step. The engine does the
+// tensor work; everything here is bookkeeping on small CPU arrays.
+
+import type { Engine, ScoreSequence } from '../engine/types.ts';
+import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
+import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type TrainerCounters } from './checkpoint.ts';
+import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from './config.ts';
+import type { DatasetRow } from './env.ts';
+import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
+import { stepMetrics, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
+import { hashInts, permutation, Purpose } from './random.ts';
+import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
+import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
+
+/** What the trainer needs from one finished rollout (the rollout loop's output, §7–§8). */
+export interface TrainerRollout {
+  promptIds: readonly number[];
+  completionIds: readonly number[];
+  /** One per completion token: 0 on tool-result suffix tokens, 1 on sampled tokens. */
+  toolMask: readonly number[];
+  truncated: boolean;
+  /** The prompt after reset() folded the observation in. */
+  prompt: readonly RewardMessage[];
+  /** [assistant, tool…, assistant, …]. */
+  completion: readonly RewardMessage[];
+  /** The env instance the rollout ran on (reward functions read its final state). */
+  env: unknown;
+  toolCalls: number;
+  toolFailures: number;
+  /** Set when the environment itself failed: the rollout is unscorable (all rewards NaN → advantage 0). */
+  error?: string | null;
+}
+
+export interface GenerationRequest {
+  /** generation_batch_size rows: each prompt repeated num_generations times, adjacent. */
+  rows: DatasetRow[];
+  /** Sampling seed of this generation batch (a function of the run seed and the generation index). */
+  seed: number;
+  /** Optimizer steps done so far. */
+  step: number;
+}
+
+/** Runs one generation batch of episodes (the rollout loop over the engine and the envs). */
+export type RolloutSource = (req: GenerationRequest) => Promise<TrainerRollout[]>;
+
+export interface TrainerOptions {
+  engine: Engine;
+  config: GRPOConfig;
+  /** Prompt rows; empty = TRL's no-dataset mode (one empty user message per prompt; max_steps required). */
+  dataset: DatasetRow[];
+  rollouts: RolloutSource;
+  /** Every reward source, env rewards included (see rewardSources in rewards.ts). */
+  rewardFuncs: RewardFunction[];
+  checkpointStore?: CheckpointStore;
+  resume?: TrainerCheckpoint;
+  /** Abort = pause: the loop stops at the next generation boundary and saves a checkpoint if it can. */
+  signal?: AbortSignal;
+  /** Token ids → text for logged completions; without it the completion messages are logged as JSON. */
+  decode?: (ids: readonly number[]) => string;
+}
+
+export interface StepEvent {
+  step: number;
+  totalSteps: number;
+  epoch: number;
+  metrics: Metrics;
+  /** Completions of this step with their rewards and advantages (all with log_completions, else the first group). */
+  completions: CompletionSample[];
+  /** Rollouts that could not be scored, with the environment's failure. */
+  unscorable: { rollout: number; reason: string }[];
+  /** Set when a checkpoint was written after this step. */
+  checkpoint?: string;
+}
+
+export class TrainingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TrainingError';
+  }
+}
+
+/** Optimizer steps of the whole run and the shape of a generation. */
+export function runPlan(config: GRPOConfig, datasetSize: number) {
+  const G = config.num_generations;
+  const promptsPerGeneration = generationBatchSize(config) / G;
+  const microPerGeneration = stepsPerGeneration(config);
+  const stepsPerGen = (microPerGeneration * config.num_iterations) / config.gradient_accumulation_steps;
+  let generationsPerEpoch = Infinity;
+  if (datasetSize > 0) {
+    generationsPerEpoch = Math.floor(datasetSize / promptsPerGeneration);
+    if (generationsPerEpoch === 0) {
+      throw new TrainingError(`the dataset has ${datasetSize} rows but one generation batch needs ${promptsPerGeneration} prompts`);
+    }
+  }
+  let totalSteps: number;
+  if (config.max_steps > 0) totalSteps = config.max_steps;
+  else if (datasetSize === 0) throw new TrainingError('without a dataset, max_steps must be > 0');
+  else totalSteps = Math.ceil(config.num_train_epochs * generationsPerEpoch) * stepsPerGen;
+  return { promptsPerGeneration, microPerGeneration, stepsPerGen, generationsPerEpoch, totalSteps };
+}
+
+/** The rows of generation g: a seeded shuffle per epoch (TRL's RepeatSampler), each row repeated G times. */
+export function generationRows(dataset: DatasetRow[], config: GRPOConfig, g: number): DatasetRow[] {
+  const plan = runPlan(config, dataset.length);
+  const G = config.num_generations;
+  let prompts: DatasetRow[];
+  if (dataset.length === 0) {
+    prompts = Array.from({ length: plan.promptsPerGeneration }, () => ({ prompt: [{ role: 'user' as const, content: '' }] }));
+  } else {
+    const epoch = Math.floor(g / plan.generationsPerEpoch);
+    const within = g % plan.generationsPerEpoch;
+    const order = permutation(dataset.length, hashInts(config.seed, Purpose.dataOrder, epoch));
+    prompts = order.slice(within * plan.promptsPerGeneration, (within + 1) * plan.promptsPerGeneration).map((i) => dataset[i]!);
+  }
+  return prompts.flatMap((row) => Array.from({ length: G }, () => row));
+}
+
+function lossMask(r: TrainerRollout, config: GRPOConfig): Float32Array {
+  if (r.toolMask.length !== r.completionIds.length) {
+    throw new TrainingError(`a rollout has ${r.completionIds.length} completion ids but ${r.toolMask.length} tool_mask entries`);
+  }
+  // mask_truncated_completions drops cut-off episodes from the loss entirely.
+  const keep = config.mask_truncated_completions && r.truncated ? 0 : 1;
+  return Float32Array.from(r.toolMask, (m) => m * keep);
+}
+
+function scoreSequence(r: TrainerRollout): ScoreSequence {
+  return { ids: [...r.promptIds, ...r.completionIds], scoreFrom: r.promptIds.length };
+}
+
+function columnsOf(rows: DatasetRow[]): Record<string, unknown[]> {
+  const keys = new Set<string>();
+  for (const row of rows) for (const k of Object.keys(row)) if (k !== 'prompt' && k !== 'completion' && k !== 'completion_ids') keys.add(k);
+  const out: Record<string, unknown[]> = {};
+  for (const k of keys) out[k] = rows.map((row) => row[k]);
+  return out;
+}
+
+/** Scores sequences in chunks of `batch` (one engine call per micro-batch keeps memory bounded). */
+async function scoreAll(engine: Engine, seqs: ScoreSequence[], batch: number, temperature: number, adapters: boolean): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (let i = 0; i < seqs.length; i += batch) {
+    const res = await engine.score({ sequences: seqs.slice(i, i + batch), temperature, adapters });
+    out.push(...res.logprobs);
+  }
+  return out;
+}
+
+function lastText(messages: readonly RewardMessage[]): string {
+  const last = messages[messages.length - 1];
+  return typeof last?.content === 'string' ? last.content : '';
+}
+
+export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
+  const { engine, config: c } = opts;
+  validateConfig(c);
+  if (c.entropy_coef !== 0) {
+    throw new TrainingError('entropy_coef ≠ 0 needs entropy gradients, but the engine backward takes only dL/dlogp');
+  }
+  if (c.beta !== 0 && c.train_mode === 'full') {
+    throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
+  }
+  const G = c.num_generations;
+  const GAS = c.gradient_accumulation_steps;
+  const plan = runPlan(c, opts.dataset.length);
+  const weights = rewardWeights(c.reward_weights, opts.rewardFuncs);
+  const rewardNames = opts.rewardFuncs.map((f) => f.name);
+  const needOld = c.num_iterations > 1 || plan.microPerGeneration > GAS;
+
+  const counters: TrainerCounters = opts.resume
+    ? { ...opts.resume.counters }
+    : { step: 0, generation: 0, numTokens: 0, totalSteps: plan.totalSteps };
+  if (opts.resume) await engine.loadState(opts.resume.engine);
+  const schedule: Schedule = {
+    type: c.lr_scheduler_type,
+    peak: c.learning_rate,
+    warmupSteps: warmupSteps(c.warmup_steps, c.warmup_ratio, counters.totalSteps),
+    totalSteps: counters.totalSteps,
+  };
+
+  const saveCheckpoint = async (): Promise<string | undefined> => {
+    if (!opts.checkpointStore) return undefined;
+    const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState() });
+    return opts.checkpointStore.save(counters.step, files);
+  };
+
+  while (counters.step < counters.totalSteps) {
+    if (opts.signal?.aborted) {
+      await saveCheckpoint();
+      return;
+    }
+    const g = counters.generation;
+    const stepStart = performance.now();
+    const rows = generationRows(opts.dataset, c, g);
+    const rollouts = await opts.rollouts({ rows, seed: hashInts(c.seed, Purpose.sampling, g), step: counters.step });
+    if (rollouts.length !== rows.length) throw new TrainingError(`the rollout loop returned ${rollouts.length} rollouts for ${rows.length} rows`);
+    const N = rollouts.length;
+    const masks = rollouts.map((r) => lossMask(r, c));
+    const unscorable = rollouts.flatMap((r, i) => (r.error ? [{ rollout: i, reason: r.error }] : []));
+    counters.numTokens += rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
+
+    // Rewards (§9) and advantages (§10). An env failure makes every reward of that rollout NaN.
+    const R = await computeRewardMatrix(opts.rewardFuncs, {
+      prompts: rollouts.map((r) => [...r.prompt]),
+      completions: rollouts.map((r) => [...r.completion]),
+      completion_ids: rollouts.map((r) => [...r.completionIds]),
+      environments: rollouts.map((r) => r.env),
+      trainer_state: { global_step: counters.step },
+      ...columnsOf(rows),
+    });
+    for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
+    const rewards = weightedRewardSum(R, weights);
+    const { advantages, std } =
+      c.multi_objective_aggregation === 'normalize_then_sum' ? normalizeThenSumAdvantages(R, weights, G) : groupAdvantages(rewards, G, c.scale_rewards);
+
+    const sequences = rollouts.map(scoreSequence);
+    const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
+    const lossOpts = lossOptionsFromConfig(c, numItemsInBatch);
+    const B = c.per_device_train_batch_size;
+    const logpOld = needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
+    const logpRef = c.beta !== 0 ? await scoreAll(engine, sequences, B, c.temperature, false) : null;
+
+    // TRL shuffles the generation batch before splitting it into micro-batches.
+    const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
+    const microBatches = Array.from({ length: plan.microPerGeneration }, (_, j) => order.slice(j * B, (j + 1) * B));
+
+    const stats: RolloutStats[] = rollouts.map((r) => ({
+      modelTokens: r.toolMask.reduce((a, b) => a + b, 0),
+      totalTokens: r.promptIds.length + r.completionIds.length,
+      truncated: r.truncated,
+      toolCalls: r.toolCalls,
+      toolFailures: r.toolFailures,
+    }));
+    const sampleIdx = c.log_completions ? rollouts.map((_, i) => i) : rollouts.slice(0, G).map((_, i) => i);
+    const completions: CompletionSample[] = sampleIdx.map((i) => ({
+      step: counters.step + 1,
+      prompt: lastText(rollouts[i]!.prompt),
+      completion: opts.decode ? opts.decode(rollouts[i]!.completionIds) : JSON.stringify(rollouts[i]!.completion),
+      rewards: Object.fromEntries(rewardNames.map((n, k) => [n, Number.isNaN(R[k]![i]!) ? null : R[k]![i]!])),
+      advantage: advantages[i]!,
+    }));
+
+    let micro = 0;
+    let stepLoss = 0;
+    let stepLossMetrics: LossMetrics[] = [];
+    let saveDue = false;
+    let stepT0 = stepStart;
+    let finished = false;
+    for (let iter = 0; iter < c.num_iterations && !finished; iter++) {
+      for (const idx of microBatches) {
+        if (micro % GAS === 0) engine.zeroGrad();
+        const seqs = idx.map((i) => sequences[i]!);
+        const current = await engine.score({ sequences: seqs, temperature: c.temperature });
+        const lossSeqs: LossSequence[] = idx.map((i, j) => ({
+          logp: current.logprobs[j]!,
+          logpOld: logpOld ? logpOld[i]! : undefined,
+          logpRef: logpRef ? logpRef[i]! : undefined,
+          entropy: current.entropy[j]!,
+          mask: masks[i]!,
+          advantage: advantages[i]!,
+        }));
+        const out = computeLoss(lossSeqs, lossOpts);
+        if (!Number.isFinite(out.loss)) {
+          throw new TrainingError(
+            `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
+          );
+        }
+        await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp });
+        stepLoss += out.loss;
+        stepLossMetrics.push(out.metrics);
+        micro++;
+        if (micro % GAS !== 0) continue;
+
+        const lr = learningRateAt(schedule, counters.step);
+        const res = await engine.step({
+          learningRate: lr,
+          beta1: c.adam_beta1,
+          beta2: c.adam_beta2,
+          eps: c.adam_epsilon,
+          weightDecay: c.weight_decay,
+          maxGradNorm: c.max_grad_norm,
+        });
+        if (!Number.isFinite(res.gradNorm)) {
+          throw new TrainingError(`step ${counters.step + 1}: the gradient norm is ${res.gradNorm}; the weights are no longer valid, resume from the last saved checkpoint`);
+        }
+        counters.step++;
+        if (c.save_steps > 0 && counters.step % c.save_steps === 0) saveDue = true;
+        const now = performance.now();
+        const metrics = stepMetrics({
+          rollouts: stats,
+          rewardNames,
+          rewardMatrix: R,
+          rewards,
+          rewardStd: std,
+          lossMetrics: stepLossMetrics,
+          loss: stepLoss,
+          gradNorm: res.gradNorm,
+          learningRate: lr,
+          numTokens: counters.numTokens,
+          stepTime: (now - stepT0) / 1000,
+          beta: c.beta,
+          entropyCoef: c.entropy_coef,
+        });
+        metrics.epoch = (g + 1) / plan.generationsPerEpoch;
+        if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
+        const event: StepEvent = {
+          step: counters.step,
+          totalSteps: counters.totalSteps,
+          epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(g / plan.generationsPerEpoch) : 0,
+          metrics,
+          completions: completions.map((s) => ({ ...s, step: counters.step })),
+          unscorable,
+        };
+        stepLoss = 0;
+        stepLossMetrics = [];
+        stepT0 = now;
+        finished = counters.step >= counters.totalSteps;
+        const lastOfGeneration = micro === plan.microPerGeneration * c.num_iterations;
+        if (lastOfGeneration) {
+          // Checkpoints sit on generation boundaries, so a resume never replays half a generation.
+          counters.generation++;
+          if (saveDue || finished) event.checkpoint = await saveCheckpoint();
+        } else if (finished) {
+          event.checkpoint = await saveCheckpoint();
+        }
+        yield event;
+        if (finished) break;
+      }
+    }
+  }
+}

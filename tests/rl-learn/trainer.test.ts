@@ -1,0 +1,240 @@
+import { describe, expect, it } from 'vitest';
+import { FakeEngine, type Call } from './fake-engine.ts';
+import { trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/trainer.ts';
+import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
+import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/checkpoint.ts';
+import { groupAdvantages } from '../../src/rl/advantages.ts';
+import { hashInts, mulberry32 } from '../../src/rl/random.ts';
+import { rewardSources, type RewardFunction } from '../../src/rl/rewards.ts';
+import type { DatasetRow } from '../../src/rl/env.ts';
+
+class CountingEnv {
+  ones = 0;
+  getReward(): number {
+    return this.ones >= 2 ? 1 : 0;
+  }
+}
+
+const TOOL_MASK = [1, 1, 0, 0, 1, 1];
+
+const dataset: DatasetRow[] = Array.from({ length: 6 }, (_, i) => ({ prompt: [{ role: 'user', content: `p${i}` }], pid: i }));
+
+/** Fake rollout loop: samples 6 tokens per rollout from the fake policy; positions 2–3 play the tool suffix. */
+function fakeRollouts(engine: FakeEngine, captured: TrainerRollout[][] = []) {
+  return async (req: GenerationRequest): Promise<TrainerRollout[]> => {
+    const out = req.rows.map((row, i) => {
+      const promptIds = [Number(row.pid) % 8, 3];
+      const completionIds = engine.sample(promptIds, TOOL_MASK.length, mulberry32(hashInts(req.seed, i)));
+      const env = new CountingEnv();
+      env.ones = completionIds.filter((t, k) => t === 1 && TOOL_MASK[k]).length;
+      return {
+        promptIds,
+        completionIds,
+        toolMask: TOOL_MASK,
+        truncated: i % 4 === 3,
+        prompt: row.prompt,
+        completion: [{ role: 'assistant', content: completionIds.join(' ') }],
+        env,
+        toolCalls: i % 2,
+        toolFailures: i % 4 === 1 ? 1 : 0,
+      };
+    });
+    captured.push(out);
+    return out;
+  };
+}
+
+const fracOnes: RewardFunction = function frac_ones({ completion_ids }) {
+  return completion_ids.map((ids) => ids.filter((t, k) => t === 1 && TOOL_MASK[k]).length / 4);
+};
+
+function config(over: Partial<GRPOConfig>): GRPOConfig {
+  return configFromObject({
+    num_generations: 2,
+    per_device_train_batch_size: 2,
+    gradient_accumulation_steps: 2,
+    learning_rate: 0.05,
+    max_steps: 2,
+    save_steps: 0,
+    ...over,
+  });
+}
+
+async function collect(gen: AsyncGenerator<StepEvent, void>): Promise<StepEvent[]> {
+  const out: StepEvent[] = [];
+  for await (const e of gen) out.push(e);
+  return out;
+}
+
+const kinds = (calls: Call[]) =>
+  calls.map((c) => (c.kind === 'score' ? `score${c.n}${c.adapters ? '' : '-ref'}` : c.kind === 'backward' ? `backward${c.n}` : c.kind));
+
+function memoryStore(): CheckpointStore & { saved: Map<number, Map<string, Uint8Array>> } {
+  const saved = new Map<number, Map<string, Uint8Array>>();
+  return {
+    saved,
+    async save(step, files) {
+      saved.set(step, files);
+      return `memory:checkpoint-${step}`;
+    },
+  };
+}
+
+describe('trainer loop with a fake engine', () => {
+  it('calls the engine in order: per micro-batch score then backward, one step per GAS micro-batches', async () => {
+    const fake = new FakeEngine();
+    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: config({}), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }));
+    expect(events.map((e) => e.step)).toEqual([1, 2]);
+    const oneStep = ['zeroGrad', 'score2', 'backward2', 'score2', 'backward2', 'step'];
+    expect(kinds(fake.calls)).toEqual([...oneStep, ...oneStep]);
+  });
+
+  it('num_iterations > 1 scores old log-probs once per generation; beta ≠ 0 scores the reference with adapters off', async () => {
+    const fake = new FakeEngine();
+    await collect(
+      trainGRPO({ engine: fake.asEngine(), config: config({ num_iterations: 2, beta: 0.04, max_steps: 2 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }),
+    );
+    const oneStep = ['zeroGrad', 'score2', 'backward2', 'score2', 'backward2', 'step'];
+    expect(kinds(fake.calls)).toEqual(['score2', 'score2', 'score2-ref', 'score2-ref', ...oneStep, ...oneStep]);
+  });
+
+  it('passes dL/dlogp = −A/N_tok on trained tokens and 0 on tool-suffix tokens (dapo, on-policy)', async () => {
+    const fake = new FakeEngine();
+    const captured: TrainerRollout[][] = [];
+    await collect(trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1 }), dataset, rollouts: fakeRollouts(fake, captured), rewardFuncs: [fracOnes] }));
+    const rollouts = captured[0]!;
+    const rewards = rollouts.map((r) => r.completionIds.filter((t, k) => t === 1 && TOOL_MASK[k]).length / 4);
+    const { advantages } = groupAdvantages(rewards, 2, 'group');
+    const nTok = 4 * rollouts.length;
+    const backwards = fake.calls.filter((c): c is Extract<Call, { kind: 'backward' }> => c.kind === 'backward');
+    const seen = new Set<number>();
+    for (const b of backwards) {
+      b.ids.forEach((ids, j) => {
+        const i = rollouts.findIndex((r, k) => !seen.has(k) && [...r.promptIds, ...r.completionIds].join() === ids.join());
+        seen.add(i);
+        const expected = TOOL_MASK.map((m) => (m ? -advantages[i]! / nTok : 0));
+        Array.from(b.dLdLogp[j]!).forEach((g, t) => expect(g).toBeCloseTo(expected[t]!, 6));
+      });
+    }
+    expect(seen.size).toBe(4);
+  });
+
+  it('mask_truncated_completions zeroes every token of truncated rollouts', async () => {
+    const fake = new FakeEngine();
+    const captured: TrainerRollout[][] = [];
+    await collect(
+      trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1, mask_truncated_completions: true }), dataset, rollouts: fakeRollouts(fake, captured), rewardFuncs: [fracOnes] }),
+    );
+    const truncatedIds = captured[0]!.filter((r) => r.truncated).map((r) => [...r.promptIds, ...r.completionIds].join());
+    expect(truncatedIds.length).toBe(1);
+    let checked = 0;
+    for (const c of fake.calls) {
+      if (c.kind !== 'backward') continue;
+      c.ids.forEach((ids, j) => {
+        if (truncatedIds.includes(ids.join())) {
+          expect(Array.from(c.dLdLogp[j]!).every((g) => g === 0)).toBe(true);
+          checked++;
+        }
+      });
+    }
+    expect(checked).toBe(1);
+  });
+
+  it('reports TRL metric names, tool frequencies, env rewards and completions with advantages', async () => {
+    const fake = new FakeEngine();
+    const funcs = rewardSources([fracOnes], new CountingEnv());
+    const [e] = await collect(trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: funcs }));
+    const m = e!.metrics;
+    for (const key of [
+      'reward', 'reward_std', 'frac_reward_zero_std', 'rewards/frac_ones/mean', 'rewards/frac_ones/std', 'rewards/CountingEnv/mean',
+      'completions/mean_length', 'completions/min_length', 'completions/max_length', 'completions/mean_terminated_length',
+      'completions/clipped_ratio', 'entropy', 'clip_ratio/region_mean', 'clip_ratio/low_mean', 'clip_ratio/high_mean',
+      'tools/call_frequency', 'tools/failure_frequency', 'num_tokens', 'step_time', 'learning_rate', 'grad_norm', 'loss',
+    ]) {
+      expect(m, key).toHaveProperty([key]);
+    }
+    expect(m['completions/mean_length']).toBe(4);
+    expect(m['completions/clipped_ratio']).toBe(0.25);
+    expect(m['tools/call_frequency']).toBe(0.5);
+    expect(m['tools/failure_frequency']).toBe(0.5);
+    expect(m.num_tokens).toBe(4 * 8);
+    expect(m.learning_rate).toBe(0.05);
+    expect(e!.completions).toHaveLength(2);
+    expect(Object.keys(e!.completions[0]!.rewards)).toEqual(['frac_ones', 'CountingEnv']);
+  });
+
+  it('resumes exactly: 4 steps straight = 2 steps, checkpoint, resume, 2 steps', async () => {
+    const straight = new FakeEngine();
+    const store = memoryStore();
+    const cfg = config({ max_steps: 4, save_steps: 2, lr_scheduler_type: 'linear' });
+    const all = await collect(trainGRPO({ engine: straight.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(straight), rewardFuncs: [fracOnes], checkpointStore: store }));
+    expect([...store.saved.keys()]).toEqual([2, 4]);
+    expect(all[1]!.checkpoint).toBe('memory:checkpoint-2');
+
+    const resumed = new FakeEngine(99); // different init: everything must come from the checkpoint
+    const ckpt = deserializeCheckpoint(store.saved.get(2)!);
+    const rest = await collect(trainGRPO({ engine: resumed.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(resumed), rewardFuncs: [fracOnes], resume: ckpt }));
+    expect(rest.map((e) => e.step)).toEqual([3, 4]);
+    const strip = (e: StepEvent) => {
+      const { step_time: _t, ...m } = e.metrics;
+      return { ...e, metrics: m, checkpoint: undefined };
+    };
+    expect(rest.map(strip)).toEqual(all.slice(2).map(strip));
+    expect(Array.from(resumed.theta)).toEqual(Array.from(straight.theta));
+  });
+
+  it('a NaN loss stops with a clear error before any update', async () => {
+    const fake = new FakeEngine();
+    fake.poison = true;
+    await expect(collect(trainGRPO({ engine: fake.asEngine(), config: config({ beta: 0.04 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }))).rejects.toThrow(
+      TrainingError,
+    );
+    await expect(collect(trainGRPO({ engine: fake.asEngine(), config: config({ beta: 0.04 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }))).rejects.toThrow(
+      /step 1: the loss is NaN/,
+    );
+    expect(fake.calls.some((c) => c.kind === 'step')).toBe(false);
+  });
+
+  it('an aborted signal pauses at the generation boundary and saves a checkpoint', async () => {
+    const fake = new FakeEngine();
+    const store = memoryStore();
+    const ctrl = new AbortController();
+    const events: StepEvent[] = [];
+    for await (const e of trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 5 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], checkpointStore: store, signal: ctrl.signal })) {
+      events.push(e);
+      if (e.step === 2) ctrl.abort();
+    }
+    expect(events.map((e) => e.step)).toEqual([1, 2]);
+    expect([...store.saved.keys()]).toEqual([2]);
+    expect(deserializeCheckpoint(store.saved.get(2)!).counters).toMatchObject({ step: 2, generation: 2 });
+  });
+
+  it('an env failure makes the rollout unscorable (advantage 0) and is reported', async () => {
+    const fake = new FakeEngine();
+    const base = fakeRollouts(fake);
+    const failing = async (req: GenerationRequest) => {
+      const out = await base(req);
+      out[0] = { ...out[0]!, error: 'Upstream closed: 1006' };
+      return out;
+    };
+    const [e] = await collect(trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1, log_completions: true }), dataset, rollouts: failing, rewardFuncs: [fracOnes] }));
+    expect(e!.unscorable).toEqual([{ rollout: 0, reason: 'Upstream closed: 1006' }]);
+    expect(e!.completions[0]!.advantage).toBe(0);
+    expect(e!.completions[0]!.rewards.frac_ones).toBeNull();
+  });
+
+  it('learns: the fake policy raises its reward', async () => {
+    const fake = new FakeEngine();
+    const events = await collect(
+      trainGRPO({
+        engine: fake.asEngine(),
+        config: config({ max_steps: 40, num_generations: 4, per_device_train_batch_size: 4, gradient_accumulation_steps: 2, lr_scheduler_type: 'constant' }),
+        dataset,
+        rollouts: fakeRollouts(fake),
+        rewardFuncs: [fracOnes],
+      }),
+    );
+    const mean = (es: StepEvent[]) => es.reduce((s, e) => s + e.metrics.reward!, 0) / es.length;
+    expect(mean(events.slice(-8))).toBeGreaterThan(mean(events.slice(0, 8)) + 0.2);
+  });
+});
