@@ -1,0 +1,87 @@
+// One OpenEnv connection per episode (specs/openenv-protocol.md §7), shaped for tool envs: `reset`
+// opens it, tools step it, `close` ends it. Errors are sorted into the two kinds the rollout tells apart:
+// the server rejecting an action (a tool error the model sees, like Python's `Server error: …`) and the
+// env being gone (refused, dropped, timed out: an EnvFailure that makes the rollout unscorable).
+
+import { OpenEnvError, withEpisode, type EpisodeOptions, type StepResult } from '../../openenv/index.ts';
+import { EnvFailure } from '../env.ts';
+
+export interface EpisodeSession {
+  /** The reset observation. */
+  readonly first: StepResult;
+  step(action: Record<string, unknown>): Promise<StepResult>;
+  close(): Promise<void>;
+}
+
+/** Opens a connection to an env base URL (e.g. `http://127.0.0.1:8765/envs/catch`) and resets it. */
+export type OpenEpisode = (baseUrl: string) => Promise<EpisodeSession>;
+
+/** Over the OpenEnv client: capacity refusals are retried with jittered backoff before giving up. */
+export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): OpenEpisode {
+  return (baseUrl) =>
+    new Promise<EpisodeSession>((resolve, reject) => {
+      let finish!: () => void;
+      const finished = new Promise<void>((r) => (finish = r));
+      // withEpisode owns connect/reset/retry/close; the episode "plays" until close() is called.
+      const running = withEpisode(
+        baseUrl,
+        async (session, first) => {
+          resolve({
+            first,
+            step: (action) => session.step(action),
+            close: async () => {
+              finish();
+              await running.catch(() => undefined);
+            },
+          });
+          await finished;
+        },
+        options,
+      );
+      running.catch(reject);
+    });
+}
+
+/** Server-side rejections stay tool errors; everything else means the env is gone. */
+export function classifyEnvError(err: unknown): Error {
+  if (err instanceof OpenEnvError && (err.code === 'EXECUTION_ERROR' || err.code === 'VALIDATION_ERROR')) {
+    return new Error(`Server error: ${err.message}`);
+  }
+  if (err instanceof EnvFailure) return err;
+  return new EnvFailure(err instanceof Error ? err.message : String(err), { cause: err });
+}
+
+/** The current episode of an env instance: opened by reset, replaced by the next reset. */
+export class EpisodeSlot {
+  private session: EpisodeSession | null = null;
+  constructor(
+    private readonly baseUrl: string,
+    private readonly open: OpenEpisode,
+  ) {}
+
+  /** Closes the previous episode's connection, opens a new one, returns the reset observation. */
+  async reset(): Promise<StepResult> {
+    await this.close();
+    try {
+      this.session = await this.open(this.baseUrl);
+    } catch (err) {
+      throw classifyEnvError(err);
+    }
+    return this.session.first;
+  }
+
+  async step(action: Record<string, unknown>): Promise<StepResult> {
+    if (!this.session) throw new EnvFailure('no open episode: reset was not called or the episode was closed');
+    try {
+      return await this.session.step(action);
+    } catch (err) {
+      throw classifyEnvError(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.session;
+    this.session = null;
+    await session?.close();
+  }
+}
