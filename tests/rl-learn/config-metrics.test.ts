@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { applyConfigFlags, ConfigError, configFromJson, configFromObject, configHelp, DEFAULT_CONFIG, generationBatchSize } from '../../src/rl/config.ts';
+import { stepMetrics, toolMetrics, type RolloutStats } from '../../src/rl/metrics.ts';
+import { learningRateAt } from '../../src/rl/schedule.ts';
+
+describe('GRPOConfig', () => {
+  it("has TRL's defaults", () => {
+    expect(DEFAULT_CONFIG).toMatchObject({
+      learning_rate: 1e-6, num_generations: 8, per_device_train_batch_size: 8, gradient_accumulation_steps: 1, num_iterations: 1,
+      max_completion_length: 512, temperature: 1, top_p: 1, top_k: 0, loss_type: 'dapo', beta: 0, epsilon: 0.2, epsilon_high: null,
+      delta: null, scale_rewards: 'group', multi_objective_aggregation: 'sum_then_normalize', importance_sampling_level: 'token',
+      mask_truncated_completions: false, top_entropy_quantile: 1, lr_scheduler_type: 'linear', weight_decay: 0, max_grad_norm: 1,
+      adam_beta1: 0.9, adam_beta2: 0.999, adam_epsilon: 1e-8, logging_steps: 10, num_train_epochs: 3, max_steps: -1,
+    });
+    expect(generationBatchSize(configFromObject({ per_device_train_batch_size: 4, gradient_accumulation_steps: 4, num_generations: 8 }))).toBe(16);
+  });
+
+  it('parses --TRLNAME value flags and leaves other arguments alone', () => {
+    const { config, rest } = applyConfigFlags(
+      ['--model', 'm', '--learning_rate', '3e-5', '--loss_type=grpo', '--mask_truncated_completions', '--scale_rewards', 'false', '--chat_template_kwargs', '{"enable_thinking": false}', '--lora_target_modules', 'q_proj,v_proj', '--epsilon_high', 'None'],
+      configFromObject({}),
+    );
+    expect(rest).toEqual(['--model', 'm']);
+    expect(config).toMatchObject({ learning_rate: 3e-5, loss_type: 'grpo', mask_truncated_completions: true, scale_rewards: 'none', chat_template_kwargs: { enable_thinking: false }, lora_target_modules: ['q_proj', 'v_proj'], epsilon_high: null });
+  });
+
+  it('rejects bad values with an error naming the key', () => {
+    expect(() => configFromObject({ loss_type: 'ppo' })).toThrow(/loss_type: must be one of dapo, grpo, bnpo, dr_grpo, got 'ppo'/);
+    expect(() => configFromObject({ num_generations: 1 })).toThrow(/num_generations: must be ≥ 2/);
+    expect(() => configFromObject({ learning_rate: 'fast' })).toThrow(/learning_rate: expected a number/);
+    expect(() => configFromObject({ learningrate: 1 })).toThrow(/unknown config key 'learningrate' \(did you mean 'learning_rate'\?\)/);
+    expect(() => configFromObject({ num_generations: 3, per_device_train_batch_size: 4 })).toThrow(/divisible by num_generations/);
+    expect(() => configFromObject({ lora_target_modules: ['qkv'] })).toThrow(/unknown module 'qkv'/);
+    expect(() => configFromJson('{oops')).toThrow(ConfigError);
+    expect(() => applyConfigFlags(['--beta'], configFromObject({}))).toThrow(/--beta: missing value/);
+  });
+
+  it('has one help line per key', () => {
+    const help = configHelp();
+    expect(help).toContain('--num_generations int (default 8)');
+    expect(help.split('\n').length).toBe(Object.keys(DEFAULT_CONFIG).length);
+  });
+});
+
+describe('metrics (§13)', () => {
+  const r = (modelTokens: number, truncated: boolean, toolCalls: number, toolFailures: number): RolloutStats => ({ modelTokens, totalTokens: modelTokens + 10, truncated, toolCalls, toolFailures });
+
+  it('tools: 3 completions, 2 calls, 1 failure → call_frequency 2/3, failure_frequency 1/2; no calls → 0', () => {
+    const m = toolMetrics([r(5, false, 1, 1), r(5, false, 1, 0), r(5, false, 0, 0)]);
+    expect(m['tools/call_frequency']).toBeCloseTo(2 / 3, 12);
+    expect(m['tools/failure_frequency']).toBe(0.5);
+    expect(toolMetrics([r(1, false, 0, 0)])['tools/failure_frequency']).toBe(0);
+  });
+
+  it('lengths, clipped ratio, rewards per function, clip ratios', () => {
+    const m = stepMetrics({
+      rollouts: [r(4, false, 0, 0), r(10, true, 0, 0), r(6, false, 0, 0), r(2, true, 0, 0)],
+      rewardNames: ['a'],
+      rewardMatrix: [Float64Array.from([1, NaN, 0, 0])],
+      rewards: [1, NaN, 0, 0],
+      rewardStd: [Math.SQRT1_2, Math.SQRT1_2, 0, 0],
+      lossMetrics: [
+        { clipLowMean: 0.1, clipHighMean: 0, clipRegionMean: 0.1, clipLowMin: 0, clipHighMax: 0, kl: NaN, entropy: 1, policyLoss: 0, tokens: 4 },
+        { clipLowMean: 0.3, clipHighMean: 0.2, clipRegionMean: 0.5, clipLowMin: 0.2, clipHighMax: 0.4, kl: NaN, entropy: 2, policyLoss: 0, tokens: 4 },
+      ],
+      loss: 0.5,
+      gradNorm: 1,
+      learningRate: 1e-6,
+      numTokens: 100,
+      stepTime: 2,
+      beta: 0,
+      entropyCoef: 0,
+    });
+    expect(m).toMatchObject({
+      'completions/mean_length': 5.5, 'completions/min_length': 2, 'completions/max_length': 10,
+      'completions/mean_terminated_length': 5, 'completions/min_terminated_length': 4, 'completions/max_terminated_length': 6,
+      'completions/clipped_ratio': 0.5, 'rewards/a/mean': 1 / 3, reward: 1 / 3, frac_reward_zero_std: 0.5, entropy: 1.5,
+      'clip_ratio/low_mean': 0.2, 'clip_ratio/low_min': 0, 'clip_ratio/high_max': 0.4, 'clip_ratio/region_mean': 0.3,
+    });
+    expect(m['rewards/a/std']).toBeCloseTo(Math.sqrt(1 / 3), 12);
+    expect(m).not.toHaveProperty('kl');
+  });
+});
+
+describe('learning-rate schedules', () => {
+  it('linear decay to 0 without warmup (step k uses factor (total − k)/total); warmup ramps; cosine; constant', () => {
+    const s = { type: 'linear' as const, peak: 1, warmupSteps: 0, totalSteps: 4 };
+    expect([0, 1, 2, 3].map((k) => learningRateAt(s, k))).toEqual([1, 0.75, 0.5, 0.25]);
+    const w = { ...s, warmupSteps: 2 };
+    expect([0, 1, 2, 3].map((k) => learningRateAt(w, k))).toEqual([0, 0.5, 1, 0.5]);
+    const cos = { ...s, type: 'cosine' as const };
+    expect(learningRateAt(cos, 2)).toBeCloseTo(0.5, 12);
+    expect(learningRateAt({ ...w, type: 'constant' as const }, 0)).toBe(1);
+  });
+});
