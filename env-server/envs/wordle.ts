@@ -105,11 +105,20 @@ function completion(feedback: readonly Letter[]): number {
   return (greens + 0.5 * yellows) / WORD_LENGTH;
 }
 
-/** Green and yellow fractions of the last all-G/Y/X line after the first `Feedback:` in the log. */
+/**
+ * Green and yellow fractions from OpenEnv's Wordle reward provider: in the text after the first
+ * `Feedback:` of the log, the last non-blank line made only of G/Y/X once spaces are removed
+ * (nothing when fewer than two non-blank lines follow).
+ */
 function feedbackSignals(log: string): { greens: number; yellows: number } {
   const at = log.indexOf('Feedback:');
   if (at < 0) return { greens: 0, yellows: 0 };
-  const lines = log.slice(at + 'Feedback:'.length).split('\n');
+  const lines = log
+    .slice(at + 'Feedback:'.length)
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  if (lines.length < 2) return { greens: 0, yellows: 0 };
   for (let i = lines.length - 1; i >= 0; i--) {
     const marks = lines[i]!.replaceAll(' ', '');
     if (/^[GYX]+$/.test(marks)) {
@@ -124,12 +133,22 @@ function feedbackSignals(log: string): { greens: number; yellows: number } {
 
 const UNREADABLE_GUESS = '[dunno]';
 
-/** The guess as the repetition signal sees it: `[xxxxx]`, or `[dunno]` when there is nothing to read. */
+/**
+ * The guess as the repetition signal sees it: the first `[xxxxx]` (lower-cased), else the first
+ * five a–z letters of the lower-cased move, else `[dunno]` (fewer than five letters).
+ */
 function normalizedGuess(message: string): string {
   const bracketed = /\[[A-Za-z]{5}\]/.exec(message);
   if (bracketed !== null) return bracketed[0].toLowerCase();
-  const letters = message.replaceAll(/[^A-Za-z]/g, '').toLowerCase();
-  return letters.length > 0 ? `[${letters.slice(0, WORD_LENGTH)}]` : UNREADABLE_GUESS;
+  const letters = message.toLowerCase().replaceAll(/[^a-z]/g, '');
+  return letters.length >= WORD_LENGTH ? `[${letters.slice(0, WORD_LENGTH)}]` : UNREADABLE_GUESS;
+}
+
+/** Upstream's textarena reset honours `episode_id`; without one it draws a uuid4. */
+function episodeIdFrom(value: unknown): string {
+  if (value === undefined || value === null) return globalThis.crypto.randomUUID();
+  if (typeof value !== 'string') throw new Error(`episode_id must be a string or null, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 class WordleEnvironment implements EnvInstance {
@@ -158,7 +177,7 @@ class WordleEnvironment implements EnvInstance {
 
   reset(kwargs: Record<string, unknown>): WireObservation {
     this.rng = rngForSeed(kwargs.seed);
-    this.episodeId = globalThis.crypto.randomUUID();
+    this.episodeId = episodeIdFrom(kwargs.episode_id);
     this.stepCount = 0;
     this.newGame();
     return this.observe(0.0);

@@ -217,6 +217,21 @@ describe('wordle env (TextArena Wordle-v0)', () => {
     const ended = say(env, 'c-r-a-n-e-s'); // letters "cranes" → [crane], third time; second invalid in a row ends
     expect(signals(ended)['wordle.repetitions']).toBe(-1);
     expect(ended.done).toBe(true);
+
+    // Fewer than five letters outside brackets is unreadable: never counted.
+    const short = withSecret('cloak');
+    expect(signals(say(short, '[ab]'))['wordle.repetitions']).toBe(1);
+    expect(signals(say(short, '[crane]'))['wordle.repetitions']).toBe(1);
+    expect(signals(say(short, '[ab]'))['wordle.repetitions']).toBe(1);
+  });
+
+  it('reset honours episode_id, as upstream textarena does', () => {
+    const env = withSecret('cloak');
+    env.reset({ episode_id: 'ep-ws-1', unknown_key: true });
+    expect(env.state().episode_id).toBe('ep-ws-1');
+    env.reset({});
+    expect(env.state().episode_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(() => env.reset({ episode_id: 7 })).toThrow('episode_id must be a string or null, got 7');
   });
 
   it('seeded resets draw reproducible secrets from the shipped answers', () => {
