@@ -105,6 +105,8 @@ export class Recorder {
     private readonly kernels: KernelCache,
     private readonly uniformPool: UniformPool,
     readonly label: string,
+    /** Called right after the queue submit (before read-backs resolve). */
+    private readonly onSubmitted?: () => void,
   ) {}
 
   /** Number of compute dispatches recorded so far. */
@@ -157,6 +159,7 @@ export class Recorder {
   async submit(): Promise<ArrayBuffer[]> {
     if (this.submitted) throw new Error(`recorder ${this.label}: already submitted`);
     this.submitted = true;
+    this.device.pushErrorScope('validation');
     const uniforms = this.arenaUsed > 0 ? this.uniformPool.take(this.arenaUsed) : null;
     if (uniforms) this.device.queue.writeBuffer(uniforms, 0, this.arena, 0, this.arenaUsed);
     const enc = this.device.createCommandEncoder({ label: this.label });
@@ -196,6 +199,9 @@ export class Recorder {
     });
     this.device.queue.submit([enc.finish()]);
     if (uniforms) this.uniformPool.release(uniforms);
+    this.onSubmitted?.();
+    const error = await this.device.popErrorScope();
+    if (error) throw new Error(`GPU validation error in ${this.label}: ${error.message}`);
     const out: ArrayBuffer[] = [];
     for (let i = 0; i < staging.length; i++) {
       await staging[i].mapAsync(GPUMapMode.READ);

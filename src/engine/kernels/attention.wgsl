@@ -11,7 +11,7 @@ struct Params { T: u32, H: u32, KV: u32, _pad: u32, scale: f32 }
 @group(0) @binding(1) var<storage, read> q: array<f32>;     // (T, H, d)
 @group(0) @binding(2) var<storage, read> kb: array<f32>;    // (rows, KV, d)
 @group(0) @binding(3) var<storage, read> vb: array<f32>;    // (rows, KV, d)
-@group(0) @binding(4) var<storage, read> meta: array<u32>;  // (T, 4): kvBase, position, kvSlot, seq
+@group(0) @binding(4) var<storage, read> tok_meta: array<u32>;  // (T, 4): kvBase, position, kvSlot, seq
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (T, H, d)
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // (T, H)
 
@@ -22,8 +22,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let t = th / p.H;
   let h = th % p.H;
   let g = h / (p.H / p.KV);
-  let kv_base = meta[t * 4u];
-  let pos = meta[t * 4u + 1u];
+  let kv_base = tok_meta[t * 4u];
+  let pos = tok_meta[t * 4u + 1u];
   var qv: array<f32, HEAD_DIM>;
   var acc: array<f32, HEAD_DIM>;
   let qbase = th * HEAD_DIM;

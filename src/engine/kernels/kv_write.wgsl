@@ -4,7 +4,7 @@ struct Params { T: u32, width: u32, _pad0: u32, _pad1: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> k: array<f32>;      // (T, width)
 @group(0) @binding(2) var<storage, read> v: array<f32>;      // (T, width)
-@group(0) @binding(3) var<storage, read> meta: array<u32>;   // (T, 4): kvBase, position, kvSlot, seq
+@group(0) @binding(3) var<storage, read> tok_meta: array<u32>;   // (T, 4): kvBase, position, kvSlot, seq
 @group(0) @binding(4) var<storage, read_write> cache_k: array<f32>; // (rows, width)
 @group(0) @binding(5) var<storage, read_write> cache_v: array<f32>; // (rows, width)
 
@@ -14,7 +14,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   if (idx >= p.T * p.width) { return; }
   let t = idx / p.width;
   let i = idx % p.width;
-  let dst = meta[t * 4u + 2u] * p.width + i;
+  let dst = tok_meta[t * 4u + 2u] * p.width + i;
   cache_k[dst] = k[idx];
   cache_v[dst] = v[idx];
 }

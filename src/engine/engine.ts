@@ -1,0 +1,179 @@
+// loadEngine: a checkpoint → the WebGPU Qwen3 engine (types.ts Engine). Forward, generation and
+// scoring live here; backward / optimizer / trainable state are the train side's
+// (src/engine/train), which receives the EngineInternals (internals.ts).
+
+import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
+import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
+import { decodeToFloat32 } from '../model/safetensors.ts';
+import { getGpu, type Gpu } from './gpu.ts';
+import { Qwen3Forward, type MatmulVariant } from './forward.ts';
+import { F16_MAX, bindingLimit, uploadTensor } from './params.ts';
+import type { ParamEntry } from './internals.ts';
+import { KvCache } from './kv-cache.ts';
+import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
+import { scoreSequences } from './score.ts';
+import type {
+  BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
+  ScoreRequest, SequenceHandle, StepResult, TrainableMode,
+} from './types.ts';
+
+export interface LoadEngineOptions {
+  gpu?: Gpu;
+  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning needs 'f32'. */
+  weightDtype?: 'auto' | 'f16' | 'f32';
+  onProgress?: (p: LoadProgress) => void;
+  /** Kernel variant of the linears: 'auto' (default) = register-blocked on software adapters, workgroup-tiled otherwise. */
+  matmul?: 'auto' | MatmulVariant;
+  /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
+  maxBindingBytes?: number;
+}
+
+/** The train side's part of Engine (src/engine/train). */
+type TrainSide = Pick<Engine, 'backward' | 'zeroGrad' | 'step' | 'setTrainable' | 'saveState' | 'loadState' | 'exportAdapter' | 'readGrads'> & { destroy(): void };
+
+export class WebGpuEngine implements Engine {
+  readonly weightDtype: 'f16' | 'f32';
+  /** Counters of the generation path (benchmarks read them). */
+  readonly stats: GenerateStats = { prefillTokens: 0, decodeSteps: 0, dispatchesPerDecodeStep: 0 };
+  private readonly cache: KvCache;
+  private readonly sequences = new Map<number, SequenceState>();
+  private nextSeqId = 1;
+  private train: TrainSide | null = null;
+  private destroyed = false;
+
+  constructor(readonly internals: Qwen3Forward, private readonly ownsGpu: boolean) {
+    const { config } = internals;
+    this.weightDtype = [...internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
+    this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+  }
+
+  get config(): ModelConfig {
+    return this.internals.config;
+  }
+
+  get gpu(): Gpu {
+    return this.internals.gpu;
+  }
+
+  newSequence(): SequenceHandle {
+    this.checkAlive();
+    const s = new SequenceState(this.nextSeqId++);
+    this.sequences.set(s.id, s);
+    return s;
+  }
+
+  releaseSequence(seq: SequenceHandle): void {
+    const s = this.sequences.get(seq.id);
+    if (!s) return;
+    s.released = true;
+    this.sequences.delete(seq.id);
+    this.cache.release(seq.id);
+  }
+
+  generate(req: GenerateRequest): Promise<GenerateOutput[]> {
+    this.checkAlive();
+    const states = req.items.map((item, i) => {
+      const s = this.sequences.get(item.seq.id);
+      if (!s) throw new Error(`generate: item ${i} refers to unknown or released sequence ${item.seq.id} (use engine.newSequence())`);
+      return s;
+    });
+    return generateBatch(this.internals, this.cache, states, req, this.stats);
+  }
+
+  score(req: ScoreRequest): Promise<ScoreOutput> {
+    this.checkAlive();
+    return scoreSequences(this.internals, req);
+  }
+
+  // ---- training: delegated to the train side ------------------------------------------------
+  // The ONE place where src/engine/train plugs in: set `this.train = createTrainState(this.internals)`.
+  private trainSide(): TrainSide {
+    if (!this.train) throw new Error('training is not available yet in this build: src/engine/train has not been wired into WebGpuEngine');
+    return this.train;
+  }
+
+  backward(req: BackwardRequest): Promise<void> {
+    return this.trainSide().backward(req);
+  }
+
+  zeroGrad(): void {
+    this.trainSide().zeroGrad();
+  }
+
+  step(opt: OptimizerConfig): Promise<StepResult> {
+    return this.trainSide().step(opt);
+  }
+
+  setTrainable(mode: TrainableMode): void {
+    this.trainSide().setTrainable(mode);
+  }
+
+  saveState(): Promise<{ tensors: NamedTensor[]; step: number }> {
+    return this.trainSide().saveState();
+  }
+
+  loadState(state: { tensors: NamedTensor[]; step: number }): Promise<void> {
+    return this.trainSide().loadState(state);
+  }
+
+  exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }> {
+    return this.trainSide().exportAdapter(baseModelName);
+  }
+
+  readGrads(): Promise<NamedTensor[]> {
+    return this.trainSide().readGrads();
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.train?.destroy();
+    this.cache.destroy();
+    this.internals.destroy();
+    if (this.ownsGpu) this.internals.device.destroy();
+  }
+
+  private checkAlive(): void {
+    if (this.destroyed) throw new Error('engine was destroyed');
+  }
+}
+
+/** Streams the checkpoint's tensors to the GPU, one at a time, and returns a ready engine. */
+export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {}): Promise<WebGpuEngine> {
+  const check = validateQwen3Tensors(ckpt);
+  const cfg = ckpt.config;
+  if (cfg.numHeads % cfg.numKvHeads !== 0) throw new Error(`config: num_attention_heads (${cfg.numHeads}) must be a multiple of num_key_value_heads (${cfg.numKvHeads})`);
+  if (cfg.headDim % 2 !== 0) throw new Error(`config: head_dim must be even for rotate-half RoPE, got ${cfg.headDim}`);
+  const ownsGpu = !opts.gpu;
+  const gpu = opts.gpu ?? (await getGpu());
+  const wanted = opts.weightDtype ?? 'auto';
+  const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
+  const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
+  const layout = qwen3TensorLayout(cfg, check.usesSeparateLmHead);
+  const totalBytes = layout.reduce((a, t) => a + ckpt.tensors.get(t.name)!.byteLength, 0);
+  const params = new Map<string, ParamEntry>();
+  let loaded = 0;
+  try {
+    for (const { name, shape } of layout) {
+      const info = ckpt.tensors.get(name)!;
+      const values = decodeToFloat32(info, await ckpt.readTensor(name));
+      // Halves are paired per u32 word, so rows must hold an even count; a value beyond the half
+      // range (possible from bf16) would become inf: such tensors stay f32.
+      const dtype = matrixDtype === 'f16' && shape.length === 2 && shape[1]! % 2 === 0 && fitsHalf(values) ? 'f16' : 'f32';
+      params.set(name, uploadTensor(gpu.device, name, shape, values, dtype, maxBindingBytes));
+      loaded += info.byteLength;
+      opts.onProgress?.({ phase: 'upload', file: name, loadedBytes: loaded, totalBytes });
+    }
+  } catch (err) {
+    for (const p of params.values()) for (const c of p.chunks) c.buffer.destroy();
+    if (ownsGpu) gpu.device.destroy();
+    throw err;
+  }
+  const variant: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, variant), ownsGpu);
+}
+
+function fitsHalf(values: Float32Array): boolean {
+  for (let i = 0; i < values.length; i++) if (!(Math.abs(values[i]!) <= F16_MAX)) return false;
+  return true;
+}

@@ -1,0 +1,344 @@
+// The Qwen3 forward pass on WebGPU, recorded dispatch by dispatch (read top to bottom in
+// encodeLayerForward). Implements EngineInternals, the object the training side receives.
+
+import type { ModelConfig } from '../model/types.ts';
+import type { Gpu } from './gpu.ts';
+import type {
+  EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
+} from './internals.ts';
+import { KernelCache, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
+import { ropeTable } from './rope-table.ts';
+import type { LoraTarget } from './types.ts';
+
+export type MatmulVariant = 'blocked' | 'tiled';
+
+/** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
+export interface PackedToken {
+  token: number;
+  position: number;
+  kvBase: number;
+  kvSlot: number;
+  seq: number;
+}
+
+/** Write modes of matmul.wgsl. */
+const enum MatmulMode {
+  Overwrite = 0,
+  Accumulate = 1,
+  Residual = 2,
+}
+
+/** Byte budget of one logits chunk (rows × vocab columns × 4 bytes) when scoring. */
+const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+
+function linearNameOf(layer: number, target: LoraTarget): string {
+  const block = target === 'gate_proj' || target === 'up_proj' || target === 'down_proj' ? 'mlp' : 'self_attn';
+  return `model.layers.${layer}.${block}.${target}.weight`;
+}
+
+export class Qwen3Forward implements EngineInternals {
+  readonly kernels: KernelCache;
+  readonly lora = new Map<string, LoraAdapter>();
+  private readonly uniformPool: UniformPool;
+  private readonly scratch = new Map<string, GPUBuffer>();
+  /** Outgrown scratch buffers, destroyed after the next submit. */
+  private retired: GPUBuffer[] = [];
+
+  constructor(
+    readonly gpu: Gpu,
+    readonly config: ModelConfig,
+    readonly params: Map<string, ParamEntry>,
+    readonly matmulVariant: MatmulVariant,
+  ) {
+    this.kernels = new KernelCache(gpu.device);
+    this.uniformPool = new UniformPool(gpu.device);
+  }
+
+  get device(): GPUDevice {
+    return this.gpu.device;
+  }
+
+  linearName(layer: number, target: LoraTarget): string {
+    return linearNameOf(layer, target);
+  }
+
+  getPipeline(file: string, constants: Record<string, string | number | boolean> = {}): GPUComputePipeline {
+    return this.kernels.get(file, constants);
+  }
+
+  createBuffer(label: string, byteSize: number): GPUBuffer {
+    return this.device.createBuffer({ label, size: Math.max(16, Math.ceil(byteSize / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  }
+
+  recorder(label: string): Recorder {
+    return new Recorder(this.device, this.kernels, this.uniformPool, label, () => {
+      for (const b of this.retired) b.destroy();
+      this.retired = [];
+    });
+  }
+
+  /**
+   * A reusable scratch buffer of at least `byteSize` bytes, by role. Reuse across submits is safe:
+   * writes of a later submit are ordered after the earlier one on the queue.
+   */
+  scratchBuffer(role: string, byteSize: number): GPUBuffer {
+    const have = this.scratch.get(role);
+    if (have && have.size >= byteSize) return have;
+    // A smaller buffer may still be referenced by a recording that has not been submitted yet.
+    if (have) this.retired.push(have);
+    const buf = this.createBuffer(`scratch ${role}`, Math.max(byteSize, (have?.size ?? 0) * 2));
+    this.scratch.set(role, buf);
+    return buf;
+  }
+
+  private param(name: string): ParamEntry {
+    const p = this.params.get(name);
+    if (!p) throw new Error(`engine: parameter ${name} is not loaded`);
+    return p;
+  }
+
+  /** The LM head matrix (V, D): the embedding when tied. */
+  lmHead(): ParamEntry {
+    return this.config.tieWordEmbeddings ? this.param('model.embed_tokens.weight') : this.param('lm_head.weight');
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Buffers of a batch.
+
+  createLayerActs(T: number, label: string): LayerActs {
+    return this.layerActsIn(T, (role, bytes) => this.createBuffer(`${label} ${role}`, bytes));
+  }
+
+  /** LayerActs over reusable scratch buffers (valid until the next call with the same prefix). */
+  scratchLayerActs(T: number, prefix: string): LayerActs {
+    return this.layerActsIn(T, (role, bytes) => this.scratchBuffer(`${prefix}.${role}`, bytes));
+  }
+
+  private layerActsIn(T: number, make: (role: string, bytes: number) => GPUBuffer): LayerActs {
+    const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = this.config;
+    const f = 4;
+    return {
+      T,
+      x: make('x', T * D * f),
+      a: make('a', T * D * f),
+      rstd1: make('rstd1', T * f),
+      qRaw: make('qRaw', T * H * d * f),
+      kRaw: make('kRaw', T * K * d * f),
+      qRstd: make('qRstd', T * H * f),
+      kRstd: make('kRstd', T * K * f),
+      q: make('q', T * H * d * f),
+      k: make('k', T * K * d * f),
+      v: make('v', T * K * d * f),
+      attn: make('attn', T * H * d * f),
+      lse: make('lse', T * H * f),
+      xMid: make('xMid', T * D * f),
+      b: make('b', T * D * f),
+      rstd2: make('rstd2', T * f),
+      gate: make('gate', T * F * f),
+      up: make('up', T * F * f),
+      hidden: make('hidden', T * F * f),
+      xOut: make('xOut', T * D * f),
+    };
+  }
+
+  packSequences(sequences: number[][]): PackedBatch {
+    const tokens: PackedToken[] = [];
+    sequences.forEach((ids, s) => {
+      const start = tokens.length;
+      ids.forEach((token, p) => tokens.push({ token, position: p, kvBase: start, kvSlot: start + p, seq: s }));
+    });
+    return this.packTokens(tokens, (role, bytes) => this.createBuffer(`packed ${role}`, bytes));
+  }
+
+  /** Uploads a packed batch into the given buffers (scratch or fresh). */
+  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch {
+    const T = tokens.length;
+    const ids = new Uint32Array(Math.max(T, 1));
+    const meta = new Uint32Array(Math.max(T, 1) * 4);
+    const positions = new Uint32Array(T);
+    const seqStarts: number[] = [];
+    const seqLengths: number[] = [];
+    tokens.forEach((t, i) => {
+      if (!Number.isInteger(t.token) || t.token < 0 || t.token >= this.config.vocabSize) {
+        throw new Error(`token id ${t.token} is outside the vocabulary [0, ${this.config.vocabSize})`);
+      }
+      ids[i] = t.token;
+      meta.set([t.kvBase, t.position, t.kvSlot, t.seq], i * 4);
+      positions[i] = t.position;
+      if (i === 0 || tokens[i - 1]!.seq !== t.seq) {
+        seqStarts.push(i);
+        seqLengths.push(0);
+      }
+      seqLengths[seqLengths.length - 1]! += 1;
+    });
+    const rope = ropeTable(positions, this.config.headDim, this.config.ropeTheta);
+    const batch: PackedBatch = {
+      T,
+      tokens: make('tokens', ids.byteLength),
+      meta: make('meta', meta.byteLength),
+      rope: make('rope', Math.max(rope.byteLength, 4)),
+      seqStarts,
+      seqLengths,
+      positions,
+    };
+    const q = this.device.queue;
+    q.writeBuffer(batch.tokens, 0, ids);
+    q.writeBuffer(batch.meta, 0, meta);
+    if (rope.byteLength) q.writeBuffer(batch.rope, 0, rope);
+    return batch;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Kernels.
+
+  encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void {
+    const E = this.param('model.embed_tokens.weight');
+    const D = this.config.hiddenSize;
+    const pipe = this.getPipeline('embedding.wgsl', { W_F16: E.dtype === 'f16' });
+    for (const c of E.chunks) {
+      rec.dispatch(pipe, [batch.tokens, c.buffer, out], [batch.T, D, c.rowStart, c.rows], groups1d(batch.T * D), `embedding rows ${c.rowStart}`);
+    }
+  }
+
+  /**
+   * y[:, yOffset .. yOffset+N) (row stride ldy) = scale · x·W[wRow0 .. wRow0+N)ᵀ, with mode
+   * overwrite / accumulate / residual. W is a raw buffer of `dtype` holding rows of length K.
+   */
+  encodeMatmul(rec: Recorder, a: {
+    x: GPUBuffer; w: GPUBuffer; wDtype: 'f16' | 'f32'; y: GPUBuffer; M: number; N: number; K: number;
+    wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
+  }): void {
+    const mode = a.mode ?? MatmulMode.Overwrite;
+    const tiled = this.matmulVariant === 'tiled';
+    const pipe = this.getPipeline(tiled ? 'matmul_tiled.wgsl' : 'matmul.wgsl', { W_F16: a.wDtype === 'f16', MODE: mode });
+    const groups: [number, number, number] = tiled
+      ? [Math.ceil(a.N / 16), Math.ceil(a.M / 16), 1]
+      : [Math.ceil(a.N / 256), Math.ceil(a.M / 4), 1];
+    const residual: Binding = mode === MatmulMode.Residual ? a.residual! : a.x;
+    rec.dispatch(pipe, [a.x, a.w, residual, a.y],
+      [a.M, a.N, a.K, (a.wRow0 ?? 0) * a.K, a.ldy ?? a.N, a.yOffset ?? 0, 0, 0, f32(a.scale ?? 1)], groups, a.label);
+  }
+
+  encodeLinear(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, y: GPUBuffer, rows: number,
+    opts: { adapters: boolean; residual?: GPUBuffer }): void {
+    const name = linearNameOf(layer, target);
+    const W = this.param(name);
+    const [out, inp] = W.shape as [number, number];
+    for (const c of W.chunks) {
+      this.encodeMatmul(rec, {
+        x, w: c.buffer, wDtype: W.dtype, y, M: rows, N: c.rows, K: inp, ldy: out, yOffset: c.rowStart,
+        mode: opts.residual ? MatmulMode.Residual : MatmulMode.Overwrite, residual: opts.residual, label: name,
+      });
+    }
+    const lora = opts.adapters ? this.lora.get(name) : undefined;
+    if (lora) {
+      const u = this.scratchBuffer('lora.u', rows * lora.r * 4); // (rows, r) = x·Aᵀ
+      this.encodeMatmul(rec, { x, w: lora.a, wDtype: 'f32', y: u, M: rows, N: lora.r, K: inp, label: `${name} lora A` });
+      this.encodeMatmul(rec, {
+        x: u, w: lora.b, wDtype: 'f32', y, M: rows, N: out, K: lora.r, scale: lora.scale, mode: MatmulMode.Accumulate, label: `${name} lora B`,
+      });
+    }
+  }
+
+  encodeRmsnorm(rec: Recorder, x: GPUBuffer, weightName: string, y: GPUBuffer, rstd: GPUBuffer, rows: number, n: number): void {
+    const w = this.param(weightName);
+    rec.dispatch(this.getPipeline('rmsnorm.wgsl'), [x, w.chunks[0]!.buffer, y, rstd], [rows, n, 0, 0, f32(this.config.rmsNormEps)], groups1d(rows), weightName);
+  }
+
+  encodeLayerForward(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void {
+    const { hiddenSize: D, numHeads: H, numKvHeads: K, headDim: d } = this.config;
+    const T = batch.T;
+    const p = `model.layers.${layer}`;
+    const lin = { adapters: opts.adapters };
+    // attention block
+    this.encodeRmsnorm(rec, acts.x, `${p}.input_layernorm.weight`, acts.a, acts.rstd1, T, D); // a (T, D)
+    this.encodeLinear(rec, layer, 'q_proj', acts.a, acts.qRaw, T, lin); // (T, H·d)
+    this.encodeLinear(rec, layer, 'k_proj', acts.a, acts.kRaw, T, lin); // (T, K·d)
+    this.encodeLinear(rec, layer, 'v_proj', acts.a, acts.v, T, lin); //    (T, K·d)
+    this.encodeRmsnorm(rec, acts.qRaw, `${p}.self_attn.q_norm.weight`, acts.q, acts.qRstd, T * H, d);
+    this.encodeRmsnorm(rec, acts.kRaw, `${p}.self_attn.k_norm.weight`, acts.k, acts.kRstd, T * K, d);
+    const rope = this.getPipeline('rope.wgsl');
+    rec.dispatch(rope, [batch.rope, acts.q], [T, H, d / 2, 0], groups1d(T * H * (d / 2)), 'rope q');
+    rec.dispatch(rope, [batch.rope, acts.k], [T, K, d / 2, 0], groups1d(T * K * (d / 2)), 'rope k');
+    let kSrc = acts.k;
+    let vSrc = acts.v;
+    if (opts.kv) {
+      kSrc = opts.kv.k[layer]!;
+      vSrc = opts.kv.v[layer]!;
+      rec.dispatch(this.getPipeline('kv_write.wgsl'), [acts.k, acts.v, batch.meta, kSrc, vSrc], [T, K * d, 0, 0], groups1d(T * K * d), 'kv write');
+    }
+    rec.dispatch(this.getPipeline('attention.wgsl', { HEAD_DIM: d }), [acts.q, kSrc, vSrc, batch.meta, acts.attn, acts.lse],
+      [T, H, K, 0, f32(1 / Math.sqrt(d))], groups1d(T * H), 'attention');
+    this.encodeLinear(rec, layer, 'o_proj', acts.attn, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + o·attn
+    // MLP block
+    this.encodeRmsnorm(rec, acts.xMid, `${p}.post_attention_layernorm.weight`, acts.b, acts.rstd2, T, D);
+    this.encodeLinear(rec, layer, 'gate_proj', acts.b, acts.gate, T, lin); // (T, F)
+    this.encodeLinear(rec, layer, 'up_proj', acts.b, acts.up, T, lin); //     (T, F)
+    const F = this.config.intermediateSize;
+    rec.dispatch(this.getPipeline('swiglu.wgsl'), [acts.gate, acts.up, acts.hidden], [T * F, 0, 0, 0], groups1d(T * F), 'swiglu');
+    this.encodeLinear(rec, layer, 'down_proj', acts.hidden, acts.xOut, T, { ...lin, residual: acts.xMid }); // xOut = xMid + down·hidden
+  }
+
+  /** Embedding + all layers; returns the buffer holding the last layer's output (T, D). */
+  encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions): GPUBuffer {
+    this.encodeEmbedding(rec, batch, acts.x);
+    const io = { x: acts.x, xOut: acts.xOut };
+    for (let l = 0; l < this.config.numLayers; l++) {
+      const layerActs = { ...acts, x: io.x, xOut: io.xOut };
+      this.encodeLayerForward(rec, l, layerActs, batch, opts);
+      [io.x, io.xOut] = [io.xOut, io.x];
+    }
+    return io.x;
+  }
+
+  /** rows of `hidden` picked by `rowIndex`, then the final norm: (R, D) in a scratch buffer. */
+  encodeFinalHidden(rec: Recorder, hidden: GPUBuffer, rowIndex: GPUBuffer, R: number): GPUBuffer {
+    const D = this.config.hiddenSize;
+    const picked = this.scratchBuffer('final.picked', R * D * 4);
+    const normed = this.scratchBuffer('final.normed', R * D * 4);
+    const rstd = this.scratchBuffer('final.rstd', R * 4);
+    rec.dispatch(this.getPipeline('gather_rows.wgsl'), [hidden, rowIndex, picked], [R, D, 0, 0], groups1d(R * D), 'gather rows');
+    this.encodeRmsnorm(rec, picked, 'model.norm.weight', normed, rstd, R, D);
+    return normed;
+  }
+
+  /** Full logits (R, V) of the final hidden rows into `logits` (raw, no temperature). */
+  encodeLogits(rec: Recorder, h: GPUBuffer, R: number, logits: GPUBuffer): void {
+    const W = this.lmHead();
+    const V = this.config.vocabSize;
+    for (const c of W.chunks) {
+      this.encodeMatmul(rec, { x: h, w: c.buffer, wDtype: W.dtype, y: logits, M: R, N: c.rows, K: this.config.hiddenSize, ldy: V, yOffset: c.rowStart, label: 'lm head' });
+    }
+  }
+
+  /**
+   * Per-row (logprob of targets[r], entropy, logZ) at temperature τ, streaming the vocabulary in
+   * chunks so that R×V logits never exist at once. Returns the (R, 3) output buffer.
+   */
+  encodeLogprobs(rec: Recorder, h: GPUBuffer, R: number, targets: GPUBuffer, temperature: number): GPUBuffer {
+    const W = this.lmHead();
+    const D = this.config.hiddenSize;
+    const cols = Math.max(64, Math.min(this.config.vocabSize, Math.floor(LOGITS_CHUNK_BYTES / (4 * Math.max(R, 1)))));
+    const z = this.scratchBuffer('logprobs.z', R * cols * 4);
+    const stats = this.scratchBuffer('logprobs.stats', R * 16);
+    const out = this.scratchBuffer('logprobs.out', R * 12);
+    const statsPipe = this.getPipeline('logits_stats.wgsl');
+    let first = 1;
+    for (const c of W.chunks) {
+      for (let r0 = 0; r0 < c.rows; r0 += cols) {
+        const n = Math.min(cols, c.rows - r0);
+        this.encodeMatmul(rec, { x: h, w: c.buffer, wDtype: W.dtype, y: z, M: R, N: n, K: D, wRow0: r0, ldy: n, scale: 1 / temperature, label: 'lm head chunk' });
+        rec.dispatch(statsPipe, [z, targets, stats], [R, n, n, c.rowStart + r0, first, 0, 0, 0], groups1d(R), 'logits stats');
+        first = 0;
+      }
+    }
+    rec.dispatch(this.getPipeline('logprob_finalize.wgsl'), [stats, out], [R, 0, 0, 0], groups1d(R), 'logprob finalize');
+    return out;
+  }
+
+  destroy(): void {
+    for (const b of this.scratch.values()) b.destroy();
+    this.scratch.clear();
+    for (const p of this.params.values()) for (const c of p.chunks) c.buffer.destroy();
+  }
+}
