@@ -256,7 +256,6 @@ class WordleEnvironment implements EnvInstance {
     this.turn += 1;
     if (feedback.every((f) => f === 'G')) {
       this.done = true;
-      this.lastCompletion = 1.0;
       return 1.0;
     }
     this.announce(
