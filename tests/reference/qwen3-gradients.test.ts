@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/model/types.ts';
 import { refBackward } from '../../src/engine/reference/qwen3.ts';
-import { LORA_TARGETS, randomRefLora, randomRefWeights, refWeightShapes } from '../../src/engine/reference/weights.ts';
+import { linearTensorName, QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
+import { randomRefLora, randomRefWeights, refWeightShapes } from '../../src/engine/reference/weights.ts';
 import { seededNormal } from '../../src/engine/reference/random.ts';
 import { fdAgrees, fdCompare, relativeError, SIGNIFICANT_GRAD, tensorKind, type FdResult } from './fd-check.ts';
 import { tinyConfig } from './tiny-config.ts';
@@ -53,13 +54,10 @@ describe('reference backward vs central finite differences (float64, h = 1e-5)',
   it('LoRA A and B on all 7 target modules (and the base weights under LoRA), temperature 0.9', () => {
     const cfg = tinyConfig();
     const w = randomRefWeights(cfg, 31);
-    const lora = randomRefLora(cfg, { r: 3, alpha: 8, targets: [...LORA_TARGETS], seed: 32 });
+    const lora = randomRefLora(cfg, { r: 3, alpha: 8, targets: [...QWEN3_LINEARS], seed: 32 });
     const dLdLogp = randomWeights(5, 33);
     const rows = fdCompare(cfg, w, SEQ, 0.9, dLdLogp, { lora, base: true, perTensor: 3, seed: 34 });
-    const loraKinds = LORA_TARGETS.flatMap((t) => {
-      const block = t === 'gate_proj' || t === 'up_proj' || t === 'down_proj' ? 'mlp' : 'self_attn';
-      return [`model.layers.*.${block}.${t}.weight:lora_A`, `model.layers.*.${block}.${t}.weight:lora_B`];
-    });
+    const loraKinds = QWEN3_LINEARS.flatMap((t) => [`${tensorKind(linearTensorName(0, t))}:lora_A`, `${tensorKind(linearTensorName(0, t))}:lora_B`]);
     expectAllAgree(rows, [...baseKinds(cfg), ...loraKinds]);
 
     // Skipping the frozen base grads changes nothing in the LoRA grads.

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../src/model/types.ts';
 import { rope_forward } from '../../src/engine/reference/layers.ts';
 import { refBackward, refGreedy, refLogits, refScore } from '../../src/engine/reference/qwen3.ts';
-import { LORA_TARGETS, linearName, linearShape, randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
+import { linearShape, linearTensorName, QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
+import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { tinyConfig } from './tiny-config.ts';
 
 const IDS = [3, 17, 5, 29, 11, 3, 36];
@@ -96,10 +97,10 @@ describe('reference forward: GQA head mapping, RoPE, LoRA', () => {
     const { headDim: d, hiddenSize: D } = cfg;
     for (let l = 0; l < cfg.numLayers; l++) {
       for (const t of ['k_proj', 'v_proj'] as const) {
-        const src = w.get(linearName(l, t))!; // (K·d, D)
+        const src = w.get(linearTensorName(l, t))!; // (K·d, D)
         const dst = new Float64Array(cfg.numHeads * d * D); // (H·d, D)
         for (let h = 0; h < cfg.numHeads; h++) dst.set(src.subarray(kvOf(h) * d * D, (kvOf(h) + 1) * d * D), h * d * D);
-        out.set(linearName(l, t), dst);
+        out.set(linearTensorName(l, t), dst);
       }
     }
     return { cfg: mha, w: out };
@@ -156,12 +157,12 @@ describe('reference forward: GQA head mapping, RoPE, LoRA', () => {
   it('LoRA equals the merged weight W + (alpha/r)·B·A on all 7 modules; B = 0 is the base model', () => {
     const cfg = tinyConfig({ tieWordEmbeddings: false });
     const w = randomRefWeights(cfg, 8);
-    const lora = randomRefLora(cfg, { r: 3, alpha: 6, targets: [...LORA_TARGETS], seed: 9 });
+    const lora = randomRefLora(cfg, { r: 3, alpha: 6, targets: [...QWEN3_LINEARS], seed: 9 });
     const merged = new Map(w);
     const scale = lora.alpha / lora.r;
     for (let l = 0; l < cfg.numLayers; l++) {
-      for (const t of LORA_TARGETS) {
-        const name = linearName(l, t);
+      for (const t of QWEN3_LINEARS) {
+        const name = linearTensorName(l, t);
         const [O, I] = linearShape(cfg, t);
         const A = lora.A.get(name)!;
         const B = lora.B.get(name)!;
@@ -207,7 +208,7 @@ describe('reference model: bad input is named', () => {
     short.set('model.norm.weight', new Float64Array(3));
     expect(() => refLogits(cfg, short, IDS)).toThrow(/"model.norm.weight" has 3 values, expected 24/);
     const lora = randomRefLora(cfg, { r: 2, alpha: 4, targets: ['q_proj'], seed: 1 });
-    lora.A.set(linearName(1, 'q_proj'), new Float64Array(5));
+    lora.A.set(linearTensorName(1, 'q_proj'), new Float64Array(5));
     expect(() => refLogits(cfg, w, IDS, lora)).toThrow(/A of "model.layers.1.self_attn.q_proj.weight" must have 2×24 values, got 5/);
     expect(() => refLogits(tinyConfig({ numKvHeads: 3 }), w, IDS)).toThrow(/multiple of numKvHeads/);
   });

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { randomRefLora, randomRefWeights, refWeightShapes, refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
+import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
+import { makeTinyModel } from '../../src/model/tiny-model.ts';
+import { refScore } from '../../src/engine/reference/qwen3.ts';
+import {
+  randomRefLora,
+  randomRefWeights,
+  refLoraFromTensors,
+  refWeightsFromCheckpoint,
+  refWeightShapes,
+  refWeightsFromTensors,
+} from '../../src/engine/reference/weights.ts';
 import { tinyConfig } from './tiny-config.ts';
 
 const QWEN3_0_6B = tinyConfig({
@@ -61,5 +71,34 @@ describe('reference weights', () => {
     expect(() => refWeightsFromTensors(cfg, named.filter((t) => t.name !== 'lm_head.weight'))).toThrow(/missing tensor "lm_head.weight"/);
     const wrong = named.map((t) => (t.name === 'model.norm.weight' ? { ...t, data: new Float32Array(2) } : t));
     expect(() => refWeightsFromTensors(cfg, wrong)).toThrow(/"model.norm.weight" has 2 values, expected 24/);
+  });
+
+  it('loads a generated checkpoint (bf16, tied, with a stored lm_head copy) and scores with it', async () => {
+    const tiny = await makeTinyModel({ seed: 3, hidden: 32, heads: 4, kvHeads: 2, headDim: 8, intermediate: 48, dtype: 'bf16', storeLmHead: true });
+    const ckpt = await openCheckpoint(tiny.files);
+    const w = await refWeightsFromCheckpoint(ckpt);
+    expect(w.has('lm_head.weight')).toBe(false);
+    const q = await readTensorFloat32(ckpt, 'model.layers.1.self_attn.q_proj.weight');
+    expect(Array.from(w.get('model.layers.1.self_attn.q_proj.weight')!)).toEqual(Array.from(q));
+    const { logprobs } = refScore(ckpt.config, w, { ids: [1, 2, 3, 4, 5], scoreFrom: 2 }, 1);
+    expect(logprobs).toHaveLength(3);
+    for (const lp of logprobs) expect(lp).toBeLessThan(0);
+  });
+
+  it('reads LoRA factors named by the engine or by PEFT, and names bad ones', () => {
+    const cfg = tinyConfig();
+    const lora = randomRefLora(cfg, { r: 2, alpha: 4, targets: ['q_proj', 'down_proj'], seed: 5 });
+    const engineNamed = [...lora.A].map(([n, data]) => ({ name: n.replace(/\.weight$/, '.lora_A.weight'), data: Float32Array.from(data) }));
+    const peftNamed = [...lora.B].map(([n, data]) => ({ name: `base_model.model.${n.replace(/\.weight$/, '.lora_B.weight')}`, data }));
+    const back = refLoraFromTensors(cfg, { r: 2, alpha: 4, targets: ['q_proj', 'down_proj'] }, [...engineNamed, ...peftNamed]);
+    expect([...back.A.keys()].sort()).toEqual([...lora.A.keys()].sort());
+    expect(back.B).toEqual(lora.B);
+    const name = 'model.layers.0.mlp.down_proj.weight';
+    expect(back.A.get(name)![1]).toBe(Math.fround(lora.A.get(name)![1]));
+
+    const adapter = { r: 2, alpha: 4, targets: ['q_proj' as const] };
+    expect(() => refLoraFromTensors(cfg, adapter, [{ name: 'model.layers.0.self_attn.q_proj.weight', data: [] }])).toThrow(/not a LoRA tensor name/);
+    expect(() => refLoraFromTensors(cfg, adapter, [{ name: 'model.layers.0.mlp.up_proj.lora_A.weight', data: [] }])).toThrow(/not a target linear/);
+    expect(() => refLoraFromTensors(cfg, adapter, engineNamed.filter((t) => t.name.includes('q_proj')))).toThrow(/B of "model.layers.0.self_attn.q_proj.weight"/);
   });
 });

@@ -24,7 +24,8 @@ import {
   swiglu_forward,
   type LoraFactors,
 } from './layers.ts';
-import { checkRefLora, checkRefWeights, linearName, refWeightShapes, type RefLora, type RefWeights } from './weights.ts';
+import { linearTensorName } from '../../model/qwen3-tensors.ts';
+import { checkRefLora, checkRefWeights, refWeightShapes, type RefLora, type RefWeights } from './weights.ts';
 
 /** One sequence to score: logprob[t − scoreFrom] = log p(ids[t] | ids[<t]) for t in [scoreFrom, ids.length). */
 export interface RefSequence {
@@ -162,7 +163,7 @@ function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: Ref
   const eps = cfg.rmsNormEps;
   const get = (name: string) => w.get(name)!;
   const lin = (out: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) =>
-    linear_forward(out, inp, get(linearName(l, t)), T, I, O, loraFactors(lora, l, t));
+    linear_forward(out, inp, get(linearTensorName(l, t)), T, I, O, loraFactors(lora, l, t));
 
   let x = new Float64Array(T * D); // (T, D)
   embedding_forward(x, ids, get('model.embed_tokens.weight'), D);
@@ -239,7 +240,7 @@ function model_backward(
   const get = (name: string) => w.get(name)!;
   const grad = (name: string) => (grads ? grads.get(name)! : null);
   const linBack = (dinp: Float64Array, dout: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) => {
-    const name = linearName(l, t);
+    const name = linearTensorName(l, t);
     const factors = loraFactors(lora, l, t);
     linear_backward(dinp, grad(name), dout, inp, get(name), T, I, O, factors, loraGrads?.A.get(name), loraGrads?.B.get(name));
   };
@@ -311,7 +312,7 @@ const headName = (cfg: ModelConfig): string => (cfg.tieWordEmbeddings ? 'model.e
 
 function loraFactors(lora: RefLora | undefined, layer: number, target: LoraTarget): LoraFactors | undefined {
   if (!lora || !lora.targets.includes(target)) return undefined;
-  const name = linearName(layer, target);
+  const name = linearTensorName(layer, target);
   return { A: lora.A.get(name)!, B: lora.B.get(name)!, r: lora.r, scale: lora.alpha / lora.r };
 }
 

@@ -1,7 +1,9 @@
 // Float64 weights of the CPU reference model, keyed by the Hugging Face tensor names of Qwen3
 // (specs/qwen3.md §3), plus LoRA adapters keyed by the name of the base linear they adapt.
 
-import type { ModelConfig } from '../../model/types.ts';
+import { readTensorFloat32 } from '../../model/checkpoint.ts';
+import { linearShape, linearTensorName, qwen3TensorLayout, QWEN3_LINEARS } from '../../model/qwen3-tensors.ts';
+import type { Checkpoint, ModelConfig } from '../../model/types.ts';
 import type { LoraTarget } from '../types.ts';
 import { seededNormal } from './random.ts';
 
@@ -20,61 +22,10 @@ export interface RefLora {
   B: Map<string, Float64Array>; // each (out, r)
 }
 
-export const LORA_TARGETS: readonly LoraTarget[] = [
-  'q_proj',
-  'k_proj',
-  'v_proj',
-  'o_proj',
-  'gate_proj',
-  'up_proj',
-  'down_proj',
-];
-
-/** HF weight name of one linear of layer `layer`. */
-export function linearName(layer: number, target: LoraTarget): string {
-  const block = target === 'gate_proj' || target === 'up_proj' || target === 'down_proj' ? 'mlp' : 'self_attn';
-  return `model.layers.${layer}.${block}.${target}.weight`;
-}
-
-/** [out, in] of one linear. q_proj is H·d wide, which need not equal hiddenSize. */
-export function linearShape(cfg: ModelConfig, target: LoraTarget): [number, number] {
-  const D = cfg.hiddenSize;
-  const F = cfg.intermediateSize;
-  const qWidth = cfg.numHeads * cfg.headDim;
-  const kvWidth = cfg.numKvHeads * cfg.headDim;
-  switch (target) {
-    case 'q_proj':
-      return [qWidth, D];
-    case 'k_proj':
-    case 'v_proj':
-      return [kvWidth, D];
-    case 'o_proj':
-      return [D, qWidth];
-    case 'gate_proj':
-    case 'up_proj':
-      return [F, D];
-    case 'down_proj':
-      return [D, F];
-  }
-}
-
 /** Name → shape of every parameter of the model; `lm_head.weight` only when the head is untied. */
 export function refWeightShapes(cfg: ModelConfig): Map<string, number[]> {
   checkConfig(cfg);
-  const shapes = new Map<string, number[]>();
-  shapes.set('model.embed_tokens.weight', [cfg.vocabSize, cfg.hiddenSize]);
-  for (let l = 0; l < cfg.numLayers; l++) {
-    const p = `model.layers.${l}`;
-    shapes.set(`${p}.input_layernorm.weight`, [cfg.hiddenSize]);
-    for (const t of ['q_proj', 'k_proj', 'v_proj', 'o_proj'] as const) shapes.set(linearName(l, t), linearShape(cfg, t));
-    shapes.set(`${p}.self_attn.q_norm.weight`, [cfg.headDim]);
-    shapes.set(`${p}.self_attn.k_norm.weight`, [cfg.headDim]);
-    shapes.set(`${p}.post_attention_layernorm.weight`, [cfg.hiddenSize]);
-    for (const t of ['gate_proj', 'up_proj', 'down_proj'] as const) shapes.set(linearName(l, t), linearShape(cfg, t));
-  }
-  shapes.set('model.norm.weight', [cfg.hiddenSize]);
-  if (!cfg.tieWordEmbeddings) shapes.set('lm_head.weight', [cfg.vocabSize, cfg.hiddenSize]);
-  return shapes;
+  return new Map(qwen3TensorLayout(cfg, !cfg.tieWordEmbeddings).map((t) => [t.name, t.shape]));
 }
 
 const numel = (shape: number[]): number => shape.reduce((a, b) => a * b, 1);
@@ -128,6 +79,39 @@ export function refWeightsFromTensors(
   return w;
 }
 
+/** Reference weights of an opened checkpoint (any stored dtype, widened to float64). */
+export async function refWeightsFromCheckpoint(ckpt: Checkpoint): Promise<RefWeights> {
+  const names = [...refWeightShapes(ckpt.config).keys()];
+  const tensors = await Promise.all(names.map(async (name) => ({ name, data: await readTensorFloat32(ckpt, name) })));
+  return refWeightsFromTensors(ckpt.config, tensors);
+}
+
+const LORA_TENSOR_NAME = /^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.default)?\.weight$/;
+
+/**
+ * A RefLora from named LoRA tensors: the engine's `<linear>.lora_A.weight` / `.lora_B.weight`
+ * (saveState, readGrads) or PEFT's `base_model.model.<linear>.lora_A.weight`. Every tensor must be
+ * a LoRA factor of one of `targets`, and every target linear must have both.
+ */
+export function refLoraFromTensors(
+  cfg: ModelConfig,
+  adapter: { r: number; alpha: number; targets: LoraTarget[] },
+  tensors: Iterable<{ name: string; data: ArrayLike<number> }>,
+): RefLora {
+  const shapes = refWeightShapes(cfg);
+  const lora: RefLora = { r: adapter.r, alpha: adapter.alpha, targets: [...adapter.targets], A: new Map(), B: new Map() };
+  for (const { name, data } of tensors) {
+    const match = LORA_TENSOR_NAME.exec(name);
+    if (!match) throw new Error(`refLoraFromTensors: "${name}" is not a LoRA tensor name (<linear>.lora_A.weight or .lora_B.weight)`);
+    const base = `${match[1]}.weight`;
+    const target = adapter.targets.find((t) => base.endsWith(`.${t}.weight`));
+    if (!target || !shapes.has(base)) throw new Error(`refLoraFromTensors: "${name}" adapts "${base}", which is not a target linear of this model`);
+    (match[2] === 'A' ? lora.A : lora.B).set(base, Float64Array.from(data));
+  }
+  checkRefLora(cfg, lora);
+  return lora;
+}
+
 /** Throws a clear error when a weight is missing or has the wrong size. */
 export function checkRefWeights(cfg: ModelConfig, w: RefWeights): void {
   for (const [name, shape] of refWeightShapes(cfg)) {
@@ -144,10 +128,10 @@ export function checkRefLora(cfg: ModelConfig, lora: RefLora): void {
   if (!Number.isInteger(lora.r) || lora.r < 1) throw new Error(`LoRA: r must be a positive integer, got ${lora.r}`);
   if (!Number.isFinite(lora.alpha)) throw new Error(`LoRA: alpha must be finite, got ${lora.alpha}`);
   for (const t of lora.targets) {
-    if (!LORA_TARGETS.includes(t)) throw new Error(`LoRA: unknown target module "${t}"`);
+    if (!QWEN3_LINEARS.includes(t)) throw new Error(`LoRA: unknown target module "${t}"`);
     const [out, inp] = linearShape(cfg, t);
     for (let l = 0; l < cfg.numLayers; l++) {
-      const name = linearName(l, t);
+      const name = linearTensorName(l, t);
       const A = lora.A.get(name);
       const B = lora.B.get(name);
       if (!A || A.length !== lora.r * inp) throw new Error(`LoRA: A of "${name}" must have ${lora.r}×${inp} values, got ${A?.length ?? 'none'}`);
@@ -169,7 +153,7 @@ export function randomRefLora(
   for (let l = 0; l < cfg.numLayers; l++) {
     for (const t of opts.targets) {
       const [out, inp] = linearShape(cfg, t);
-      const name = linearName(l, t);
+      const name = linearTensorName(l, t);
       lora.A.set(name, Float64Array.from({ length: opts.r * inp }, () => RANDOM_MATRIX_STD * normal()));
       lora.B.set(name, Float64Array.from({ length: out * opts.r }, () => RANDOM_MATRIX_STD * normal()));
     }
