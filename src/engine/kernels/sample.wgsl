@@ -139,7 +139,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       let z = logits[base + i] * p.inv_temp;
       if (key_of(z) >= thr) { zk += exp(z - m); }
     }
-    let target = p.top_p * reduce_sum(lid, zk);
+    let goal = p.top_p * reduce_sum(lid, zk);
     var t2 = 0u;
     for (var bit = 31i; bit >= 0i; bit--) {
       let cand = t2 | (1u << u32(bit));
@@ -149,7 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
         let z = logits[base + i] * p.inv_temp;
         if (key_of(z) >= lim) { mass += exp(z - m); }
       }
-      if (reduce_sum(lid, mass) >= target) { t2 = cand; }
+      if (reduce_sum(lid, mass) >= goal) { t2 = cand; }
     }
     thr = max(thr, t2);
   }
