@@ -49,6 +49,10 @@ export interface OpenCheckpointOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Abort a download. */
   signal?: AbortSignal;
+  /** Automatic resumes of a download after a dropped connection (default 3). */
+  retries?: number;
+  /** Wait before the first automatic resume, doubled each time (default 500 ms). */
+  retryDelayMs?: number;
 }
 
 function isCheckpointFiles(x: unknown): x is CheckpointFiles {
@@ -76,9 +80,17 @@ async function resolveSource(source: CheckpointSource, options: OpenCheckpointOp
   if (isCheckpointFiles(source)) return source;
   if (source instanceof Map) return memoryFiles(source);
   if (typeof source !== 'string') return browserFiles(source as Iterable<File>);
+  if (/^https?:\/\//.test(source)) {
+    const { remoteCheckpointFiles } = await import('./hub.ts');
+    return remoteCheckpointFiles({ baseUrl: source }, options);
+  }
   if (isNode) {
     const { isDirectory, nodeFolderFiles } = await import('./node-files.ts');
     if (await isDirectory(source)) return nodeFolderFiles(source);
+  }
+  if (REPO_ID.test(source)) {
+    const { remoteCheckpointFiles } = await import('./hub.ts');
+    return remoteCheckpointFiles({ repo: source }, options);
   }
   throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
 }
