@@ -1,0 +1,128 @@
+// Scripted solvers: they play the example envs through the same tool envs the model uses and record
+// the conversations as transcripts, the SFT warm-up data small models need before GRPO can find any
+// reward. Catch: read the observation's "LEFT/RIGHT of the paddle" line and move toward the ball.
+// Echo: echo the quoted text of the prompt.
+
+import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
+import { withEpisode } from '../openenv/index.ts';
+import { envToolSchemas, envTools, type DatasetRow, type ToolEnv } from './env.ts';
+import { CatchEnv } from './envs/catch.ts';
+import { EchoToolEnv } from './envs/echo.ts';
+import type { EpisodeSession, OpenEpisode } from './envs/episode.ts';
+import { CATCH_PROMPT, ECHO_PROMPTS } from './prompts.ts';
+import type { Transcript } from './sft.ts';
+import { executeToolCalls } from './tools.ts';
+
+/** What the solver answers after the episode ended (the model learns to stop calling tools). */
+export const FINAL_ANSWER = 'Done.';
+
+/**
+ * Opens one OpenEnv episode per call with reset `{seed: base + k}` for the k-th episode, so a run's
+ * env randomness (e.g. the catch ball column) is reproducible. Episodes are numbered in call order,
+ * which is rollout order (resets start in order).
+ */
+export function seededEpisodes(base: number): OpenEpisode {
+  let k = 0;
+  return (baseUrl) =>
+    new Promise<EpisodeSession>((resolve, reject) => {
+      const seed = base + k++;
+      let finish!: () => void;
+      const finished = new Promise<void>((r) => (finish = r));
+      const running = withEpisode(
+        baseUrl,
+        async (session, first) => {
+          resolve({
+            first,
+            step: (action) => session.step(action),
+            close: async () => {
+              finish();
+              await running.catch(() => undefined);
+            },
+          });
+          await finished;
+        },
+        { reset: { seed } },
+      );
+      running.catch(reject);
+    });
+}
+
+function call(name: string, args: Record<string, unknown>): ToolCall {
+  return { type: 'function', function: { name, arguments: args } };
+}
+
+/** The catch policy: move toward the ball's column, stay under it. */
+export function catchAction(observation: string): ToolCall {
+  const m = /The ball is \d+ column\(s\) to the (LEFT|RIGHT) of the paddle\./.exec(observation);
+  if (m) return call('move', { direction: m[1] === 'LEFT' ? 'left' : 'right' });
+  return call('stay', {});
+}
+
+/** Plays one episode: reset, then one tool call per assistant turn until `done()`; ends with FINAL_ANSWER. */
+async function playEpisode(
+  env: ToolEnv,
+  row: DatasetRow,
+  policy: (lastObservation: string, turn: number) => ToolCall | null,
+  maxTurns: number,
+): Promise<Transcript> {
+  const observation = await env.reset(row);
+  const prompt = structuredClone(row.prompt);
+  const last = prompt[prompt.length - 1]!;
+  if (typeof observation === 'string') last.content += observation;
+  const messages: ChatMessage[] = [...prompt];
+  let seen = typeof observation === 'string' ? observation : '';
+  try {
+    for (let turn = 0; turn < maxTurns; turn++) {
+      const action = policy(seen, turn);
+      if (!action) break;
+      messages.push({ role: 'assistant', content: '', tool_calls: [action] });
+      const result = await executeToolCalls(envTools(env), [action]);
+      if (result.envFailure) throw result.envFailure;
+      messages.push(...result.messages);
+      const content = result.messages[result.messages.length - 1]!.content;
+      seen = typeof content === 'string' ? content : '';
+    }
+    messages.push({ role: 'assistant', content: FINAL_ANSWER });
+    return { messages, tools: envToolSchemas(env) };
+  } finally {
+    await env.close?.();
+  }
+}
+
+/** Scripted catch games against the catch env at `baseUrl` (e.g. `${server.url}/envs/catch`). */
+export async function catchTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+  const open = seededEpisodes(opts.seed);
+  const out: Transcript[] = [];
+  for (let i = 0; i < opts.episodes; i++) {
+    const env = new CatchEnv(opts.baseUrl, open);
+    const row: DatasetRow = { prompt: [{ role: 'user', content: CATCH_PROMPT }] };
+    // The ball needs 9 steps to land; after that the env raises "Episode is done.", so stop there.
+    out.push(await playEpisode(env, row, (obs) => (env.done ? null : catchAction(obs)), 9));
+  }
+  return out;
+}
+
+/** The quoted text an echo prompt asks for, e.g. `Hello World!`. */
+export function echoTarget(prompt: string): string {
+  const m = /'([^']*)'/.exec(prompt);
+  if (!m) throw new Error(`echo prompt has no quoted message: ${prompt}`);
+  return m[1]!;
+}
+
+/** One scripted echo episode per prompt (cycling through TRL's five echo prompts). */
+export async function echoTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+  const open = seededEpisodes(opts.seed);
+  const out: Transcript[] = [];
+  for (let i = 0; i < opts.episodes; i++) {
+    const prompt = ECHO_PROMPTS[i % ECHO_PROMPTS.length]!;
+    const env = new EchoToolEnv(opts.baseUrl, open);
+    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message: echoTarget(prompt) }) : null), 1));
+  }
+  return out;
+}
+
+/** The built-in solvers by env name. */
+export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number }) => Promise<Transcript[]>> = {
+  catch: catchTranscripts,
+  echo: echoTranscripts,
+};
