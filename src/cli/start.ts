@@ -1,0 +1,84 @@
+// `webgrpo start`: the whole app in one process on one port — the built-in OpenEnv environments,
+// the run store (SQLite) and the built web UI. Builds the UI first when dist/ is missing or older
+// than its sources, so a fresh clone needs nothing but `npm install && npm start`.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DIST = path.join(ROOT, 'dist');
+
+function newestMtime(p: string): number {
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = 0;
+  for (const e of fs.readdirSync(p)) newest = Math.max(newest, newestMtime(path.join(p, e)));
+  return newest;
+}
+
+function distIsStale(): boolean {
+  const built = path.join(DIST, 'index.html');
+  if (!fs.existsSync(built)) return true;
+  const sources = ['index.html', 'vite.config.ts', 'src', 'workers'].map((p) => path.join(ROOT, p)).filter((p) => fs.existsSync(p));
+  return Math.max(...sources.map(newestMtime)) > fs.statSync(built).mtimeMs;
+}
+
+export async function buildApp(log: (line: string) => void = console.error): Promise<void> {
+  log('webgrpo: building the web app (vite build)…');
+  const { build } = await import('vite');
+  await build({ root: ROOT, logLevel: 'warn', configFile: path.join(ROOT, 'vite.config.ts') });
+}
+
+const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
+
+Serves the app, the run store and the built-in environments (echo, catch, wordle) on one port
+(default http://127.0.0.1:8000/).
+  --data DIR     where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
+  --rebuild      rebuild the web app even if dist/ looks current
+Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-envs, --queue,
+--upstream NAME=URL[,URL…], …): see \`webgrpo env-server --help\`.`;
+
+export async function run(argv: string[]): Promise<number> {
+  let dataDir = process.env.WEBGRPO_DATA ?? path.join(os.homedir(), '.local', 'share', 'webgrpo');
+  let rebuild = false;
+  const serverArgs: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--help' || argv[i] === '-h') {
+      console.log(HELP);
+      return 0;
+    } else if (argv[i] === '--rebuild') rebuild = true;
+    else if (argv[i] === '--data') {
+      const v = argv[++i];
+      if (!v) throw new Error('--data needs a directory');
+      dataDir = v;
+    } else serverArgs.push(argv[i]);
+  }
+  const { parseEnvServerArgs } = await import('./env-server.ts');
+  const parsed = parseEnvServerArgs(serverArgs);
+  if ('help' in parsed) {
+    console.log(HELP);
+    return 0;
+  }
+  if (rebuild || distIsStale()) await buildApp();
+
+  const { RunStore } = await import('../../env-server/runs.ts');
+  const { runsHandler } = await import('../../env-server/runs-http.ts');
+  const { staticHandler } = await import('../../env-server/static.ts');
+  const { createEnvServer } = await import('../../env-server/server.ts');
+  const store = new RunStore(path.join(dataDir, 'runs.db'));
+  const server = await createEnvServer({
+    logger: (line) => console.error(line),
+    ...parsed.options,
+    extraHandlers: [runsHandler(store), staticHandler(DIST)],
+  });
+  console.log(JSON.stringify({ url: `${server.url}/`, data: dataDir }));
+  console.error(`webgrpo: open ${server.url}/ in a browser with WebGPU (Chrome/Edge). Ctrl-C stops.`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await server.close();
+  store.close();
+  return 0;
+}
