@@ -2,12 +2,13 @@
 // §14) as data: their prompts and datasets, env factories over an OpenEnv base URL, reward functions
 // (named as in the scripts, so metrics read `rewards/<name>/mean`) and GRPOConfig overrides.
 
-import type { DatasetRow, EnvFactory, ToolEnv } from './env.ts';
+import type { DatasetRow, EnvFactory } from './env.ts';
 import { CatchEnv, catchReward } from './envs/catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes, type OpenEpisode } from './envs/episode.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import { WordleEnv } from './envs/wordle.ts';
+import type { RewardFunction } from './rewards.ts';
 
 export const ECHO_PROMPTS = [
   "Try to echo 'Hello World!' in the environment.",
@@ -58,17 +59,6 @@ function userRow(content: string, extra: Record<string, unknown> = {}): DatasetR
   return { prompt: [{ role: 'user', content }], ...extra };
 }
 
-/** The inputs a reward function reads here; TRL passes more (prompts, completions, ids, columns). */
-export interface ExampleRewardInputs {
-  environments: readonly ToolEnv[];
-}
-
-export interface ExampleRewardFunction {
-  /** The Python function's name: the metric is `rewards/<name>/mean`. */
-  name: string;
-  fn: (inputs: ExampleRewardInputs) => (number | null)[];
-}
-
 export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi';
 
 export interface ExampleTask {
@@ -77,9 +67,16 @@ export interface ExampleTask {
   dataset(size?: number): DatasetRow[];
   /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`). */
   envFactory(urls: Partial<Record<'echo' | 'catch' | 'wordle', string>>, open?: OpenEpisode): EnvFactory;
-  rewardFuncs: ExampleRewardFunction[];
+  /** Named as in the script (`fn.name` is the metric name `rewards/<name>/mean`). */
+  rewardFuncs: RewardFunction[];
   /** The script's GRPOConfig arguments (TRL names) that differ from the defaults. */
   config: Record<string, unknown>;
+}
+
+/** TRL names reward metrics after the Python function; here the name is set explicitly. */
+function named(name: string, fn: RewardFunction): RewardFunction {
+  Object.defineProperty(fn, 'name', { value: name });
+  return fn;
 }
 
 function need(urls: Partial<Record<string, string>>, name: string): string {
@@ -88,8 +85,8 @@ function need(urls: Partial<Record<string, string>>, name: string): string {
   return url;
 }
 
-function envsOf<T>(inputs: ExampleRewardInputs, Class: new (...args: never[]) => T): T[] {
-  return inputs.environments.map((env, i) => {
+function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[]) => T): T[] {
+  return environments.map((env, i) => {
     if (!(env instanceof Class)) throw new Error(`reward function: environment ${i} is not a ${Class.name}`);
     return env;
   });
@@ -103,7 +100,7 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
       const url = need(urls, 'echo');
       return () => new EchoToolEnv(url, open);
     },
-    rewardFuncs: [{ name: 'reward_func', fn: (inputs) => envsOf(inputs, EchoToolEnv).map((env) => env.reward) }],
+    rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, EchoToolEnv).map((env) => env.reward))],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 2 },
   },
   catch: {
@@ -113,7 +110,7 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
       const url = need(urls, 'catch');
       return () => new CatchEnv(url, open);
     },
-    rewardFuncs: [{ name: 'reward_from_env', fn: (inputs) => envsOf(inputs, CatchEnv).map(catchReward) }],
+    rewardFuncs: [named('reward_from_env', ({ environments }) => envsOf(environments, CatchEnv).map(catchReward))],
     config: {
       chat_template_kwargs: { enable_thinking: false },
       log_completions: true,
@@ -132,7 +129,7 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
       const url = need(urls, 'wordle');
       return () => new WordleEnv(url, open);
     },
-    rewardFuncs: [{ name: 'reward_func', fn: (inputs) => envsOf(inputs, WordleEnv).map((env) => env.reward) }],
+    rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, WordleEnv).map((env) => env.reward))],
     config: {
       chat_template_kwargs: { enable_thinking: false },
       log_completions: true,
@@ -155,8 +152,8 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
       return () => new MultiEnv(routes, open);
     },
     rewardFuncs: [
-      { name: 'wordle_reward', fn: (inputs) => envsOf(inputs, MultiEnv).map(multiWordleReward) },
-      { name: 'catch_reward', fn: (inputs) => envsOf(inputs, MultiEnv).map(multiCatchReward) },
+      named('wordle_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiWordleReward)),
+      named('catch_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiCatchReward)),
     ],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
   },

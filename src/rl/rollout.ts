@@ -46,8 +46,8 @@ export interface Rollout {
   truncated: boolean;
   /** The env instance that played this episode (reward functions read its state). */
   env: ToolEnv;
-  toolCallCount: number;
-  toolFailureCount: number;
+  toolCalls: number;
+  toolFailures: number;
   /** Why this rollout cannot be scored (env refused, dropped or timed out); its reward must be NaN. */
   error?: string;
 }
@@ -181,7 +181,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     const prompt = structuredClone(row.prompt);
     const rollout: Rollout = {
       row, prompt, promptIds: [], completionIds: [], toolMask: [], logprobs: [], completion: [],
-      truncated: false, env, toolCallCount: 0, toolFailureCount: 0,
+      truncated: false, env, toolCalls: 0, toolFailures: 0,
     };
     const observation = observations[i];
     if (observation.status === 'rejected') rollout.error = `reset failed: ${errorText(observation.reason)}`;
@@ -251,8 +251,8 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   const calls = episode.pendingCalls;
   episode.pendingCalls = [];
   const result = await executeToolCalls(episode.tools, calls);
-  rollout.toolCallCount += result.calls;
-  rollout.toolFailureCount += result.failures;
+  rollout.toolCalls += result.calls;
+  rollout.toolFailures += result.failures;
   if (result.envFailure) {
     rollout.error = `env failed during a tool call: ${result.envFailure.message}`;
     return null;
