@@ -1,0 +1,376 @@
+// The training backward pass: from per-token dL/dlogp to the gradients of the trainable parameters,
+// accumulated into their grad buffers. Per-layer checkpointing keeps activation memory at
+// O(T·D·layers + one layer's intermediates):
+//   1. forward: embedding, then each layer with its input x_l saved (H3's encodeLayerForward);
+//   2. LM head over the scored rows only, chunked over the vocabulary (no (T, V) buffer): pass 1
+//      folds every chunk into a running logsumexp, pass 2 recomputes each chunk and backprops it;
+//   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
+//   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
+
+import type { EngineInternals, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
+import type { BackwardRequest, LoraTarget } from '../types.ts';
+import type { TrainOps } from './ops.ts';
+import type { TrainableSet } from './trainable.ts';
+
+/** Bytes of one logits chunk (Ts, Vc) f32: bounds the LM head's working set. */
+const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+const NEG_BIG = -3.0e38;
+
+/** Which rows of the pack feed a scored token: row r predicts `target` and gets dL/dlogp `grad`. */
+export interface ScoredRows {
+  rows: Uint32Array<ArrayBuffer>; // (Ts) packed row index
+  targets: Uint32Array<ArrayBuffer>; // (Ts) token id
+  grads: Float32Array<ArrayBuffer>; // (Ts) dL/dlogp
+}
+
+export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): void {
+  if (!(req.temperature > 0) || !Number.isFinite(req.temperature)) throw new Error(`backward: temperature must be a finite number > 0, got ${req.temperature}`);
+  if (req.sequences.length === 0) throw new Error('backward: no sequences');
+  if (req.dLdLogp.length !== req.sequences.length) {
+    throw new Error(`backward: dLdLogp has ${req.dLdLogp.length} arrays for ${req.sequences.length} sequences`);
+  }
+  req.sequences.forEach((s, i) => {
+    if (s.ids.length === 0) throw new Error(`backward: sequence ${i} is empty`);
+    if (!Number.isInteger(s.scoreFrom) || s.scoreFrom < 1 || s.scoreFrom > s.ids.length) {
+      throw new Error(`backward: sequence ${i} has scoreFrom ${s.scoreFrom}; it must be in [1, ${s.ids.length}] (position 0 has no prediction)`);
+    }
+    for (const id of s.ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`backward: sequence ${i} has token id ${id} outside the vocabulary [0, ${vocabSize})`);
+    }
+    const g = req.dLdLogp[i]!;
+    const want = s.ids.length - s.scoreFrom;
+    if (g.length !== want) throw new Error(`backward: dLdLogp[${i}] has ${g.length} values, expected ${want} (ids.length − scoreFrom)`);
+    for (let j = 0; j < g.length; j++) if (!Number.isFinite(g[j]!)) throw new Error(`backward: dLdLogp[${i}][${j}] is not finite (${g[j]})`);
+  });
+}
+
+/** Row r of the pack (token ids[t−1] of a sequence) predicts ids[t]; rows are listed in pack order. */
+export function scoredRows(req: BackwardRequest, seqStarts: number[]): ScoredRows {
+  const total = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
+  const out: ScoredRows = { rows: new Uint32Array(total), targets: new Uint32Array(total), grads: new Float32Array(total) };
+  let k = 0;
+  req.sequences.forEach((s, i) => {
+    for (let t = s.scoreFrom; t < s.ids.length; t++, k++) {
+      out.rows[k] = seqStarts[i]! + t - 1;
+      out.targets[k] = s.ids[t]!;
+      out.grads[k] = req.dLdLogp[i]![t - s.scoreFrom]!;
+    }
+  });
+  return out;
+}
+
+/** Buffers of one backward call; all destroyed together at the end. */
+class Scratch {
+  private readonly owned: GPUBuffer[] = [];
+  constructor(private readonly internals: EngineInternals) {}
+
+  f32(label: string, count: number): GPUBuffer {
+    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, count * 4));
+    this.owned.push(b);
+    return b;
+  }
+
+  upload(label: string, data: Float32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>): GPUBuffer {
+    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, data.byteLength));
+    this.internals.gpu.device.queue.writeBuffer(b, 0, data);
+    this.owned.push(b);
+    return b;
+  }
+
+  destroy(): void {
+    for (const b of this.owned) b.destroy();
+  }
+}
+
+function param(internals: EngineInternals, name: string): ParamEntry {
+  const p = internals.params.get(name);
+  if (!p) throw new Error(`backward: the model has no parameter ${name}`);
+  return p;
+}
+
+export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest): Promise<void> {
+  const cfg = internals.config;
+  checkBackwardRequest(req, cfg.vocabSize);
+  const adapters = req.adapters ?? true;
+  if (trainable.mode.kind === 'lora' && !adapters) throw new Error('backward: adapters=false with LoRA training would compute no adapter gradient');
+
+  const batch = internals.packSequences(req.sequences.map((s) => s.ids));
+  const scored = scoredRows(req, batch.seqStarts);
+  const scratch = new Scratch(internals);
+  const acts = internals.createLayerActs(batch.T, 'backward');
+  try {
+    const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
+    await pass.run(scored, req.temperature);
+    await internals.gpu.device.queue.onSubmittedWorkDone();
+  } finally {
+    scratch.destroy();
+    // LayerActs is T plus buffers only.
+    for (const b of Object.values(acts)) if (typeof b === 'object') (b as GPUBuffer).destroy();
+    for (const b of [batch.tokens, batch.meta, batch.rope]) b.destroy();
+  }
+}
+
+class BackwardPass {
+  private readonly T: number;
+  private readonly D: number;
+  private readonly qDim: number; // H·d
+  private readonly kvDim: number; // K·d
+  private readonly F: number;
+  private readonly full: boolean;
+  // Per-call scratch, shapes next to names.
+  private readonly dx: GPUBuffer; //      (T, D) dL/d(residual stream) at the current layer boundary
+  private readonly dNorm: GPUBuffer; //   (T, D) gradient w.r.t. a norm's output (a or b)
+  private readonly dHidden: GPUBuffer; // (T, F)
+  private readonly dGate: GPUBuffer; //   (T, F)
+  private readonly dUp: GPUBuffer; //     (T, F)
+  private readonly dAttn: GPUBuffer; //   (T, H·d)
+  private readonly dq: GPUBuffer; //      (T, H·d)
+  private readonly dqRaw: GPUBuffer; //   (T, H·d)
+  private readonly dk: GPUBuffer; //      (T, K·d)
+  private readonly dkRaw: GPUBuffer; //   (T, K·d)
+  private readonly dv: GPUBuffer; //      (T, K·d)
+  private readonly stats: GPUBuffer; //   (T, H, 2) attention logsumexp and dO·o
+  private readonly rstd: GPUBuffer; //    (max(T·H, T)) norm backward scratch
+  private readonly dwScratch: GPUBuffer; // bound where a norm weight is frozen (never read)
+  private readonly bounds: GPUBuffer; //  (T, 2) u32 [first, last+1) of each token's sequence
+  private readonly loraU: GPUBuffer | null; //  (T, r) A·x
+  private readonly loraDu: GPUBuffer | null; // (T, r) dL/d(A·x)
+
+  constructor(
+    private readonly internals: EngineInternals,
+    private readonly ops: TrainOps,
+    private readonly trainable: TrainableSet,
+    private readonly batch: PackedBatch,
+    private readonly acts: LayerActs,
+    private readonly scratch: Scratch,
+    private readonly adapters: boolean,
+  ) {
+    const cfg = internals.config;
+    const T = batch.T;
+    this.T = T;
+    this.D = cfg.hiddenSize;
+    this.qDim = cfg.numHeads * cfg.headDim;
+    this.kvDim = cfg.numKvHeads * cfg.headDim;
+    this.F = cfg.intermediateSize;
+    this.full = trainable.mode.kind === 'full';
+    this.dx = scratch.f32('dx', T * this.D);
+    this.dNorm = scratch.f32('dnorm', T * this.D);
+    this.dHidden = scratch.f32('dhidden', T * this.F);
+    this.dGate = scratch.f32('dgate', T * this.F);
+    this.dUp = scratch.f32('dup', T * this.F);
+    this.dAttn = scratch.f32('dattn', T * this.qDim);
+    this.dq = scratch.f32('dq', T * this.qDim);
+    this.dqRaw = scratch.f32('dq raw', T * this.qDim);
+    this.dk = scratch.f32('dk', T * this.kvDim);
+    this.dkRaw = scratch.f32('dk raw', T * this.kvDim);
+    this.dv = scratch.f32('dv', T * this.kvDim);
+    this.stats = scratch.f32('attention stats', T * cfg.numHeads * 2);
+    this.rstd = scratch.f32('rstd', T * Math.max(cfg.numHeads, cfg.numKvHeads, 1));
+    this.dwScratch = scratch.f32('frozen dw', Math.max(this.D, cfg.headDim));
+    const bounds = new Uint32Array(T * 2);
+    batch.seqStarts.forEach((start, i) => {
+      const end = start + batch.seqLengths[i]!;
+      for (let t = start; t < end; t++) {
+        bounds[2 * t] = start;
+        bounds[2 * t + 1] = end;
+      }
+    });
+    this.bounds = scratch.upload('sequence bounds', bounds);
+    const r = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
+    this.loraU = r > 0 ? scratch.f32('lora u', T * r) : null;
+    this.loraDu = r > 0 ? scratch.f32('lora du', T * r) : null;
+  }
+
+  async run(scored: ScoredRows, temperature: number): Promise<void> {
+    const L = this.internals.config.numLayers;
+    const rowBytes = this.T * this.D * 4;
+    // x_l for every layer: the only activations kept across the whole pass.
+    const checkpoints = Array.from({ length: L }, (_, l) => this.scratch.f32(`x[${l}]`, this.T * this.D)); // each (T, D)
+
+    const rec = this.internals.recorder('train forward + LM head backward');
+    this.internals.encodeEmbedding(rec, this.batch, this.acts.x);
+    for (let l = 0; l < L; l++) {
+      rec.copy(this.acts.x, 0, checkpoints[l]!, 0, rowBytes);
+      this.internals.encodeLayerForward(rec, l, this.acts, this.batch, { adapters: this.adapters });
+      rec.copy(this.acts.xOut, 0, this.acts.x, 0, rowBytes);
+    }
+    // acts.x now holds x_L, the final norm's input.
+    this.encodeHeadBackward(rec, scored, temperature);
+    await rec.submit();
+
+    for (let l = L - 1; l >= 0; l--) {
+      const lrec = this.internals.recorder(`train layer ${l} backward`);
+      lrec.copy(checkpoints[l]!, 0, this.acts.x, 0, rowBytes);
+      this.internals.encodeLayerForward(lrec, l, this.acts, this.batch, { adapters: this.adapters });
+      this.encodeLayerBackward(lrec, l);
+      if (l === 0) this.encodeEmbeddingBackward(lrec);
+      await lrec.submit();
+    }
+  }
+
+  /** Final norm + tied/untied LM head + log-softmax backward, leaving dL/dx_L in this.dx. */
+  private encodeHeadBackward(rec: ReturnType<EngineInternals['recorder']>, scored: ScoredRows, temperature: number): void {
+    const { internals, ops, scratch, D } = this;
+    const cfg = internals.config;
+    const Ts = scored.rows.length;
+    const rowIndex = scratch.upload('scored rows', scored.rows);
+    const targets = scratch.upload('targets', scored.targets);
+    const gradLogp = scratch.upload('dL/dlogp', scored.grads);
+    const lseInit = new Float32Array(Ts * 2);
+    for (let i = 0; i < Ts; i++) lseInit[2 * i] = NEG_BIG;
+    const lseState = scratch.upload('logsumexp state', lseInit); // (Ts, 2)
+    const xs = scratch.f32('x_L scored rows', Ts * D); //    (Ts, D)
+    const hs = scratch.f32('h scored rows', Ts * D); //      (Ts, D)
+    const dhs = scratch.f32('dh scored rows', Ts * D); //    (Ts, D)
+    const dxs = scratch.f32('dx_L scored rows', Ts * D); //  (Ts, D)
+    const rstdF = scratch.f32('final rstd', Ts);
+    const normW = param(internals, 'model.norm.weight');
+
+    ops.gatherRows(rec, this.acts.x, rowIndex, xs, Ts, D);
+    ops.rmsnormForward(rec, xs, normW.chunks[0]!.buffer, hs, rstdF, Ts, D, cfg.rmsNormEps);
+
+    const head = param(internals, cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
+    const headGrads = this.full ? this.trainable.gradChunks(head.name) : null;
+    const maxVc = Math.max(1, Math.floor(Math.min(LOGITS_CHUNK_BYTES, internals.gpu.limits.maxStorageBufferBindingSize) / (Ts * 4)));
+    const pieces: { chunk: number; v0: number; vc: number }[] = [];
+    head.chunks.forEach((c, ci) => {
+      for (let v0 = c.rowStart; v0 < c.rowStart + c.rows; v0 += maxVc) pieces.push({ chunk: ci, v0, vc: Math.min(maxVc, c.rowStart + c.rows - v0) });
+    });
+    const logits = scratch.f32('logits chunk', Ts * Math.min(maxVc, cfg.vocabSize)); // (Ts, Vc)
+    const encodeLogits = (p: { chunk: number; v0: number; vc: number }) => {
+      const c = head.chunks[p.chunk]!;
+      ops.gemm(rec, {
+        M: Ts, N: p.vc, K: D,
+        a: hs, lda: D,
+        b: c.buffer, bOffset: (p.v0 - c.rowStart) * D, ldb: D, bTransposed: true, bHalf: head.dtype === 'f16',
+        c: logits, ldc: p.vc, accumulate: false,
+      });
+    };
+    for (const p of pieces) {
+      encodeLogits(p);
+      ops.lseUpdate(rec, logits, lseState, targets, gradLogp, Ts, p.v0, p.vc, temperature);
+    }
+    rec.clear(dhs);
+    for (const p of pieces) {
+      const c = head.chunks[p.chunk]!;
+      encodeLogits(p);
+      ops.dlogits(rec, logits, lseState, targets, gradLogp, Ts, p.v0, p.vc, temperature);
+      // dh += dlogits · E_chunk   (Ts, Vc)·(Vc, D)
+      ops.gemm(rec, {
+        M: Ts, N: D, K: p.vc,
+        a: logits, lda: p.vc,
+        b: c.buffer, bOffset: (p.v0 - c.rowStart) * D, ldb: D, bHalf: head.dtype === 'f16',
+        c: dhs, ldc: D, accumulate: true,
+      });
+      // dE_chunk += dlogitsᵀ · h   (Vc, Ts)·(Ts, D)
+      if (headGrads) {
+        ops.gemm(rec, {
+          M: p.vc, N: D, K: Ts,
+          a: logits, lda: p.vc, aTransposed: true,
+          b: hs, ldb: D,
+          c: headGrads[p.chunk]!, cOffset: (p.v0 - c.rowStart) * D, ldc: D, accumulate: true,
+        });
+      }
+    }
+    ops.rmsnormBackward(rec, {
+      x: xs, dy: dhs, w: normW.chunks[0]!.buffer, dx: dxs, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.full ? this.trainable.gradChunks(normW.name)![0]! : null,
+      rows: Ts, n: D, eps: cfg.rmsNormEps, accumulate: false,
+    });
+    rec.clear(this.dx);
+    ops.gatherRowsBackward(rec, dxs, rowIndex, this.dx, Ts, D);
+  }
+
+  /**
+   * y = W·x (+ scale·B·(A·x)) over T rows: dX += dY·W (+ LoRA share), and the trainable gradients
+   * (dW += dYᵀ·x in full mode; dA, dB for an adapted linear).
+   */
+  private linearBackward(rec: ReturnType<EngineInternals['recorder']>, layer: number, target: LoraTarget, x: GPUBuffer, dy: GPUBuffer, dxOut: GPUBuffer): void {
+    const { internals, ops, T } = this;
+    const name = internals.linearName(layer, target);
+    const w = param(internals, name);
+    ops.linearDx(rec, w, dy, dxOut, T, true);
+    if (this.full) ops.linearDw(rec, w, this.trainable.gradChunks(name)!, dy, x, T);
+    const lora = this.adapters ? this.trainable.lora.get(name) : undefined;
+    if (!lora) return;
+    const { r, scale } = lora.adapter;
+    const inp = lora.inFeatures;
+    const out = lora.outFeatures;
+    const u = this.loraU!;
+    const du = this.loraDu!;
+    // u = x·Aᵀ (T, r)
+    ops.gemm(rec, { M: T, N: r, K: inp, a: x, lda: inp, b: lora.adapter.a, ldb: inp, bTransposed: true, c: u, ldc: r, accumulate: false });
+    // dB += scale · dYᵀ·u (out, r)
+    ops.gemm(rec, { M: out, N: r, K: T, a: dy, lda: out, aTransposed: true, b: u, ldb: r, c: lora.b.chunks[0]!.grad, ldc: r, accumulate: true, alpha: scale });
+    // du = scale · dY·B (T, r)
+    ops.gemm(rec, { M: T, N: r, K: out, a: dy, lda: out, b: lora.adapter.b, ldb: r, c: du, ldc: r, accumulate: false, alpha: scale });
+    // dA += duᵀ·x (r, in)
+    ops.gemm(rec, { M: r, N: inp, K: T, a: du, lda: r, aTransposed: true, b: x, ldb: inp, c: lora.a.chunks[0]!.grad, ldc: inp, accumulate: true });
+    // dX += du·A (T, in)
+    ops.gemm(rec, { M: T, N: inp, K: r, a: du, lda: r, b: lora.adapter.a, ldb: inp, c: dxOut, ldc: inp, accumulate: true });
+  }
+
+  private normGrad(name: string): GPUBuffer | null {
+    return this.full ? this.trainable.gradChunks(name)![0]! : null;
+  }
+
+  /** this.dx = dL/dx_{l+1} on entry, dL/dx_l on exit. acts holds layer l's recomputed forward. */
+  private encodeLayerBackward(rec: ReturnType<EngineInternals['recorder']>, l: number): void {
+    const { internals, ops, acts, T, D, F } = this;
+    const cfg = internals.config;
+    const H = cfg.numHeads;
+    const K = cfg.numKvHeads;
+    const d = cfg.headDim;
+    const pre = `model.layers.${l}`;
+
+    // MLP: x_out = x_mid + down(silu(gate(b)) ⊙ up(b)), b = rmsnorm(x_mid)
+    rec.clear(this.dHidden);
+    this.linearBackward(rec, l, 'down_proj', acts.hidden, this.dx, this.dHidden);
+    ops.swigluBackward(rec, acts.gate, acts.up, this.dHidden, this.dGate, this.dUp, T * F);
+    rec.clear(this.dNorm);
+    this.linearBackward(rec, l, 'gate_proj', acts.b, this.dGate, this.dNorm);
+    this.linearBackward(rec, l, 'up_proj', acts.b, this.dUp, this.dNorm);
+    const postLn = param(internals, `${pre}.post_attention_layernorm.weight`);
+    ops.rmsnormBackward(rec, {
+      x: acts.xMid, dy: this.dNorm, w: postLn.chunks[0]!.buffer, dx: this.dx, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.normGrad(postLn.name), rows: T, n: D, eps: cfg.rmsNormEps, accumulate: true,
+    });
+
+    // Attention: x_mid = x + o(attn(rope(qnorm(q(a))), rope(knorm(k(a))), v(a))), a = rmsnorm(x)
+    rec.clear(this.dAttn);
+    this.linearBackward(rec, l, 'o_proj', acts.attn, this.dx, this.dAttn);
+    ops.attentionBackward(rec, {
+      q: acts.q, k: acts.k, v: acts.v, o: acts.attn, dout: this.dAttn, bounds: this.bounds, stats: this.stats,
+      dq: this.dq, dk: this.dk, dv: this.dv, tokens: T, heads: H, kvHeads: K, headDim: d,
+    });
+    ops.ropeBackward(rec, this.dq, this.batch.rope, T, H, d);
+    ops.ropeBackward(rec, this.dk, this.batch.rope, T, K, d);
+    const qNorm = param(internals, `${pre}.self_attn.q_norm.weight`);
+    const kNorm = param(internals, `${pre}.self_attn.k_norm.weight`);
+    ops.rmsnormBackward(rec, {
+      x: acts.qRaw, dy: this.dq, w: qNorm.chunks[0]!.buffer, dx: this.dqRaw, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.normGrad(qNorm.name), rows: T * H, n: d, eps: cfg.rmsNormEps, accumulate: false,
+    });
+    ops.rmsnormBackward(rec, {
+      x: acts.kRaw, dy: this.dk, w: kNorm.chunks[0]!.buffer, dx: this.dkRaw, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.normGrad(kNorm.name), rows: T * K, n: d, eps: cfg.rmsNormEps, accumulate: false,
+    });
+    rec.clear(this.dNorm);
+    this.linearBackward(rec, l, 'q_proj', acts.a, this.dqRaw, this.dNorm);
+    this.linearBackward(rec, l, 'k_proj', acts.a, this.dkRaw, this.dNorm);
+    this.linearBackward(rec, l, 'v_proj', acts.a, this.dv, this.dNorm);
+    const inLn = param(internals, `${pre}.input_layernorm.weight`);
+    ops.rmsnormBackward(rec, {
+      x: acts.x, dy: this.dNorm, w: inLn.chunks[0]!.buffer, dx: this.dx, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.normGrad(inLn.name), rows: T, n: D, eps: cfg.rmsNormEps, accumulate: true,
+    });
+  }
+
+  /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied). */
+  private encodeEmbeddingBackward(rec: ReturnType<EngineInternals['recorder']>): void {
+    if (!this.full) return;
+    const embed = param(this.internals, 'model.embed_tokens.weight');
+    const grads = this.trainable.gradChunks(embed.name)!;
+    embed.chunks.forEach((c, i) => this.ops.embeddingBackward(rec, this.batch.tokens, this.dx, grads[i]!, this.T, this.D, c.rowStart, c.rows));
+  }
+}

@@ -1,0 +1,193 @@
+// Typed recorders for the training kernels: one method per WGSL file (or pass), taking buffers and
+// shapes by name so the backward pass reads like the math. Every method only records into a
+// Recorder; nothing here submits or allocates beyond the pipelines.
+
+import type { EngineInternals, ParamEntry } from '../internals.ts';
+import { f32, groups1d, type Recorder } from '../recorder.ts';
+
+/** Largest workgroup count in one grid dimension. */
+const MAX_GROUPS = 65535;
+
+/** C (+)= alpha · op(A) · op(B); op(A) is (M, K), op(B) is (K, N), C is (M, N) with row stride ldc. */
+export interface GemmArgs {
+  M: number;
+  N: number;
+  K: number;
+  a: GPUBuffer;
+  /** Element offset of op(A)[0, 0]; row stride of A as stored; A stored (K, M) when transposed. */
+  aOffset?: number;
+  lda: number;
+  aTransposed?: boolean;
+  b: GPUBuffer;
+  bOffset?: number;
+  ldb: number;
+  bTransposed?: boolean;
+  /** B holds IEEE halves packed two per u32 (the engine's f16 weights). */
+  bHalf?: boolean;
+  c: GPUBuffer;
+  cOffset?: number;
+  ldc: number;
+  accumulate: boolean;
+  alpha?: number;
+}
+
+/** Rows of a grid for kernels that use one workgroup per row: (x, y) with x·y ≥ rows. */
+function rowGroups(rows: number): [number, number, number] {
+  if (rows <= MAX_GROUPS) return [rows, 1, 1];
+  return [MAX_GROUPS, Math.ceil(rows / MAX_GROUPS), 1];
+}
+
+export class TrainOps {
+  constructor(private readonly internals: EngineInternals) {}
+
+  gemm(rec: Recorder, g: GemmArgs): void {
+    if (g.M === 0 || g.N === 0) return;
+    if (g.K === 0) {
+      if (!g.accumulate) throw new Error('train gemm: K = 0 with accumulate=false would leave C unwritten');
+      return;
+    }
+    const pipeline = this.internals.getPipeline('matmul_backward.wgsl', {
+      A_TRANSPOSED: Boolean(g.aTransposed),
+      B_TRANSPOSED: Boolean(g.bTransposed),
+      B_HALF: Boolean(g.bHalf),
+    });
+    const gx = Math.ceil(g.N / 32);
+    const gy = Math.ceil(g.M / 32);
+    if (gx > MAX_GROUPS || gy > MAX_GROUPS) throw new Error(`train gemm: ${g.M}×${g.N} output exceeds the dispatch grid`);
+    rec.dispatch(
+      pipeline,
+      [g.a, g.b, g.c],
+      [g.M, g.N, g.K, g.aOffset ?? 0, g.lda, g.bOffset ?? 0, g.ldb, g.cOffset ?? 0, g.ldc, g.accumulate ? 1 : 0, f32(g.alpha ?? 1), 0],
+      [gx, gy, 1],
+      'gemm',
+    );
+  }
+
+  /**
+   * dX (+)= dY · W for a (possibly row-chunked) weight W (out, in): x (rows, in), dY (rows, out).
+   * Each chunk holds rows [rowStart, rowStart + rows) of W, i.e. columns of dY.
+   */
+  linearDx(rec: Recorder, w: ParamEntry, dy: GPUBuffer, dx: GPUBuffer, rows: number, accumulate: boolean, alpha = 1): void {
+    const [out, inp] = w.shape as [number, number];
+    w.chunks.forEach((chunk, i) => {
+      this.gemm(rec, {
+        M: rows, N: inp, K: chunk.rows,
+        a: dy, aOffset: chunk.rowStart, lda: out,
+        b: chunk.buffer, ldb: inp, bHalf: w.dtype === 'f16',
+        c: dx, ldc: inp, accumulate: accumulate || i > 0, alpha,
+      });
+    });
+  }
+
+  /** dW += dYᵀ · X into gradient buffers shaped like W's chunks (f32). */
+  linearDw(rec: Recorder, w: ParamEntry, gradChunks: GPUBuffer[], dy: GPUBuffer, x: GPUBuffer, rows: number): void {
+    const [out, inp] = w.shape as [number, number];
+    w.chunks.forEach((chunk, i) => {
+      this.gemm(rec, {
+        M: chunk.rows, N: inp, K: rows,
+        a: dy, aOffset: chunk.rowStart, lda: out, aTransposed: true,
+        b: x, ldb: inp,
+        c: gradChunks[i]!, ldc: inp, accumulate: true,
+      });
+    });
+  }
+
+  /** PASS 0 of log_softmax_backward: folds a logits chunk (rows, chunk) into the running (max, Σexp). */
+  lseUpdate(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
+    rec.dispatch(
+      this.internals.getPipeline('log_softmax_backward.wgsl', { PASS: 0 }),
+      [logits, lseState, targets, gradLogp],
+      [rows, chunkStart, chunk, f32(1 / temperature)],
+      rowGroups(rows),
+      'lse_update',
+    );
+  }
+
+  /** PASS 1 of log_softmax_backward: logits chunk → dL/dlogits in place. */
+  dlogits(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
+    rec.dispatch(
+      this.internals.getPipeline('log_softmax_backward.wgsl', { PASS: 1 }),
+      [logits, lseState, targets, gradLogp],
+      [rows, chunkStart, chunk, f32(1 / temperature)],
+      groups1d(rows * chunk),
+      'dlogits',
+    );
+  }
+
+  /**
+   * rmsnorm backward over `rows` rows of n: dx (+)= …, and, when `dw` is given, dw += Σ dy⊙x·rstd.
+   * `rstd` is (rows) scratch written by the dx pass.
+   */
+  rmsnormBackward(rec: Recorder, a: {
+    x: GPUBuffer; dy: GPUBuffer; w: GPUBuffer; dx: GPUBuffer; rstd: GPUBuffer; dw: GPUBuffer | null; scratchDw: GPUBuffer;
+    rows: number; n: number; eps: number; accumulate: boolean;
+  }): void {
+    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0, 0, 0, 0, 0];
+    const storage = [a.x, a.dy, a.w, a.dx, a.rstd, a.dw ?? a.scratchDw];
+    rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, params, rowGroups(a.rows), 'rmsnorm dx');
+    if (a.dw) rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.n), 'rmsnorm dw');
+  }
+
+  /** In-place inverse RoPE rotation of a (T, heads, d) gradient. */
+  ropeBackward(rec: Recorder, grad: GPUBuffer, rope: GPUBuffer, tokens: number, heads: number, headDim: number): void {
+    rec.dispatch(this.internals.getPipeline('rope_backward.wgsl'), [grad, rope], [tokens, heads, headDim, 0], groups1d(tokens * heads * (headDim / 2)), 'rope backward');
+  }
+
+  attentionBackward(rec: Recorder, a: {
+    q: GPUBuffer; k: GPUBuffer; v: GPUBuffer; o: GPUBuffer; dout: GPUBuffer; bounds: GPUBuffer; stats: GPUBuffer;
+    dq: GPUBuffer; dk: GPUBuffer; dv: GPUBuffer; tokens: number; heads: number; kvHeads: number; headDim: number;
+  }): void {
+    const hd = a.headDim;
+    const params = [a.tokens, a.heads, a.kvHeads, f32(1 / Math.sqrt(hd)), 0, a.heads * hd, 0, a.kvHeads * hd, 0, a.kvHeads * hd, 0, a.heads * hd];
+    const storage = [a.q, a.k, a.v, a.o, a.dout, a.bounds, a.stats, a.dq, a.dk, a.dv];
+    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 0 }), storage, params, groups1d(a.tokens * a.heads), 'attention dq');
+    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 1 }), storage, params, groups1d(a.tokens * a.kvHeads), 'attention dk dv');
+  }
+
+  swigluBackward(rec: Recorder, gate: GPUBuffer, up: GPUBuffer, dh: GPUBuffer, dgate: GPUBuffer, dup: GPUBuffer, count: number): void {
+    rec.dispatch(this.internals.getPipeline('swiglu_backward.wgsl'), [gate, up, dh, dgate, dup], [count, 0, 0, 0], groups1d(count), 'swiglu backward');
+  }
+
+  /** dE[ids[t]] += dx[t] for one row chunk of the embedding gradient holding rows [rowStart, rowStart+rows). */
+  embeddingBackward(rec: Recorder, ids: GPUBuffer, dx: GPUBuffer, de: GPUBuffer, tokens: number, dim: number, rowStart: number, rows: number): void {
+    rec.dispatch(this.internals.getPipeline('embedding_backward.wgsl'), [ids, dx, de], [tokens, dim, rowStart, rows], groups1d(dim), 'embedding backward');
+  }
+
+  /** out (rows, width) = x[index[i]] (the forward side's gather_rows.wgsl). */
+  gatherRows(rec: Recorder, x: GPUBuffer, index: GPUBuffer, out: GPUBuffer, rows: number, width: number): void {
+    rec.dispatch(this.internals.getPipeline('gather_rows.wgsl'), [x, index, out], [rows, width, 0, 0], groups1d(rows * width), 'gather rows');
+  }
+
+  /** dx[index[i]] += dout[i]. */
+  gatherRowsBackward(rec: Recorder, dout: GPUBuffer, index: GPUBuffer, dx: GPUBuffer, rows: number, width: number): void {
+    rec.dispatch(this.internals.getPipeline('gather_rows_backward.wgsl'), [dout, index, dx], [rows, width, 0, 0], groups1d(rows * width), 'gather rows backward');
+  }
+
+  /** y = w ⊙ rmsnorm(x) (the forward side's rmsnorm.wgsl), rstd kept. */
+  rmsnormForward(rec: Recorder, x: GPUBuffer, w: GPUBuffer, y: GPUBuffer, rstd: GPUBuffer, rows: number, n: number, eps: number): void {
+    rec.dispatch(this.internals.getPipeline('rmsnorm.wgsl'), [x, w, y, rstd], [rows, n, 0, 0, f32(eps)], groups1d(rows), 'final norm');
+  }
+
+  /** Σ g² of one gradient tensor into partials[slot .. slot + groups). */
+  gradSumSquares(rec: Recorder, grad: GPUBuffer, partials: GPUBuffer, result: GPUBuffer, count: number, slot: number, groups: number): void {
+    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 0 }), [grad, partials, result], [count, 0, slot, f32(0)], [groups, 1, 1], 'grad sumsq');
+  }
+
+  /** result = [global norm, clip coefficient]; maxNorm ≤ 0 disables clipping. */
+  gradNormFinalize(rec: Recorder, grad: GPUBuffer, partials: GPUBuffer, result: GPUBuffer, slots: number, maxNorm: number): void {
+    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 1 }), [grad, partials, result], [slots, 0, 0, f32(maxNorm)], [1, 1, 1], 'grad norm');
+  }
+
+  adamw(rec: Recorder, a: {
+    w: GPUBuffer; grad: GPUBuffer; m: GPUBuffer; v: GPUBuffer; normResult: GPUBuffer; count: number;
+    lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; stepSize: number; sqrtBc2: number;
+  }): void {
+    rec.dispatch(
+      this.internals.getPipeline('adamw.wgsl'),
+      [a.w, a.grad, a.m, a.v, a.normResult],
+      [a.count, 0, f32(a.lr), f32(a.beta1), f32(a.beta2), f32(a.eps), f32(a.weightDecay), f32(a.stepSize), f32(a.sqrtBc2), 0, 0, 0],
+      groups1d(a.count),
+      'adamw',
+    );
+  }
+}
