@@ -183,18 +183,19 @@ function lora_down(inp: Float64Array, lora: LoraFactors, T: number, I: number): 
 // RoPE, default type, rotate-half (NOT interleaved pairs), on each of nH heads of width d:
 //   x'[i]     = x[i]·cos a_i − x[i+d/2]·sin a_i
 //   x'[i+d/2] = x[i+d/2]·cos a_i + x[i]·sin a_i,   a_i = p · θ^(−2i/d), i < d/2.
-// Angles are float64 here; transformers computes them in f32, whose rounding of p·inv_freq is up to
-// p·2⁻²⁴ rad (≈ 6e-8·p: 6e-5 rad at p = 1024). Compare the f32 engine with a tolerance that allows it.
+// Angles are float64 here. transformers computes inv_freq and p·inv_freq in f32: two roundings of
+// ≤ 2⁻²⁴ relative each, so its angles differ from these by up to ≈ 1.2e-7·p rad (1.2e-4 rad at
+// p = 1024, 4.8e-3 at p = 40960). Compare an f32 engine with a tolerance that allows for it.
 
-/** cos and sin of the angles at positions pos0..pos0+T−1: each (T, d/2). */
-export function rope_angles(T: number, d: number, theta: number, pos0 = 0): { cos: Float64Array; sin: Float64Array } {
+/** cos and sin of the angles at positions 0..T−1: each (T, d/2). */
+export function rope_angles(T: number, d: number, theta: number): { cos: Float64Array; sin: Float64Array } {
   const half = d / 2;
   const cos = new Float64Array(T * half);
   const sin = new Float64Array(T * half);
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
       const invFreq = 1 / Math.pow(theta, (2 * i) / d);
-      const a = (pos0 + t) * invFreq;
+      const a = t * invFreq;
       cos[t * half + i] = Math.cos(a);
       sin[t * half + i] = Math.sin(a);
     }
