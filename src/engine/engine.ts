@@ -70,7 +70,7 @@ export class WebGpuEngine implements Engine {
     this.cache.release(seq.id);
   }
 
-  generate(req: GenerateRequest): Promise<GenerateOutput[]> {
+  async generate(req: GenerateRequest): Promise<GenerateOutput[]> {
     this.checkAlive();
     const states = req.items.map((item, i) => {
       const s = this.sequences.get(item.seq.id);
@@ -80,7 +80,7 @@ export class WebGpuEngine implements Engine {
     return generateBatch(this.internals, this.cache, states, req, this.stats);
   }
 
-  score(req: ScoreRequest): Promise<ScoreOutput> {
+  async score(req: ScoreRequest): Promise<ScoreOutput> {
     this.checkAlive();
     return scoreSequences(this.internals, req);
   }
