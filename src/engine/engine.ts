@@ -12,6 +12,7 @@ import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
 import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
+import { createTrainState } from './train/index.ts';
 import type {
   BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
   ScoreRequest, SequenceHandle, StepResult, TrainableMode,
@@ -88,7 +89,8 @@ export class WebGpuEngine implements Engine {
   // ---- training: delegated to the train side ------------------------------------------------
   // The ONE place where src/engine/train plugs in: set `this.train = createTrainState(this.internals)`.
   private trainSide(): TrainSide {
-    if (!this.train) throw new Error('training is not available yet in this build: src/engine/train has not been wired into WebGpuEngine');
+    this.checkAlive();
+    this.train ??= createTrainState(this.internals);
     return this.train;
   }
 
