@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { kvBytesPerToken, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
+import { parseConfig } from '../../src/model/config.ts';
+import { QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
+
+// Qwen3-0.6B (shared/specs/qwen3.md §2); the expected numbers are the spec's derived ones (§4).
+const qwen3 = parseConfig({
+  architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', bos_token_id: 151643, eos_token_id: 151645, head_dim: 128,
+  hidden_size: 1024, intermediate_size: 3072, max_position_embeddings: 40960, num_attention_heads: 16,
+  num_hidden_layers: 28, num_key_value_heads: 8, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: true,
+  torch_dtype: 'bfloat16', vocab_size: 151936,
+});
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const DEFAULT_LIMITS = { maxStorageBufferBindingSize: 128 * MiB, maxBufferSize: 256 * MiB };
+const RAISED_LIMITS = { maxStorageBufferBindingSize: GiB, maxBufferSize: GiB };
+const ATTENTION = ['q_proj', 'k_proj', 'v_proj', 'o_proj'] as const;
+
+describe('memory plan for Qwen3-0.6B', () => {
+  it('matches the spec: params, LoRA sizes, KV cache per token', () => {
+    const plan = planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 16, targets: QWEN3_LINEARS }, numSequences: 8, maxTokensPerSequence: 1024, limits: RAISED_LIMITS });
+    expect(plan.params).toBe(596_049_920);
+    expect(plan.trainableParams).toBe(10_092_544);
+    const item = (name: string) => plan.items.find((i) => i.name === name)!.bytes;
+    expect(item('weights')).toBe(1_192_099_840);
+    expect(kvBytesPerToken(qwen3, 'f32')).toBe(229_376);
+    expect(kvBytesPerToken(qwen3, 'f16')).toBe(114_688);
+    expect(item('KV cache')).toBe(8 * 1024 * 114_688); // 0.875 GiB
+    expect(item('activation checkpoints')).toBe(8 * 1024 * 114_688); // 112 KiB per token in f32
+    expect(item('attention scores')).toBe(64 * MiB);
+    // LoRA training state in f32: weight + grad + m + v = 16 B/param = 154 MiB for r=16 on all linears.
+    expect(item('LoRA params + grads') + item('AdamW moments')).toBe(10_092_544 * 16);
+    expect((10_092_544 * 16) / MiB).toBeCloseTo(154, 0);
+    expect(plan.totalBytes).toBe(plan.items.reduce((s, i) => s + i.bytes, 0));
+    expect(plan.fits).toBe(true);
+    expect(plan.message).toMatch(/^needs \d+\.\d+ GiB: weights 1\.11 GiB, KV cache 896 MiB/);
+  });
+
+  it('counts LoRA params like the spec table', () => {
+    for (const [r, qkvo, all] of [[8, 2_293_760, 5_046_272], [16, 4_587_520, 10_092_544], [32, 9_175_040, 20_185_088]] as const) {
+      expect(loraParamCount(qwen3, r, ATTENTION)).toBe(qkvo);
+      expect(loraParamCount(qwen3, r, QWEN3_LINEARS)).toBe(all);
+    }
+  });
+
+  it('splits the embedding by rows under the default 128 MiB binding instead of rejecting it', () => {
+    const plan = planMemory({ config: qwen3, weightDtype: 'f32', mode: { kind: 'lora', r: 16, targets: ATTENTION }, numSequences: 8, maxTokensPerSequence: 1024, limits: DEFAULT_LIMITS });
+    const emb = plan.buffers.find((b) => b.name === 'model.embed_tokens.weight')!;
+    expect(emb.bytes).toBe(622_329_856); // 593.5 MiB
+    expect(emb.rowsPerBinding).toBe(32_768);
+    expect(emb.bindings).toBe(5);
+    expect(plan.fits).toBe(true);
+    expect(plan.message).toContain('model.embed_tokens.weight (594 MiB) split into 5 bindings of ≤ 32768 rows');
+    // The log-softmax chunk is sized to one binding: 220 tokens × 607,744 B ≤ 128 MiB.
+    expect(plan.logitsChunkTokens).toBe(220);
+    expect(plan.buffers.find((b) => b.name === 'logits chunk')!.bindings).toBe(1);
+    // With raised limits, the f16 embedding (296.75 MiB) is one binding.
+    const raised = planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 16, targets: ATTENTION }, numSequences: 1, maxTokensPerSequence: 16, limits: RAISED_LIMITS });
+    expect(raised.buffers[0]).toMatchObject({ bytes: 311_164_928, bindings: 1 });
+  });
+
+  it('says clearly what does not fit a memory budget', () => {
+    const plan = planMemory({ config: qwen3, weightDtype: 'f32', mode: { kind: 'full' }, numSequences: 8, maxTokensPerSequence: 1024, limits: { ...RAISED_LIMITS, budgetBytes: 8 * GiB } });
+    expect(plan.fits).toBe(false);
+    // Full fine-tuning in f32: weights + grads + m + v = 16 B/param = 9.54 GB.
+    const state = ['weights', 'gradients', 'AdamW moments'].reduce((s, n) => s + plan.items.find((i) => i.name === n)!.bytes, 0);
+    expect(state).toBe(596_049_920 * 16);
+    expect(plan.message).toMatch(/Does not fit: total \d+\.\d+ GiB exceeds the 8\.00 GiB budget \(largest: .*\); try fewer or shorter sequences, or LoRA instead of full fine-tuning/);
+  });
+
+  it('rejects a row wider than a binding and bad inputs', () => {
+    expect(planBuffer('w', 4, 2 * MiB, MiB)).toMatchObject({ rowsPerBinding: 0, bindings: Infinity });
+    const wide = planMemory({ config: qwen3, weightDtype: 'f32', mode: { kind: 'lora', r: 8, targets: ['q_proj'] }, numSequences: 1, maxTokensPerSequence: 8, limits: { maxStorageBufferBindingSize: 2048, maxBufferSize: 2048 } });
+    expect(wide.fits).toBe(false);
+    expect(wide.message).toContain('model.embed_tokens.weight: one row is 4.00 KiB, more than maxStorageBufferBindingSize (2.00 KiB)');
+    expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 0, targets: ['q_proj'] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/LoRA rank must be a positive integer, got 0/);
+    expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 8, targets: ['qkv' as never] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/unknown LoRA target\(s\) qkv/);
+    expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'full' }, numSequences: 0, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/numSequences must be a positive integer, got 0/);
+  });
+});
