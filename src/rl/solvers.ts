@@ -16,16 +16,21 @@ import { executeToolCalls } from './tools.ts';
 /** What the solver answers after the episode ended (the model learns to stop calling tools). */
 export const FINAL_ANSWER = 'Done.';
 
+/** An OpenEpisode whose k-th episode since the last `reseed(base)` resets with `{seed: base + k}`. */
+export type SeededEpisodes = OpenEpisode & { reseed(base: number): void };
+
 /**
  * Opens one OpenEnv episode per call with reset `{seed: base + k}` for the k-th episode, so a run's
  * env randomness (e.g. the catch ball column) is reproducible. Episodes are numbered in call order,
- * which is rollout order (resets start in order).
+ * which is rollout order (resets start in order); the trainer reseeds per generation batch so a
+ * resumed run meets the same games.
  */
-export function seededEpisodes(base: number): OpenEpisode {
+export function seededEpisodes(base: number): SeededEpisodes {
+  let start = base;
   let k = 0;
-  return (baseUrl) =>
+  const open: OpenEpisode = (baseUrl) =>
     new Promise<EpisodeSession>((resolve, reject) => {
-      const seed = base + k++;
+      const seed = (start + k++) >>> 0;
       let finish!: () => void;
       const finished = new Promise<void>((r) => (finish = r));
       const running = withEpisode(
@@ -45,6 +50,12 @@ export function seededEpisodes(base: number): OpenEpisode {
       );
       running.catch(reject);
     });
+  return Object.assign(open, {
+    reseed(next: number) {
+      start = next;
+      k = 0;
+    },
+  });
 }
 
 function call(name: string, args: Record<string, unknown>): ToolCall {
