@@ -210,6 +210,9 @@ describe('reference model: bad input is named', () => {
     const lora = randomRefLora(cfg, { r: 2, alpha: 4, targets: ['q_proj'], seed: 1 });
     lora.A.set(linearTensorName(1, 'q_proj'), new Float64Array(5));
     expect(() => refLogits(cfg, w, IDS, lora)).toThrow(/A of "model.layers.1.self_attn.q_proj.weight" must have 2×24 values, got 5/);
+    const stray = randomRefLora(cfg, { r: 2, alpha: 4, targets: ['q_proj', 'up_proj'], seed: 1 });
+    stray.targets = ['q_proj'];
+    expect(() => refLogits(cfg, w, IDS, stray)).toThrow(/factors for "model.layers.0.mlp.up_proj.weight", which is not a target linear \[q_proj\]/);
     expect(() => refLogits(tinyConfig({ numKvHeads: 3 }), w, IDS)).toThrow(/multiple of numKvHeads/);
   });
 });

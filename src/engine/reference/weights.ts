@@ -138,6 +138,9 @@ export function checkRefLora(cfg: ModelConfig, lora: RefLora): void {
       if (!B || B.length !== out * lora.r) throw new Error(`LoRA: B of "${name}" must have ${out}×${lora.r} values, got ${B?.length ?? 'none'}`);
     }
   }
+  const adapted = new Set(lora.targets.flatMap((t) => Array.from({ length: cfg.numLayers }, (_, l) => linearTensorName(l, t))));
+  const stray = [...lora.A.keys(), ...lora.B.keys()].find((name) => !adapted.has(name));
+  if (stray) throw new Error(`LoRA: factors for "${stray}", which is not a target linear [${lora.targets}] of this model`);
 }
 
 /**
