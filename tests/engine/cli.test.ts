@@ -1,0 +1,74 @@
+// `webgrpo score` and `webgrpo generate` on a generated checkpoint folder (Hugging Face layout).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { makeTinyModel } from '../../src/model/tiny-model.ts';
+import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
+import { refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
+import { refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
+import { run as runScore } from '../../src/cli/score.ts';
+import { run as runGenerate } from '../../src/cli/generate.ts';
+import { maxAbsDiff } from './helpers.ts';
+
+async function capture(fn: () => Promise<number>): Promise<{ code: number; json: any }> {
+  const lines: string[] = [];
+  const spy = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { lines.push(a.join(' ')); });
+  try {
+    const code = await fn();
+    return { code, json: JSON.parse(lines.at(-1)!) };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('webgrpo score / generate', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'webgrpo-cli-'));
+    const model = await makeTinyModel({ seed: 3, hidden: 32, layers: 2, heads: 4, kvHeads: 2, headDim: 8, intermediate: 64, dtype: 'bf16' });
+    for (const [name, bytes] of model.files) writeFileSync(join(dir, name), bytes);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function reference() {
+    const ckpt = await openCheckpoint(dir);
+    const tensors = await Promise.all([...ckpt.tensors.keys()].map(async (name) => ({ name, data: await readTensorFloat32(ckpt, name) })));
+    return { cfg: ckpt.config, w: refWeightsFromTensors(ckpt.config, tensors) };
+  }
+
+  it('score prints logprobs and entropies equal to the reference', async () => {
+    const { cfg, w } = await reference();
+    const ids = [5, 70, 33, 9, 120, 64, 2];
+    const { code, json } = await capture(() => runScore(['--model', dir, '--ids', ids.join(','), '--temperature', '0.9', '--weights', 'f32']));
+    expect(code).toBe(0);
+    const ref = refScore(cfg, w, { ids, scoreFrom: 1 }, 0.9);
+    expect(json.logprobs).toHaveLength(ids.length - 1);
+    expect(maxAbsDiff(json.logprobs, ref.logprobs)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(json.entropies, ref.entropy)).toBeLessThan(1e-4);
+  });
+
+  it('generate prints n completions with text; greedy equals the reference', async () => {
+    const { cfg, w } = await reference();
+    const { code, json } = await capture(() => runGenerate(['--model', dir, '--prompt', 'hello there', '--n', '3', '--max-new-tokens', '5', '--temperature', '0', '--stop-ids', '0', '--weights', 'f32']));
+    expect(code).toBe(0);
+    expect(json.completions).toHaveLength(3);
+    const expected = refGreedy(cfg, w, json.prompt_ids, 5);
+    for (const c of json.completions) {
+      expect(typeof c.text).toBe('string');
+      expect(c.logprobs).toHaveLength(c.ids.length);
+      // greedy stops early only at the stop id 0
+      expect(c.ids).toEqual(expected.slice(0, c.ids.length));
+    }
+    const sampled = await capture(() => runGenerate(['--model', dir, '--ids', '1,2,3', '--n', '2', '--max-new-tokens', '6', '--seed', '5', '--top-k', '20', '--top-p', '0.9']));
+    const again = await capture(() => runGenerate(['--model', dir, '--ids', '1,2,3', '--n', '2', '--max-new-tokens', '6', '--seed', '5', '--top-k', '20', '--top-p', '0.9']));
+    expect(sampled.json.completions.map((c: { ids: number[] }) => c.ids)).toEqual(again.json.completions.map((c: { ids: number[] }) => c.ids));
+  });
+
+  it('rejects bad arguments by name', async () => {
+    await expect(runScore(['--model', dir, '--ids', '1'])).rejects.toThrow(/at least 2/);
+    await expect(runScore(['--model', dir, '--ids', '1,x'])).rejects.toThrow(/--ids/);
+    await expect(runGenerate(['--model', dir, '--ids', '1', '--prompt', 'a'])).rejects.toThrow(/exactly one/);
+    await expect(runGenerate(['--model', dir, '--ids', '1', '--bogus', '2'])).rejects.toThrow(/unknown option --bogus/);
+  });
+});
