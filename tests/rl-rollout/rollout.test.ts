@@ -227,7 +227,8 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     });
     expect(log.actions[0]).toEqual([{ action_id: 0, game_name: 'catch', game_params: {} }, { action_id: 1, game_name: 'catch', game_params: {} }]);
     expect(r.completion[1]).toEqual({ role: 'tool', name: 'move', content: 'Ball: row 2/10, column 1/5\nPaddle: column 2/5\nThe ball is 1 column(s) to the LEFT of the paddle.' });
-    expect(r.completion[3]).toEqual({ role: 'tool', name: 'move', content: `{'error': "Invalid direction 'up': must be 'left' or 'right'."}` });
+    // The failed iteration's tool messages are not kept: the completion ends with the unexecuted turn.
+    expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
     expect(r.toolCalls).toBe(3);
     expect(r.toolFailures).toBe(1); // move('up'); the dropped connection is an env failure, not a tool failure
     expect(r.error).toMatch(/^env failed during a tool call: Connection to ws:\/\/env\/catch\/ws closed/);
