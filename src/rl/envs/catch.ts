@@ -88,12 +88,12 @@ export class CatchEnv implements ToolEnv {
     return formatCatchObservation(infoState(first.observation));
   }
 
-  move(direction: unknown): Promise<string> {
+  async move(direction: unknown): Promise<string> {
     // The direction is checked before the done state, as in TRL's example.
     return this.act(catchActionId(direction));
   }
 
-  stay(): Promise<string> {
+  async stay(): Promise<string> {
     return this.act(STAY);
   }
 

@@ -47,17 +47,17 @@ export class MultiEnv implements ToolEnv {
     return name === 'wordle' ? this.wordle.reset(row) : this.catchGame.reset(row);
   }
 
-  guess(guess: unknown): Promise<string> {
+  async guess(guess: unknown): Promise<string> {
     if (this.active !== 'wordle') throw new Error('guess is only available in Wordle');
     return this.wordle.guess(guess);
   }
 
-  move(direction: unknown): Promise<string> {
+  async move(direction: unknown): Promise<string> {
     if (this.active !== 'catch') throw new Error('move is only available in Catch');
     return this.catchGame.move(direction);
   }
 
-  stay(): Promise<string> {
+  async stay(): Promise<string> {
     if (this.active !== 'catch') throw new Error('stay is only available in Catch');
     return this.catchGame.stay();
   }

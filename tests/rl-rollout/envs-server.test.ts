@@ -1,0 +1,137 @@
+// The example envs against the real built-in env-server (in-process, 127.0.0.1, random port) through
+// the OpenEnv client: observation texts, rewards, tool errors, env failures, and a whole catch episode
+// played by a scripted policy through runRollouts.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { EnvFailure } from '../../src/rl/env.ts';
+import { CatchEnv, catchReward } from '../../src/rl/envs/catch.ts';
+import { EchoToolEnv } from '../../src/rl/envs/echo.ts';
+import { openEnvEpisodes } from '../../src/rl/envs/episode.ts';
+import { WordleEnv } from '../../src/rl/envs/wordle.ts';
+import { EXAMPLES } from '../../src/rl/prompts.ts';
+import { runRollouts } from '../../src/rl/rollout.ts';
+import { callText, FakeEngine } from './fake-engine.ts';
+import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
+
+let server: EnvServer;
+const open = openEnvEpisodes({ timeoutMs: 10_000 });
+const row = { prompt: [{ role: 'user' as const, content: 'x' }] };
+const OBSERVATION = /^Ball: row (\d+)\/10, column (\d)\/5\nPaddle: column (\d)\/5\nThe ball is (\d column\(s\) to the (LEFT|RIGHT) of the paddle|directly above the paddle)\.$/;
+
+beforeAll(async () => {
+  server = await createEnvServer({ port: 0, maxConcurrentEnvs: 4 });
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+/** Move toward the ball's column, read from the observation text. */
+function solverAction(observation: string): 'left' | 'right' | 'stay' {
+  const ball = /column (\d)\/5\nPaddle: column (\d)\/5/.exec(observation);
+  if (!ball) return 'stay';
+  const diff = Number(ball[1]) - Number(ball[2]);
+  return diff < 0 ? 'left' : diff > 0 ? 'right' : 'stay';
+}
+
+describe('example envs over the built-in env-server', () => {
+  it('echo: the echoed message and 0.1 per code point', async () => {
+    const env = new EchoToolEnv(`${server.url}/envs/echo`, open);
+    expect(await env.reset(row)).toBeNull();
+    expect(await env.echo('Hello World!')).toBe('Hello World!');
+    expect(env.reward).toBe(1.2000000000000002);
+    await expect(env.echo('')).rejects.toThrow(/^Server error: Invalid message/);
+    await env.close();
+  });
+
+  it('catch: grid text, a caught ball is reward 1, then "Episode is done."', async () => {
+    const env = new CatchEnv(`${server.url}/envs/catch`, open);
+    let text = await env.reset(row);
+    expect(text).toMatch(OBSERVATION);
+    expect(text).toMatch(/^Ball: row 1\/10, column \d\/5\nPaddle: column 3\/5\n/);
+    await expect(env.move('up')).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+    let steps = 0;
+    while (!env.done) {
+      const action = solverAction(text);
+      text = action === 'stay' ? await env.stay() : await env.move(action);
+      steps++;
+    }
+    expect(steps).toBe(9);
+    expect(text).toMatch(/^Paddle: column \d\/5$/);
+    expect(env.reward).toBe(1);
+    expect(catchReward(env)).toBe(1);
+    await expect(env.stay()).rejects.toThrow('Episode is done.');
+    await env.close();
+  });
+
+  it('wordle: the reset log, then only the new part of the log per guess', async () => {
+    const env = new WordleEnv(`${server.url}/envs/wordle`, open);
+    const log = await env.reset(row);
+    expect(log.startsWith('\n[GAME] You are Playing Wordle.\nA secret 5-letter word has been chosen.')).toBe(true);
+    const invalid = await env.guess('[xq]');
+    expect(invalid).toBe(
+      '\n[GAME] [xq]\n[GAME] You attempted an invalid move. Reason: Your word must be exactly 5 letters. Please resubmit a valid move and remember to follow the game rules to avoid penalties.',
+    );
+    expect(env.reward).toBe(0);
+    const feedback = await env.guess('[crane]');
+    if (!env.done) expect(feedback).toMatch(/^\n\[GAME\] \[crane\]\n\[GAME\] You submitted \[crane\]\.\nFeedback:\nC R A N E\n[GXY ]{9}\nYou have 5 guesses left\.$/);
+    await env.close();
+  });
+
+  it('a refused connection is an env failure, not a tool error', async () => {
+    const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 1 });
+    try {
+      const noRetry = openEnvEpisodes({ retries: 0, timeoutMs: 10_000 });
+      const a = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
+      const b = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
+      await a.reset(row);
+      const refused = await b.reset(row).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(EnvFailure);
+      expect((refused as Error).message).toMatch(/Server at capacity: 1\/1 sessions active/);
+      await a.close();
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('a dropped connection mid-episode is an env failure', async () => {
+    const doomed = await createEnvServer({ port: 0 });
+    const env = new CatchEnv(`${doomed.url}/envs/catch`, open);
+    await env.reset(row);
+    await doomed.close();
+    const err = await env.stay().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvFailure);
+    await env.close();
+  });
+
+  it('runRollouts plays whole catch episodes: a solver policy catches every ball', async () => {
+    const tok = qwen3Tokenizer();
+    // The policy reads the last observation in its context and moves toward the ball.
+    const engine = new FakeEngine(tok, (context) => {
+      // The last observation: a tool response, or the grid appended to the prompt. Terminal = paddle only.
+      const response = context.lastIndexOf('<tool_response>\n');
+      if (response >= 0 && context.startsWith('Paddle:', response + '<tool_response>\n'.length)) return 'Caught it.<|im_end|>';
+      const action = solverAction(context.slice(context.lastIndexOf('Ball:')));
+      return (action === 'stay' ? callText('stay', {}) : callText('move', { direction: action })) + '<|im_end|>';
+    });
+    const task = EXAMPLES.catch;
+    const rows = task.dataset(3);
+    const rollouts = await runRollouts({
+      engine, tokenizer: tok, rows, envFactory: task.envFactory({ catch: `${server.url}/envs/catch` }, open),
+      config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } }, seed: 1,
+    });
+    const rewards = task.rewardFuncs[0]({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+    expect(rewards).toEqual([1, 1, 1]);
+    for (const r of rollouts) {
+      expect(r.error).toBeUndefined();
+      expect(r.toolCalls).toBe(9);
+      expect(r.toolFailures).toBe(0);
+      expect(r.completion.filter((m) => m.role === 'tool')).toHaveLength(9);
+      expect(r.completion[r.completion.length - 1]).toEqual({ role: 'assistant', content: 'Caught it.' });
+      expect(r.truncated).toBe(false);
+    }
+    expect(engine.batches.map((b) => b.length)).toEqual(new Array(10).fill(3));
+    expect(server.stats().activeSessions).toBe(0);
+  });
+});
