@@ -1,0 +1,178 @@
+// Train-step benchmark: the time of one training step (backward over a fixed batch + AdamW) and the
+// GFLOP/s it achieves, against the best GFLOP/s of the engine's own matmul kernels on the same
+// adapter and at the step's dominant shape (target: ≥ 40%).
+//
+// FLOPs counted (attention score/value products and elementwise kernels are left out, so the
+// figure is a lower bound):
+//   matmulFlops  every GEMM the step actually runs: the forward, the per-layer recompute, dX for
+//                every linear, dW (full) or the LoRA factor products, and the chunked LM head
+//                (two logits passes + dh, + dE in full mode) over the scored rows only;
+//   modelFlops   the textbook 6·params·tokens of full fine-tuning (2 forward + 4 backward).
+//
+// Options (strings, from `webgrpo bench train --KEY VALUE`):
+//   model        checkpoint folder/repo; default: a generated random Qwen3 of the shape below
+//   hidden, layers, heads, kvHeads, headDim, intermediate, vocab   generated model shape
+//   mode         lora|full (default lora)
+//   r, alpha     LoRA rank and alpha (default 16, 32), on all 7 linears
+//   batch        sequences per step (default 4)
+//   seqLen       tokens per sequence (default 64); the second half is scored (completions)
+//   steps        timed steps (default 3), after one untimed warm-up step
+//   weights      auto|f16|f32 (default auto; full mode needs f32)
+
+import { getGpu } from '../../src/engine/gpu.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import type { Qwen3Forward } from '../../src/engine/forward.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import { makeTinyModel } from '../../src/model/tiny-model.ts';
+import type { Checkpoint, ModelConfig } from '../../src/model/types.ts';
+import type { LoraTarget, ScoreSequence } from '../../src/engine/types.ts';
+
+const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+
+const num = (opts: Record<string, string>, key: string, dflt: number): number => {
+  if (opts[key] === undefined) return dflt;
+  const v = Number(opts[key]);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`bench train: --${key} must be a positive number, got '${opts[key]}'`);
+  return v;
+};
+
+const now = () => performance.now();
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function benchCheckpoint(opts: Record<string, string>): Promise<{ ckpt: Checkpoint; source: string }> {
+  if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
+  const shape = {
+    hidden: num(opts, 'hidden', 256),
+    layers: num(opts, 'layers', 4),
+    heads: num(opts, 'heads', 4),
+    kvHeads: num(opts, 'kvHeads', 2),
+    headDim: num(opts, 'headDim', 64),
+    intermediate: num(opts, 'intermediate', 768),
+    vocab: num(opts, 'vocab', 2048),
+  };
+  const model = await makeTinyModel({ seed: 1, dtype: 'f32', ...shape });
+  return { ckpt: await openCheckpoint(model.files), source: `generated ${JSON.stringify(shape)}` };
+}
+
+/** [in, out] of each linear of one layer. */
+function linearShapes(cfg: ModelConfig): Record<LoraTarget, [number, number]> {
+  const D = cfg.hiddenSize;
+  const q = cfg.numHeads * cfg.headDim;
+  const kv = cfg.numKvHeads * cfg.headDim;
+  const F = cfg.intermediateSize;
+  return { q_proj: [D, q], k_proj: [D, kv], v_proj: [D, kv], o_proj: [q, D], gate_proj: [D, F], up_proj: [D, F], down_proj: [F, D] };
+}
+
+/** FLOPs of one training step over T packed tokens with Ts scored rows (see the header). */
+export function trainStepFlops(cfg: ModelConfig, T: number, Ts: number, mode: 'lora' | 'full', r: number): { matmulFlops: number; modelFlops: number } {
+  const shapes = Object.values(linearShapes(cfg));
+  const layerParams = shapes.reduce((a, [i, o]) => a + i * o, 0);
+  const P = cfg.numLayers * layerParams;
+  const head = 2 * Ts * cfg.vocabSize * cfg.hiddenSize; // one (Ts, D)·(D, V) product
+  let matmul = 2 * (2 * P * T) + 2 * P * T + 3 * head; // forward + recompute, dX, logits ×2 + dh
+  if (mode === 'full') matmul += 2 * P * T + head; // dW, dE
+  else {
+    for (const [inp, out] of shapes) {
+      const forward = 2 * T * r * (inp + out); // A·x, B·u
+      const backward = 2 * T * r * (3 * inp + 2 * out); // u, dB, du, dA, dX
+      matmul += cfg.numLayers * (2 * forward + backward);
+    }
+  }
+  return { matmulFlops: matmul, modelFlops: 6 * (P * T + cfg.vocabSize * cfg.hiddenSize * Ts) };
+}
+
+/** Best GFLOP/s of the engine's forward matmul kernels (variants × weight dtypes) at (M, N, K). */
+async function matmulPeak(fwd: Qwen3Forward, M: number, N: number, K: number) {
+  const dev = fwd.device;
+  const x = fwd.createBuffer('bench x', M * K * 4);
+  const w = fwd.createBuffer('bench W', N * K * 4);
+  const y = fwd.createBuffer('bench y', M * N * 4);
+  dev.queue.writeBuffer(x, 0, Float32Array.from({ length: M * K }, (_, i) => Math.sin(i) * 0.5));
+  dev.queue.writeBuffer(w, 0, Float32Array.from({ length: N * K }, (_, i) => Math.cos(i) * 0.5));
+  const results: { variant: string; weights: string; gflops: number }[] = [];
+  for (const variant of ['blocked', 'tiled'] as const) {
+    for (const wDtype of ['f32', 'f16'] as const) {
+      const times: number[] = [];
+      for (let rep = 0; rep < 6; rep++) {
+        const rec = fwd.recorder('bench matmul');
+        fwd.encodeMatmul(rec, { x, w, wDtype, y, M, N, K, variant });
+        const t0 = now();
+        await rec.submit();
+        await dev.queue.onSubmittedWorkDone();
+        if (rep >= 2) times.push(now() - t0); // the first runs compile and warm up
+      }
+      results.push({ variant, weights: wDtype, gflops: (2 * M * N * K) / (median(times) / 1000) / 1e9 });
+    }
+  }
+  for (const b of [x, w, y]) b.destroy();
+  return results;
+}
+
+export async function benchTrainStep(opts: Record<string, string> = {}) {
+  const mode = (opts.mode ?? 'lora') as 'lora' | 'full';
+  if (mode !== 'lora' && mode !== 'full') throw new Error(`bench train: --mode must be lora or full, got '${opts.mode}'`);
+  const r = num(opts, 'r', 16);
+  const alpha = num(opts, 'alpha', 32);
+  const B = num(opts, 'batch', 4);
+  const seqLen = num(opts, 'seqLen', 64);
+  const steps = num(opts, 'steps', 3);
+  const gpu = await getGpu();
+  const { ckpt, source } = await benchCheckpoint(opts);
+  const weightDtype = (opts.weights ?? (mode === 'full' ? 'f32' : 'auto')) as 'auto' | 'f16' | 'f32';
+  const engine = await loadEngine(ckpt, { gpu, weightDtype });
+  try {
+    const cfg = engine.config;
+    engine.setTrainable(mode === 'full' ? { kind: 'full' } : { kind: 'lora', lora: { r, alpha, targetModules: ALL_TARGETS, seed: 1 } });
+    const scoreFrom = Math.max(1, Math.floor(seqLen / 2));
+    const sequences: ScoreSequence[] = Array.from({ length: B }, (_, b) => ({
+      ids: Array.from({ length: seqLen }, (_, i) => (i * 31 + b * 17 + 3) % cfg.vocabSize),
+      scoreFrom,
+    }));
+    const Ts = B * (seqLen - scoreFrom);
+    const dLdLogp = sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom).fill(-1 / Ts));
+    const opt = { learningRate: 1e-5, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 };
+    const trainStep = async () => {
+      const t0 = now();
+      await engine.backward({ sequences, temperature: 1, dLdLogp });
+      const t1 = now();
+      await engine.step(opt);
+      return { backwardMs: t1 - t0, stepMs: now() - t0 };
+    };
+    await trainStep(); // compiles every pipeline
+    const timed = [];
+    for (let i = 0; i < steps; i++) timed.push(await trainStep());
+    const stepMs = median(timed.map((t) => t.stepMs));
+    const T = B * seqLen;
+    const flops = trainStepFlops(cfg, T, Ts, mode, r);
+    const achieved = flops.matmulFlops / (stepMs / 1000) / 1e9;
+    // The step's dominant GEMM shape: T rows through the MLP's (D → F) linear.
+    const [M, N, K] = [T, cfg.intermediateSize, cfg.hiddenSize];
+    const peak = await matmulPeak(engine.internals, M, N, K);
+    const best = peak.reduce((a, b) => (b.gflops > a.gflops ? b : a));
+    return {
+      adapter: { ...gpu.adapterInfo, software: gpu.software, f16: gpu.f16 },
+      model: source,
+      weightDtype: engine.weightDtype,
+      mode,
+      lora: mode === 'lora' ? { r, alpha, targets: ALL_TARGETS } : null,
+      batch: B,
+      seqLen,
+      tokens: T,
+      scoredTokens: Ts,
+      stepMs,
+      backwardMs: median(timed.map((t) => t.backwardMs)),
+      matmulGflop: flops.matmulFlops / 1e9,
+      modelGflop: flops.modelFlops / 1e9,
+      achievedGflops: achieved,
+      matmulPeak: { M, N, K, results: peak, bestGflops: best.gflops, best: `${best.variant}/${best.weights}` },
+      fractionOfPeak: achieved / best.gflops,
+    };
+  } finally {
+    engine.destroy();
+    gpu.device.destroy();
+  }
+}
