@@ -116,6 +116,18 @@ export function toolSuffixIds(ctx: SuffixContext, toolMessages: readonly ToolMes
   return ctx.tokenizer.encode(toolSuffixText(ctx, toolMessages));
 }
 
+/** A copy of the row's prompt with the reset observation appended to the last message (no separator, §1). */
+export function promptWithObservation(row: DatasetRow, observation: string | null): ChatMessage[] {
+  if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error("a dataset row's 'prompt' must be a non-empty list of messages");
+  const prompt = structuredClone(row.prompt);
+  if (observation !== null) {
+    const last = prompt[prompt.length - 1];
+    if (typeof last.content !== 'string') throw new Error('the last prompt message has no text content to append the observation to');
+    last.content += observation;
+  }
+  return prompt;
+}
+
 export interface PromptRenderInput {
   tokenizer: TextTokenizer;
   template: string;
@@ -172,24 +184,21 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     return t;
   };
 
+  rows.forEach((row, i) => {
+    if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
+  });
   // 1. Reset every env (one connection per episode) and render its prompt.
   const observations = await Promise.allSettled(rows.map(async (row, i) => envs[i].reset(row)));
   const episodes: Episode[] = rows.map((row, i) => {
-    if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
     const env = envs[i];
     const tools = envTools(env);
-    const prompt = structuredClone(row.prompt);
+    const observation = observations[i];
+    const prompt = promptWithObservation(row, observation.status === 'fulfilled' ? (observation.value ?? null) : null);
     const rollout: Rollout = {
       row, prompt, promptIds: [], completionIds: [], toolMask: [], logprobs: [], completion: [],
       truncated: false, env, toolCalls: 0, toolFailures: 0,
     };
-    const observation = observations[i];
     if (observation.status === 'rejected') rollout.error = `reset failed: ${errorText(observation.reason)}`;
-    else if (typeof observation.value === 'string') {
-      const last = prompt[prompt.length - 1];
-      if (typeof last.content !== 'string') throw new Error(`row ${i}: the last prompt message has no text content to append the observation to`);
-      last.content += observation.value;
-    }
     rollout.promptIds = renderPrompt({ tokenizer, template: templateFor(tools.length > 0), prompt, tools, chatTemplateKwargs: kwargs }).ids;
     if (!rollout.error && rollout.promptIds.length >= maxModelLen) {
       rollout.error = `prompt of ${rollout.promptIds.length} tokens does not fit max_position_embeddings ${maxModelLen}`;
