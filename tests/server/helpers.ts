@@ -115,10 +115,13 @@ export async function eventually(check: () => boolean, what: string): Promise<vo
 
 /** Every session ended, nothing queued, no socket left open. */
 export async function expectNoLeaks(server: EnvServer): Promise<void> {
-  await eventually(() => {
+  const settled = () => {
     const s = server.stats();
-    return s.activeSessions === 0 && s.queuedSessions === 0 && s.openSockets === 0;
-  }, 'all sessions to end').catch(() => {});
+    const upstreamSockets = Object.values(s.envs).reduce((n, e) => n + (e.upstreamSockets ?? 0), 0);
+    return s.activeSessions === 0 && s.queuedSessions === 0 && s.openSockets === 0 && upstreamSockets === 0;
+  };
+  // The assertions below say what leaked if this runs out.
+  await eventually(settled, 'all sessions to end').catch(() => {});
   const stats = server.stats();
   expect({ active: stats.activeSessions, queued: stats.queuedSessions, sockets: stats.openSockets }).toEqual({ active: 0, queued: 0, sockets: 0 });
   for (const env of Object.values(stats.envs)) {
