@@ -207,16 +207,26 @@ export class Qwen3Forward implements EngineInternals {
   encodeMatmul(rec: Recorder, a: {
     x: GPUBuffer; w: GPUBuffer; wDtype: 'f16' | 'f32'; y: GPUBuffer; M: number; N: number; K: number;
     wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
+    /** Kernel variant (default: the engine's). */
+    variant?: MatmulVariant;
   }): void {
     const mode = a.mode ?? MatmulMode.Overwrite;
-    const tiled = this.matmulVariant === 'tiled';
-    const pipe = this.getPipeline(tiled ? 'matmul_tiled.wgsl' : 'matmul.wgsl', { W_F16: a.wDtype === 'f16', MODE: mode });
+    const tiled = (a.variant ?? this.matmulVariant) === 'tiled';
+    const wRow0 = a.wRow0 ?? 0;
+    // Vector loads need K and the W offset in whole 4-element groups.
+    const vec4 = !tiled && a.K % 4 === 0;
+    const f16 = a.wDtype === 'f16';
+    const pipe = tiled
+      ? this.getPipeline('matmul_tiled.wgsl', { W_F16: f16, MODE: mode })
+      : vec4
+        ? this.getPipeline('matmul_vec4.wgsl', { W_F16: f16, MODE: mode, W_VEC: f16 ? 'vec2u' : 'vec4u' })
+        : this.getPipeline('matmul.wgsl', { W_F16: f16, MODE: mode });
     const groups: [number, number, number] = tiled
       ? [Math.ceil(a.N / 16), Math.ceil(a.M / 16), 1]
       : [Math.ceil(a.N / 256), Math.ceil(a.M / 4), 1];
     const residual: Binding = mode === MatmulMode.Residual ? a.residual! : a.x;
     rec.dispatch(pipe, [a.x, a.w, residual, a.y],
-      [a.M, a.N, a.K, (a.wRow0 ?? 0) * a.K, a.ldy ?? a.N, a.yOffset ?? 0, 0, 0, f32(a.scale ?? 1)], groups, a.label);
+      [a.M, a.N, a.K, wRow0 * a.K, a.ldy ?? a.N, a.yOffset ?? 0, 0, 0, f32(a.scale ?? 1)], groups, a.label);
   }
 
   encodeLinear(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, y: GPUBuffer, rows: number,
