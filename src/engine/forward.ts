@@ -219,7 +219,9 @@ export class Qwen3Forward implements EngineInternals {
     const pipe = tiled
       ? this.getPipeline('matmul_tiled.wgsl', { W_F16: f16, MODE: mode })
       : vec4
-        ? this.getPipeline('matmul_vec4.wgsl', { W_F16: f16, MODE: mode, W_VEC: f16 ? 'vec2u' : 'vec4u' })
+        ? this.getPipeline('matmul_vec4.wgsl', f16
+          ? { MODE: mode, W_VEC: 'vec2u', W_LOAD4: 'vec4f(unpack2x16float(v.x), unpack2x16float(v.y))' }
+          : { MODE: mode, W_VEC: 'vec4u', W_LOAD4: 'bitcast<vec4f>(v)' })
         : this.getPipeline('matmul.wgsl', { W_F16: f16, MODE: mode });
     const groups: [number, number, number] = tiled
       ? [Math.ceil(a.N / 16), Math.ceil(a.M / 16), 1]

@@ -2,7 +2,6 @@
 // of 4, with x and W read as 4-wide vectors (one load per 4 values: on software adapters every
 // scalar load is a separate, bounds-checked gather). w_offset must be a multiple of 4.
 // Each invocation owns 4 rows × 4 columns of y; clamped reads, unwritten out-of-range outputs.
-const W_F16: bool = {{W_F16}};
 const MODE: u32 = {{MODE}}u;
 
 struct Params {
@@ -17,13 +16,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> r: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
-// W[i .. i+4) as f32, i = vector index (element index / 4).
+// W[4i .. 4i+4) as f32. f32 storage: W_VEC = vec4u, W_LOAD4 = bitcast<vec4f>(v);
+// f16 storage: W_VEC = vec2u (4 halves), W_LOAD4 = vec4f(unpack2x16float(v.x), unpack2x16float(v.y)).
 fn load_w4(i: u32) -> vec4f {
-  if (W_F16) {
-    let v = w[i];
-    return vec4f(unpack2x16float(v.x), unpack2x16float(v.y));
-  }
-  return bitcast<vec4f>(w[i]);
+  let v = w[i];
+  return {{W_LOAD4}};
 }
 
 @compute @workgroup_size(64, 1, 1)
