@@ -1,0 +1,78 @@
+// The training side on the storage layouts of real models: matrices split into several row-chunk
+// buffers (as Qwen3-0.6B's embedding is on adapters with a 128 MiB binding limit), and frozen f16
+// base weights under a LoRA adapter (the default on adapters with shader-f16).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
+import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
+import type { LoraTarget } from '../../src/engine/types.ts';
+import { memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
+import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
+
+const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+/** 4 KiB per buffer: the 96×32 f32 embedding becomes 3 chunks, gate/up/down 2 each. */
+const SMALL_BINDING = 4096;
+
+/** The weights as the engine holds them in f16: matrices rounded to halves, norm weights kept. */
+function halfRounded(w: RefWeights): RefWeights {
+  return new Map([...w].map(([name, data]) => [
+    name,
+    name.endsWith('norm.weight') ? data : data.map((x) => halfToFloat(floatToHalf(Math.fround(x)))),
+  ]));
+}
+
+describe('training on chunked and f16 weights', () => {
+  let gpu: Gpu;
+  beforeAll(async () => { gpu = await getGpu(); });
+  afterAll(() => gpu?.device.destroy());
+
+  const cfg = tinyConfig();
+  const sequences = [
+    { ids: someIds(10, cfg.vocabSize, 7), scoreFrom: 3 },
+    { ids: someIds(7, cfg.vocabSize, 8), scoreFrom: 1 },
+  ];
+  const dLdLogp = someGrads(sequences, 4);
+
+  it('full fine-tuning with every large matrix split into row chunks', async () => {
+    const weights = randomRefWeights(cfg, 31);
+    const engine = await loadEngine(memoryCheckpoint(cfg, weights), { gpu, weightDtype: 'f32', maxBindingBytes: SMALL_BINDING });
+    expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(3);
+    expect(engine.internals.params.get('model.layers.0.mlp.down_proj.weight')!.chunks.length).toBe(2);
+    engine.setTrainable({ kind: 'full' });
+    await engine.backward({ sequences, temperature: 0.9, dLdLogp });
+    const ref = refBatchGrads(cfg, weights, sequences, 0.9, dLdLogp);
+    const got = await engine.readGrads();
+    expect(got.length).toBe(ref.size);
+    for (const t of got) expect(relNormError(t.data, ref.get(t.name)!), t.name).toBeLessThan(1e-3);
+    // The optimizer walks every chunk: one step moves every element of the split embedding.
+    const before = (await engine.saveState()).tensors.find((t) => t.name === 'model.embed_tokens.weight')!.data.slice();
+    await engine.backward({ sequences, temperature: 0.9, dLdLogp });
+    await engine.step({ learningRate: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 0 });
+    const after = (await engine.saveState()).tensors.find((t) => t.name === 'model.embed_tokens.weight')!.data;
+    expect(after.every((x, i) => x !== before[i])).toBe(true);
+    engine.destroy();
+  });
+
+  it('LoRA gradients over frozen f16 base weights, split into row chunks', async () => {
+    const weights = randomRefWeights(cfg, 32);
+    const engine = await loadEngine(memoryCheckpoint(cfg, weights), { gpu, weightDtype: 'f16', maxBindingBytes: SMALL_BINDING / 2 });
+    expect(engine.weightDtype).toBe('f16');
+    expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(3);
+    const lora = randomRefLora(cfg, { r: 3, alpha: 5, targets: ALL_TARGETS, seed: 6 });
+    engine.setTrainable({ kind: 'lora', lora: { r: 3, alpha: 5, targetModules: ALL_TARGETS, seed: 2 } });
+    await engine.loadState({ tensors: loraStateTensors(lora), step: 0 });
+    await engine.backward({ sequences, temperature: 1.3, dLdLogp });
+    const ref = refBatchGrads(cfg, halfRounded(weights), sequences, 1.3, dLdLogp, lora);
+    const got = await engine.readGrads();
+    expect(got.length).toBe(ref.size);
+    for (const t of got) expect(relNormError(t.data, ref.get(t.name)!), t.name).toBeLessThan(1e-3);
+    engine.destroy();
+  });
+
+  it('full fine-tuning refuses f16 weights with a clear error', async () => {
+    const engine = await loadEngine(memoryCheckpoint(cfg, randomRefWeights(cfg, 33)), { gpu, weightDtype: 'f16' });
+    expect(() => engine.setTrainable({ kind: 'full' })).toThrow(/full fine-tuning needs f32 weights/);
+    engine.destroy();
+  });
+});
