@@ -7,7 +7,9 @@
 
 import { cachePrefix, defaultCache, type DownloadCache } from './cache.ts';
 import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint.ts';
+import { parseConfigText } from './config.ts';
 import type { CheckpointFiles } from './files.ts';
+import type { ModelConfig } from './types.ts';
 
 export const DEFAULT_ENDPOINT = 'https://huggingface.co';
 
@@ -146,6 +148,12 @@ export async function downloadToCache(url: string, cache: DownloadCache, key: st
       await (await cache.beginPartial(key, 0, null)).close();
       continue;
     }
+    if ((res.status >= 500 || res.status === 429) && attempt < retries) {
+      // Transient server trouble (the Hub and its CDN do return these): wait and try again.
+      await res.body?.cancel();
+      await sleep(baseDelay * 2 ** attempt, options.signal);
+      continue;
+    }
     checkStatus(res, url);
     let total: number | null;
     if (res.status === 206) {
@@ -278,6 +286,8 @@ export async function remoteCheckpointFiles(location: RemoteLocation, options: O
   const absent: string[] = [];
   const get = async (file: string, required: boolean) => ((await fetchFile(file, required)) ? present : absent).push(file);
   await get('config.json', true);
+  // Fail before downloading gigabytes if this is not a model we can run.
+  parseConfigText((await files.readText('config.json'))!, `${remote.describe}/config.json`);
   for (const f of SIDE_FILES) await get(f, false);
   await get('model.safetensors.index.json', false);
   if (present.includes('model.safetensors.index.json')) {
@@ -289,6 +299,25 @@ export async function remoteCheckpointFiles(location: RemoteLocation, options: O
   const manifest: Manifest = { files: present, absent };
   await cache.writeComplete(keyOf(MANIFEST), new TextEncoder().encode(JSON.stringify(manifest)));
   return withoutManifest(files, manifest);
+}
+
+/**
+ * Only config.json of a remote checkpoint (downloaded into the cache, or read from it), so the
+ * caller can show the memory plan before committing to the weights download.
+ */
+export async function fetchRemoteConfig(location: RemoteLocation, options: OpenCheckpointOptions = {}): Promise<ModelConfig> {
+  const remote = resolveRemote(location, options);
+  if (options.download === false) {
+    const text = await rangedHttpFiles(remote.urlOf, authHeaders(options), remote.describe).readText('config.json');
+    if (text === null) throw new HubError(`HTTP 404 for ${remote.urlOf('config.json')}: not found`, remote.urlOf('config.json'), 404);
+    return parseConfigText(text, `${remote.describe}/config.json`);
+  }
+  const cache = await defaultCache(options.cacheDir);
+  const key = `${remote.prefix}/config.json`;
+  if ((await cache.completeSize(key)) === null) {
+    await downloadToCache(remote.urlOf('config.json'), cache, key, { headers: authHeaders(options), signal: options.signal, retries: options.retries, retryDelayMs: options.retryDelayMs });
+  }
+  return parseConfigText((await cache.files(remote.prefix).readText('config.json'))!, `${remote.describe}/config.json`);
 }
 
 /** Hides the manifest and answers "absent" for files known to be missing, without touching storage. */

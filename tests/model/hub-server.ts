@@ -21,13 +21,15 @@ export interface FakeHub {
   repos: Map<string, Map<string, Uint8Array>>;
   /** Files whose next N full or ranged responses stop halfway and destroy the socket. */
   dropNext: Map<string, number>;
+  /** Files whose next response is this error status instead (once). */
+  failNext: Map<string, number>;
   /** Repos that need `Authorization: Bearer <token>`. */
   privateRepos: Map<string, string>;
   close(): Promise<void>;
 }
 
 export async function startFakeHub(): Promise<FakeHub> {
-  const hub: Omit<FakeHub, 'endpoint' | 'close'> = { requests: [], repos: new Map(), dropNext: new Map(), privateRepos: new Map() };
+  const hub: Omit<FakeHub, 'endpoint' | 'close'> = { requests: [], repos: new Map(), dropNext: new Map(), failNext: new Map(), privateRepos: new Map() };
 
   const handle = (req: IncomingMessage, res: ServerResponse): number => {
     const path = decodeURIComponent(new URL(req.url!, 'http://x').pathname);
@@ -44,6 +46,12 @@ export async function startFakeHub(): Promise<FakeHub> {
     if (!bytes || (!cdn && m?.[2] !== 'main')) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Entry not found');
       return 404;
+    }
+    const failure = hub.failNext.get(file!);
+    if (failure !== undefined) {
+      hub.failNext.delete(file!);
+      res.writeHead(failure, { 'content-type': 'text/plain' }).end('Service Unavailable');
+      return failure;
     }
     if (!cdn && file!.endsWith('.safetensors')) {
       res.writeHead(302, { location: `/cdn/${repo}/${file}` }).end();

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openCheckpoint, type OpenedCheckpoint } from '../../src/model/checkpoint.ts';
+import { fetchRemoteConfig } from '../../src/model/hub.ts';
 import { validateQwen3Tensors } from '../../src/model/qwen3-tensors.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import type { LoadProgress } from '../../src/model/types.ts';
@@ -29,6 +30,7 @@ beforeEach(async () => {
   cacheDir = await mkdtemp(join(tmpdir(), 'webgrpo-cache-'));
   hub.requests.length = 0;
   hub.dropNext.clear();
+  hub.failNext.clear();
 });
 afterEach(async () => rm(cacheDir, { recursive: true, force: true }));
 
@@ -109,6 +111,23 @@ describe('Hub download', () => {
     } finally {
       hub.repos.set('tiny/single', original);
     }
+  });
+
+  it('retries a transient 503, and refuses a non-Qwen3 config before downloading any weights', async () => {
+    hub.failNext.set('tokenizer.json', 503);
+    const ckpt = await openCheckpoint('tiny/single', { endpoint: hub.endpoint, cacheDir, retryDelayMs: 0 });
+    expect(await ckpt.readText('tokenizer.json')).not.toBeNull();
+    expect(hub.requests.filter((r) => r.path.endsWith('tokenizer.json')).map((r) => r.status)).toEqual([503, 200]);
+
+    const llama = new Map(single);
+    llama.set('config.json', new TextEncoder().encode(JSON.stringify({ architectures: ['LlamaForCausalLM'], model_type: 'llama' })));
+    hub.repos.set('tiny/llama', llama);
+    hub.requests.length = 0;
+    await expect(openCheckpoint('tiny/llama', { endpoint: hub.endpoint, cacheDir })).rejects.toThrow(/tiny\/llama \(revision main\)\/config.json: unsupported architecture \["LlamaForCausalLM"\]/);
+    await expect(fetchRemoteConfig({ repo: 'tiny/llama' }, { endpoint: hub.endpoint, cacheDir })).rejects.toThrow(/unsupported architecture/);
+    expect(hub.requests.filter((r) => r.path.includes('safetensors'))).toEqual([]);
+    const config = await fetchRemoteConfig({ repo: 'tiny/sharded' }, { endpoint: hub.endpoint, cacheDir });
+    expect(config.raw).toEqual(JSON.parse(new TextDecoder().decode(sharded.get('config.json')!)));
   });
 
   it('names the URL for a missing repo (404), a private repo (401) and a refused connection', async () => {
