@@ -10,6 +10,8 @@ import { Qwen3Forward, type MatmulVariant } from './forward.ts';
 import { F16_MAX, bindingLimit, uploadTensor } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
+import { planMemory, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
 import { createTrainState } from './train/index.ts';
@@ -27,6 +29,12 @@ export interface LoadEngineOptions {
   matmul?: 'auto' | MatmulVariant;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
+  /**
+   * The workload the memory plan is checked for before anything is allocated (defaults: 1 sequence
+   * of 1024 tokens, LoRA r=16 on all linears, no total budget). Loading fails with the plan's message
+   * when it does not fit.
+   */
+  plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number };
 }
 
 /** The train side's part of Engine (src/engine/train). */
@@ -42,7 +50,7 @@ export class WebGpuEngine implements Engine {
   private train: TrainSide | null = null;
   private destroyed = false;
 
-  constructor(readonly internals: Qwen3Forward, private readonly ownsGpu: boolean) {
+  constructor(readonly internals: Qwen3Forward, private readonly ownsGpu: boolean, readonly memoryPlan: MemoryPlan) {
     const { config } = internals;
     this.weightDtype = [...internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
     this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
@@ -151,6 +159,18 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const wanted = opts.weightDtype ?? 'auto';
   const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
+  const memoryPlan = planMemory({
+    config: cfg,
+    weightDtype: matrixDtype,
+    mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
+    numSequences: opts.plan?.numSequences ?? 1,
+    maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
+    limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
+  });
+  if (!memoryPlan.fits) {
+    if (ownsGpu) gpu.device.destroy();
+    throw new Error(`model does not fit this GPU: ${memoryPlan.message}`);
+  }
   const layout = qwen3TensorLayout(cfg, check.usesSeparateLmHead);
   const totalBytes = layout.reduce((a, t) => a + ckpt.tensors.get(t.name)!.byteLength, 0);
   const params = new Map<string, ParamEntry>();
@@ -172,7 +192,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     throw err;
   }
   const variant: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, variant), ownsGpu);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, variant), ownsGpu, memoryPlan);
 }
 
 function fitsHalf(values: Float32Array): boolean {

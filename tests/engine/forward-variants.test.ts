@@ -144,4 +144,10 @@ describe('engine input errors', () => {
     w.delete('model.layers.1.mlp.up_proj.weight');
     await expect(loadEngine(memoryCheckpoint(cfg, w), { gpu })).rejects.toThrow(/up_proj/);
   });
+
+  it('checks the memory plan before allocating and fails with its message', async () => {
+    const cfg = tinyConfig();
+    const ckpt = memoryCheckpoint(cfg, randomRefWeights(cfg, 1));
+    await expect(loadEngine(ckpt, { gpu, plan: { numSequences: 8, maxTokensPerSequence: 4096, budgetBytes: 1024 * 1024 } })).rejects.toThrow(/does not fit.*budget/);
+  });
 });
