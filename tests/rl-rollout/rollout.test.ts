@@ -171,6 +171,22 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     expect(r.truncated).toBe(true);
   });
 
+  it('max_position_embeddings: a tool turn reaching the model length is rolled back; an oversized prompt is unscorable', async () => {
+    const call = callText('echo', { message: 'Hello World!' }) + EOS;
+    const probe = new FakeEngine(tok, policyFrom({ A: [call] }));
+    const [first] = await runRollouts({ engine: probe, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config({ max_tool_calling_iterations: 0 }), seed: 13 });
+    const promptLength = first.promptIds.length;
+    // prompt + turn (21) + suffix (19) == max_position_embeddings: the suffix is dropped.
+    const engine = new FakeEngine(tok, policyFrom({ A: [call, 'never' + EOS] }), promptLength + 40);
+    const [r] = await runRollouts({ engine, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config(), seed: 14 });
+    expect(r.completionIds).toEqual(tok.encode(call));
+    expect(r.completion).toHaveLength(1);
+    const tiny = new FakeEngine(tok, policyFrom({ A: [call] }), promptLength);
+    const [big] = await runRollouts({ engine: tiny, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config(), seed: 15 });
+    expect(big.error).toBe(`prompt of ${promptLength} tokens does not fit max_position_embeddings ${promptLength}`);
+    expect(tiny.batches).toHaveLength(0);
+  });
+
   it('the first turn is capped at max_completion_length and flagged truncated', async () => {
     const engine = new FakeEngine(tok, policyFrom({ A: ['word '.repeat(50) + EOS] }));
     const [r] = await runRollouts({ engine, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config({ max_completion_length: 8 }), seed: 8 });
