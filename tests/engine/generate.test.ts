@@ -100,6 +100,22 @@ describe('engine generation (KV cache, batched decode, GPU sampling)', () => {
     engine.releaseSequence(seq);
   });
 
+  it('a sequence that outgrows its KV region moves (or the cache grows) without losing its prefix', async () => {
+    const a = engine.newSequence();
+    const b = engine.newSequence();
+    const pa = someIds(3, cfg.vocabSize, 20);
+    const pb = someIds(4, cfg.vocabSize, 21);
+    // a's region is reserved for 3 + 2 tokens; b's region lands right after it
+    const first = await engine.generate({ items: [{ seq: a, append: pa, maxNewTokens: 2 }, { seq: b, append: pb, maxNewTokens: 2 }], sampling: greedy, stopIds: [] });
+    const more = someIds(40, cfg.vocabSize, 22);
+    const second = await engine.generate({ items: [{ seq: a, append: more, maxNewTokens: 3 }], sampling: greedy, stopIds: [] });
+    expect(second[0]!.tokens).toEqual(refGreedy(cfg, weights, [...pa, ...first[0]!.tokens, ...more], 3));
+    const third = await engine.generate({ items: [{ seq: b, append: [1], maxNewTokens: 3 }], sampling: greedy, stopIds: [] });
+    expect(third[0]!.tokens).toEqual(refGreedy(cfg, weights, [...pb, ...first[1]!.tokens, 1], 3));
+    engine.releaseSequence(a);
+    engine.releaseSequence(b);
+  });
+
   it('samples with the right frequencies, and top-k / top-p keep the right sets', async () => {
     const prompt = someIds(3, cfg.vocabSize, 12);
     const logits = refLogits(cfg, weights, prompt).at(-1)!;
