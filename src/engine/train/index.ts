@@ -4,7 +4,7 @@
 import type { EngineInternals } from '../internals.ts';
 import type { BackwardRequest, NamedTensor, OptimizerConfig, StepResult, TrainableMode } from '../types.ts';
 import { runBackward } from './backward.ts';
-import { TrainOps } from './ops.ts';
+import { TrainOps, type GemmVariant } from './ops.ts';
 import { Optimizer } from './optimizer.ts';
 import { exportPeftAdapter, loadTrainState, readTensors, saveTrainState } from './state.ts';
 import { createTrainableSet, type TrainableSet } from './trainable.ts';
@@ -26,8 +26,13 @@ export interface TrainState {
   destroy(): void;
 }
 
-export function createTrainState(internals: EngineInternals): TrainState {
-  const ops = new TrainOps(internals);
+export interface TrainStateOptions {
+  /** GEMM kernel of the backward pass; default: 'blocked' on software adapters, 'tiled' on GPUs. */
+  gemm?: GemmVariant;
+}
+
+export function createTrainState(internals: EngineInternals, opts: TrainStateOptions = {}): TrainState {
+  const ops = new TrainOps(internals, opts.gemm);
   let set: TrainableSet | null = null;
   let optimizer: Optimizer | null = null;
 

@@ -37,8 +37,15 @@ function rowGroups(rows: number): [number, number, number] {
   return [MAX_GROUPS, Math.ceil(rows / MAX_GROUPS), 1];
 }
 
+/** 'blocked': register-blocked, no workgroup memory (software adapters); 'tiled': workgroup-memory tiles (real GPUs). */
+export type GemmVariant = 'blocked' | 'tiled';
+
 export class TrainOps {
-  constructor(private readonly internals: EngineInternals) {}
+  readonly gemmVariant: GemmVariant;
+
+  constructor(private readonly internals: EngineInternals, gemmVariant?: GemmVariant) {
+    this.gemmVariant = gemmVariant ?? (internals.gpu.software ? 'blocked' : 'tiled');
+  }
 
   gemm(rec: Recorder, g: GemmArgs): void {
     if (g.M === 0 || g.N === 0) return;
@@ -46,13 +53,16 @@ export class TrainOps {
       if (!g.accumulate) throw new Error('train gemm: K = 0 with accumulate=false would leave C unwritten');
       return;
     }
-    const pipeline = this.internals.getPipeline('matmul_backward.wgsl', {
+    const tiled = this.gemmVariant === 'tiled';
+    const pipeline = this.internals.getPipeline(tiled ? 'matmul_backward_tiled.wgsl' : 'matmul_backward.wgsl', {
       A_TRANSPOSED: Boolean(g.aTransposed),
       B_TRANSPOSED: Boolean(g.bTransposed),
       B_HALF: Boolean(g.bHalf),
     });
-    const gx = Math.ceil(g.N / 32);
-    const gy = Math.ceil(g.M / 32);
+    // blocked: 8×8 invocations × 4×4 outputs = 32×32 per workgroup; tiled: 64×64.
+    const block = tiled ? 64 : 32;
+    const gx = Math.ceil(g.N / block);
+    const gy = Math.ceil(g.M / block);
     if (gx > MAX_GROUPS || gy > MAX_GROUPS) throw new Error(`train gemm: ${g.M}×${g.N} output exceeds the dispatch grid`);
     rec.dispatch(
       pipeline,
