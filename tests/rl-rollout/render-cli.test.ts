@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { createEnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/render.ts';
 
 const require = createRequire(import.meta.url);
@@ -38,8 +39,15 @@ describe('webgrpo render', () => {
     expect(text).toContain('"name": "guess"');
   });
 
-  it('catch: the grid observation ends the user turn', async () => {
-    const { text } = await render(['--model', modelDir, '--env', 'catch']);
+  it('catch through --env-url: the grid observation ends the user turn', async () => {
+    const server = await createEnvServer({ port: 0 });
+    let text: string;
+    try {
+      ({ text } = await render(['--model', modelDir, '--env', 'catch', '--env-url', `${server.url}/envs/catch`]));
+      expect(server.stats().activeSessions).toBe(0);
+    } finally {
+      await server.close();
+    }
     expect(text).toMatch(/then move accordingly\.\nBall: row 1\/10, column \d\/5\nPaddle: column 3\/5\nThe ball is [^\n]+\.<\|im_end\|>\n<\|im_start\|>assistant\n/);
   });
 
