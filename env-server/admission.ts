@@ -9,12 +9,14 @@ import type { SlotPool } from './slots.ts';
 export interface AdmissionPolicy {
   queue: boolean;
   queueTimeoutMs: number;
+  log(line: string): void;
 }
 
 /** Resolves true when `down` owns a slot of `pool` (the caller must release it when the session ends). */
-export async function admit(down: Downstream, pool: SlotPool, policy: AdmissionPolicy): Promise<boolean> {
+export async function admit(down: Downstream, pool: SlotPool, policy: AdmissionPolicy, label: string): Promise<boolean> {
   if (pool.tryAcquire()) return true;
   if (!policy.queue) {
+    policy.log(`session refused ${label}#${down.id} at capacity ${pool.active}/${pool.capacity}`);
     down.end('refused: at capacity', capacityFrame(pool.active, pool.capacity));
     return false;
   }
@@ -23,6 +25,7 @@ export async function admit(down: Downstream, pool: SlotPool, policy: AdmissionP
   const granted = await wait.granted;
   stopListening();
   if (!granted) {
+    if (!down.ended) policy.log(`session refused ${label}#${down.id} after ${policy.queueTimeoutMs / 1000} s in the queue`);
     down.end('queue timeout', queueTimeoutFrame(pool.active, pool.capacity, policy.queueTimeoutMs));
     return false;
   }

@@ -18,7 +18,6 @@ export interface BuiltinHostOptions extends AdmissionPolicy {
   /** Idle timeout in seconds (reset, step and mcp are activity; state is not); null = off. */
   sessionTimeoutSec: number | null;
   maxMessageBytes: number;
-  log(line: string): void;
 }
 
 /** A session opened by `openenv/session/create` over HTTP: an env and a slot, no socket. */
@@ -73,7 +72,7 @@ export class BuiltinEnvHost implements EnvHost {
   acceptSocket(down: Downstream): void {
     this.sockets.add(down);
     down.onEnd(() => this.sockets.delete(down));
-    void admit(down, this.pool, this.opts).then((admitted) => {
+    void admit(down, this.pool, this.opts, this.name).then((admitted) => {
       if (admitted) this.runSession(down);
     });
   }

@@ -21,7 +21,6 @@ export interface ProxyHostOptions extends AdmissionPolicy {
   /** Bound on the upstream WebSocket handshake and on forwarded HTTP calls, in ms. */
   connectTimeoutMs: number;
   maxMessageBytes: number;
-  log(line: string): void;
 }
 
 /** The Python client accepts 100 MB frames; so does the proxy from upstream. */
@@ -85,7 +84,7 @@ export class ProxyHost implements EnvHost {
   acceptSocket(down: Downstream): void {
     this.sockets.add(down);
     down.onEnd(() => this.sockets.delete(down));
-    void admit(down, this.pool, this.opts).then((admitted) => {
+    void admit(down, this.pool, this.opts, this.name).then((admitted) => {
       if (admitted) this.runSession(down);
     });
   }

@@ -2,6 +2,7 @@
 // and the idle timeout (§3.5, webgrpo's choice: an error frame, then close).
 
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { eventually, expectNoLeaks, expectSameJson, RawClient, Servers, wsBase } from './helpers.ts';
 
 const servers = new Servers();
@@ -197,6 +198,23 @@ describe('idle timeout (--session-timeout)', () => {
     expect(c.pending).toBe(0);
     c.ws.close();
     await c.waitClosed();
+    await expectNoLeaks(server);
+  });
+});
+
+describe('heartbeat', () => {
+  it('drops a peer that stops answering pings and frees its slot', async () => {
+    const server = await servers.start({ maxConcurrentEnvs: 1, heartbeatMs: 100 });
+    const url = wsBase(server, 'echo');
+    // A client whose pongs never come: what a vanished laptop looks like from the server.
+    const silent = new WebSocket(url, { autoPong: false });
+    const closed = new Promise<number>((resolve) => silent.on('close', (code) => resolve(code)));
+    await new Promise((resolve) => silent.once('open', resolve));
+    silent.send('{"type":"reset"}');
+    expect(await closed).toBe(1006);
+    const next = await session(url);
+    next.ws.close();
+    await next.waitClosed();
     await expectNoLeaks(server);
   });
 });

@@ -221,6 +221,28 @@ describe('/ws envelope rules (§3.2) and error codes (§3.3)', () => {
     await expectNoLeaks(server);
   });
 
+  it('logs one line per session open and close, with the reason', async () => {
+    const lines: string[] = [];
+    const server = await servers.start({ maxConcurrentEnvs: 1, logger: (line) => lines.push(line) });
+    const a = await RawClient.open(wsBase(server, 'echo'));
+    a.send('{"type":"step","data":{"message":"x"}}');
+    await a.next();
+    const refused = await RawClient.open(wsBase(server, 'echo'));
+    await refused.waitClosed();
+    a.send('{"type":"close"}');
+    await a.waitClosed();
+    const b = await RawClient.open(wsBase(server, 'echo'));
+    b.ws.terminate();
+    await expectNoLeaks(server);
+    expect(lines.map((l) => l.replace(/ ms=\d+$/, ''))).toEqual([
+      'session open echo#1 active=1/1',
+      'session refused echo#2 at capacity 1/1',
+      'session close echo#1 reason="close frame" steps=1',
+      'session open echo#3 active=1/1',
+      'session close echo#3 reason="disconnected (1006)" steps=0',
+    ]);
+  });
+
   it('unknown env or path: the upgrade is answered 404', async () => {
     const server = await servers.start();
     for (const path of ['/envs/nope/ws', '/envs/echo/wsx', '/ws']) {
