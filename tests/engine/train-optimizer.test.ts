@@ -81,13 +81,18 @@ describe('optimizer and trainable state', () => {
     engine.destroy();
   });
 
-  it('save → load → the next step is identical', async () => {
+  it('zeroGrad clears; save → load → the next step is identical', async () => {
     const { engine } = await tinyEngine(gpu, cfg, 13);
     engine.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'down_proj'], seed: 5 } });
     const train = async (salt: number) => {
       await engine.backward({ sequences: batch, temperature: 0.8, dLdLogp: someGrads(batch, salt) });
       return engine.step(ADAMW);
     };
+    // zeroGrad() discards what backward() accumulated.
+    await engine.backward({ sequences: batch, temperature: 0.8, dLdLogp: someGrads(batch, 9) });
+    expect((await engine.readGrads()).some((g) => g.data.some((x) => x !== 0))).toBe(true);
+    engine.zeroGrad();
+    for (const g of await engine.readGrads()) expect(g.data.every((x) => x === 0), g.name).toBe(true);
     await train(1);
     const saved = await engine.saveState();
     expect(saved.step).toBe(1);

@@ -13,7 +13,7 @@ import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
 
 /** Bytes of one logits chunk (Ts, Vc) f32: bounds the LM head's working set. */
-const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 const NEG_BIG = -3.0e38;
 
 /** Which rows of the pack feed a scored token: row r predicts `target` and gets dL/dlogp `grad`. */
