@@ -1,11 +1,12 @@
 // `webgrpo score` and `webgrpo generate` on a generated checkpoint folder (Hugging Face layout).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
-import { refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
+import { refBackward, refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
+import { parseSafetensors, decodeToFloat32 } from '../../src/model/safetensors.ts';
 import { refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import { run as runGenerate } from '../../src/cli/generate.ts';
@@ -46,6 +47,30 @@ describe('webgrpo score / generate', () => {
     expect(json.logprobs).toHaveLength(ids.length - 1);
     expect(maxAbsDiff(json.logprobs, ref.logprobs)).toBeLessThan(1e-4);
     expect(maxAbsDiff(json.entropies, ref.entropy)).toBeLessThan(1e-4);
+  });
+
+  it('score --grads writes d(mean logprob)/dW of every parameter under the checkpoint names', async () => {
+    const { cfg, w } = await reference();
+    const ids = [7, 3, 99, 41, 12];
+    const out = join(dir, 'grads.safetensors');
+    const { code, json } = await capture(() => runScore(['--model', dir, '--ids', ids.join(','), '--grads', out]));
+    expect(code).toBe(0);
+    expect(json.grads.file).toBe(out);
+    const bytes = new Uint8Array(readFileSync(out));
+    const header = parseSafetensors(bytes);
+    const ref = refBackward(cfg, w, { ids, scoreFrom: 1 }, 1, new Array(ids.length - 1).fill(1 / (ids.length - 1))).grads;
+    expect(new Set(header.tensors.map((t) => t.name))).toEqual(new Set(ref.keys()));
+    for (const t of header.tensors) {
+      const got = decodeToFloat32(t, bytes.subarray(t.fileOffset, t.fileOffset + t.byteLength));
+      const want = ref.get(t.name)!;
+      let diff = 0;
+      let norm = 0;
+      for (let i = 0; i < want.length; i++) {
+        diff += (got[i]! - want[i]!) ** 2;
+        norm += want[i]! ** 2;
+      }
+      expect(Math.sqrt(diff) / Math.max(Math.sqrt(norm), 1e-12), t.name).toBeLessThan(1e-3);
+    }
   });
 
   it('generate prints n completions with text; greedy equals the reference', async () => {
