@@ -8,8 +8,9 @@ import { handleBuiltinHttp } from './builtin-http.ts';
 import type { Downstream } from './downstream.ts';
 import { parseClientFrame } from './envelope.ts';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
-import { errorFrame, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
-import { handleMcp, type McpSessions } from './mcp.ts';
+import { capacityMessage, errorFrame, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
+import { handleMcp, JSONRPC, MCP_REFUSALS, rpcError, type McpSessions } from './mcp.ts';
+import { pythonJsonError } from './python-json-error.ts';
 import { SlotPool } from './slots.ts';
 import type { EnvHost, EnvStats } from './host.ts';
 
@@ -24,6 +25,12 @@ export interface BuiltinHostOptions extends AdmissionPolicy {
 interface McpOnlySession {
   env: EnvInstance;
   idle: ReturnType<typeof setTimeout> | null;
+}
+
+/** The last frame a session gets when it cannot start, or when it is reaped, in its socket's dialect. */
+interface SessionEndReplies {
+  factoryError(): string;
+  idle(timeoutSec: number): string;
 }
 
 function errorText(err: unknown): string {
@@ -77,6 +84,15 @@ export class BuiltinEnvHost implements EnvHost {
     });
   }
 
+  /** WS `/mcp`: one socket = one session = one env, speaking bare JSON-RPC frames. */
+  acceptMcpSocket(down: Downstream): void {
+    this.sockets.add(down);
+    down.onEnd(() => this.sockets.delete(down));
+    void admit(down, this.pool, this.opts, this.name, MCP_REFUSALS).then((admitted) => {
+      if (admitted) this.runMcpSocketSession(down);
+    });
+  }
+
   shutdown(): void {
     for (const down of [...this.sockets]) down.end('server shutdown', undefined, 1001);
     this.pool.cancelAll();
@@ -84,33 +100,9 @@ export class BuiltinEnvHost implements EnvHost {
   }
 
   private runSession(down: Downstream): void {
-    let env: EnvInstance;
-    try {
-      env = this.def.create();
-    } catch (err) {
-      this.pool.release();
-      this.opts.log(`session ${this.name}#${down.id} factory failed: ${errorText(err)}`);
-      down.end('factory error', factoryErrorFrame(this.def.metadata.name));
-      return;
-    }
-    const sessionId = randomUUID();
-    const opened = Date.now();
-    let steps = 0;
-    const timeoutSec = this.opts.sessionTimeoutSec;
-    const idle = timeoutSec === null ? null : setTimeout(() => down.end('idle timeout', idleTimeoutFrame(timeoutSec)), timeoutSec * 1000);
-    const touch = () => idle?.refresh();
-    this.opts.log(`session open ${this.name}#${down.id} active=${this.pool.active}/${this.pool.capacity}`);
-
-    down.onEnd(({ reason }) => {
-      if (idle) clearTimeout(idle);
-      try {
-        env.close();
-      } catch (err) {
-        this.opts.log(`session ${this.name}#${down.id} env.close() failed: ${errorText(err)}`);
-      }
-      this.pool.release();
-      this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" steps=${steps} ms=${Date.now() - opened}`);
-    });
+    const session = this.openSession(down, { factoryError: () => factoryErrorFrame(this.def.metadata.name), idle: idleTimeoutFrame });
+    if (!session) return;
+    const { env, sessionId, touch } = session;
 
     // Env calls are synchronous, so replies leave in request order without any queueing here.
     const run = (work: () => string) => {
@@ -149,7 +141,7 @@ export class BuiltinEnvHost implements EnvHost {
             const check = this.def.validateAction(command.data);
             if (!check.ok) return validationErrorFrame(check.errors);
             const frame = observationFrame(env.step(check.action));
-            steps++;
+            session.countStep();
             touch();
             return frame;
           });
@@ -162,11 +154,66 @@ export class BuiltinEnvHost implements EnvHost {
     });
   }
 
+  /** Env, slot, idle timer and log lines shared by `/ws` and WS `/mcp` sessions; null if the factory failed. */
+  private openSession(down: Downstream, replies: SessionEndReplies): { env: EnvInstance; sessionId: string; touch(): void; countStep(): void } | null {
+    let env: EnvInstance;
+    try {
+      env = this.def.create();
+    } catch (err) {
+      this.pool.release();
+      this.opts.log(`session ${this.name}#${down.id} factory failed: ${errorText(err)}`);
+      down.end('factory error', replies.factoryError());
+      return null;
+    }
+    const opened = Date.now();
+    let steps = 0;
+    const timeoutSec = this.opts.sessionTimeoutSec;
+    const idle = timeoutSec === null ? null : setTimeout(() => down.end('idle timeout', replies.idle(timeoutSec)), timeoutSec * 1000);
+    this.opts.log(`session open ${this.name}#${down.id} active=${this.pool.active}/${this.pool.capacity}`);
+    down.onEnd(({ reason }) => {
+      if (idle) clearTimeout(idle);
+      try {
+        env.close();
+      } catch (err) {
+        this.opts.log(`session ${this.name}#${down.id} env.close() failed: ${errorText(err)}`);
+      }
+      this.pool.release();
+      this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" steps=${steps} ms=${Date.now() - opened}`);
+    });
+    return { env, sessionId: randomUUID(), touch: () => idle?.refresh(), countStep: () => steps++ };
+  }
+
+  private runMcpSocketSession(down: Downstream): void {
+    const factory = this.def.metadata.name;
+    const session = this.openSession(down, {
+      factoryError: () =>
+        JSON.stringify(rpcError(JSONRPC.SERVER_ERROR, `Environment factory '${factory}' failed to create instance.`, null, { factory_name: factory })),
+      idle: (sec) => JSON.stringify(rpcError(JSONRPC.SERVER_ERROR, `Session idle timeout (${sec} s)`)),
+    });
+    if (!session) return;
+    down.setHandler((data, isBinary) => {
+      if (isBinary) {
+        down.end('binary frame', JSON.stringify(rpcError(JSONRPC.SERVER_ERROR, "'text'")));
+        return;
+      }
+      const text = data.toString('utf8');
+      let request: unknown;
+      try {
+        request = JSON.parse(text);
+      } catch (err) {
+        down.send(JSON.stringify(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${pythonJsonError(text) ?? (err as Error).message}`)));
+        return;
+      }
+      session.touch();
+      down.send(JSON.stringify(handleMcp(request, this.mcpSessions, session.sessionId)));
+    });
+  }
+
   private createMcpOnlySession(): { sessionId: string } | { error: string; data: Record<string, unknown> } {
     if (!this.pool.tryAcquire()) {
       const { active, capacity } = this.pool;
       return {
-        error: `Server at capacity: ${active}/${capacity} sessions active. Cannot accept new connections.`,
+        error: capacityMessage(active, capacity),
         data: { active_sessions: active, max_sessions: capacity },
       };
     }

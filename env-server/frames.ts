@@ -20,21 +20,22 @@ export function errorFrame(code: WSErrorCode, message: string, extra: Partial<Er
   return JSON.stringify({ type: 'error', data: { message, code, ...extra } });
 }
 
+export function capacityMessage(active: number, max: number): string {
+  return `Server at capacity: ${active}/${max} sessions active. Cannot accept new connections.`;
+}
+
+export function queueTimeoutMessage(active: number, max: number, waitedMs: number): string {
+  return `Server at capacity: ${active}/${max} sessions active. Waited ${waitedMs / 1000} s in the queue and no slot freed.`;
+}
+
 /** The §3.4 refusal, sent unprompted right after the handshake. */
 export function capacityFrame(active: number, max: number): string {
-  return errorFrame('CAPACITY_REACHED', `Server at capacity: ${active}/${max} sessions active. Cannot accept new connections.`, {
-    active_sessions: active,
-    max_sessions: max,
-  });
+  return errorFrame('CAPACITY_REACHED', capacityMessage(active, max), { active_sessions: active, max_sessions: max });
 }
 
 /** `--queue` ran out of patience: same code as a refusal (clients back off the same way), says why. */
 export function queueTimeoutFrame(active: number, max: number, waitedMs: number): string {
-  return errorFrame(
-    'CAPACITY_REACHED',
-    `Server at capacity: ${active}/${max} sessions active. Waited ${waitedMs / 1000} s in the queue and no slot freed.`,
-    { active_sessions: active, max_sessions: max },
-  );
+  return errorFrame('CAPACITY_REACHED', queueTimeoutMessage(active, max, waitedMs), { active_sessions: active, max_sessions: max });
 }
 
 export function idleTimeoutFrame(timeoutSec: number): string {

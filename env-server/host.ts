@@ -25,6 +25,8 @@ export interface EnvHost {
   readonly kind: EnvStats['kind'];
   /** Takes over a client socket that just completed the `/ws` handshake. */
   acceptSocket(down: Downstream): void;
+  /** Same for WS `/mcp` (built-ins only; a proxy answers 404). */
+  acceptMcpSocket?(down: Downstream): void;
   /** Serves `route` (e.g. `/reset`, the path below `/envs/<name>`). */
   handleHttp(req: IncomingMessage, res: ServerResponse, route: string, query: string): Promise<void>;
   stats(): EnvStats;

@@ -3,7 +3,9 @@
 // the env's session pool with `/ws`.
 
 import type { JsonRpcResponse } from '../src/openenv/types.ts';
+import type { RefusalFrames } from './admission.ts';
 import { isPlainObject } from './envelope.ts';
+import { capacityMessage, queueTimeoutMessage } from './frames.ts';
 
 export const JSONRPC = {
   PARSE_ERROR: -32700,
@@ -95,3 +97,18 @@ export function handleMcp(request: unknown, sessions: McpSessions, wsSessionId?:
   }
   return rpcError(JSONRPC.METHOD_NOT_FOUND, `Method not found: ${method}`, id);
 }
+
+/** Python's `json.dumps` defaults: `", "` and `": "` separators, non-ASCII as `\uXXXX`. */
+export function pythonDumps(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pythonDumps).join(', ')}]`;
+  if (isPlainObject(value)) return `{${Object.entries(value).map(([k, v]) => `${pythonDumps(k)}: ${pythonDumps(v)}`).join(', ')}}`;
+  return JSON.stringify(value ?? null).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** WS `/mcp` refusals: JSON-RPC -32000 with the counts; upstream writes this frame with json.dumps (§3.4). */
+export const MCP_REFUSALS: RefusalFrames = {
+  atCapacity: (active, max) =>
+    pythonDumps(rpcError(JSONRPC.SERVER_ERROR, capacityMessage(active, max), null, { active_sessions: active, max_sessions: max })),
+  queueTimedOut: (active, max, waitedMs) =>
+    pythonDumps(rpcError(JSONRPC.SERVER_ERROR, queueTimeoutMessage(active, max, waitedMs), null, { active_sessions: active, max_sessions: max })),
+};

@@ -156,7 +156,10 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const target = route(url.pathname);
-    if (!target || target[1] !== '/ws') {
+    const host = target?.[0];
+    const accept =
+      target?.[1] === '/ws' ? host!.acceptSocket.bind(host) : target?.[1] === '/mcp' ? host!.acceptMcpSocket?.bind(host) : undefined;
+    if (!accept) {
       rawHttpReply(socket, '404 Not Found', JSON.stringify({ detail: 'Not Found' }));
       return;
     }
@@ -165,7 +168,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
       const down = new Downstream(ws, nextSessionId++, maxMessageBytes);
       liveSockets.add(down);
       ws.on('close', () => liveSockets.delete(down));
-      target[0].acceptSocket(down);
+      accept(down);
     });
   });
 
