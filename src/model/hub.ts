@@ -71,7 +71,9 @@ function checkStatus(res: Response, url: string): void {
 
 async function fetchOrFail(url: string, init: RequestInit): Promise<Response> {
   try {
-    return await fetch(url, { ...init, redirect: 'follow' });
+    // no-store: the browser's HTTP cache would keep a second copy of multi-GB files, and it resumes
+    // truncated entries with Range requests of its own, which would interleave with ours.
+    return await fetch(url, { ...init, redirect: 'follow', cache: 'no-store' });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     const cause = (err as Error & { cause?: Error }).cause;

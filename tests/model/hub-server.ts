@@ -28,7 +28,8 @@ export interface FakeHub {
   close(): Promise<void>;
 }
 
-export async function startFakeHub(): Promise<FakeHub> {
+export async function startFakeHub(options: { dropDelayMs?: number } = {}): Promise<FakeHub> {
+  const dropDelayMs = options.dropDelayMs ?? 250;
   const hub: Omit<FakeHub, 'endpoint' | 'close'> = { requests: [], repos: new Map(), dropNext: new Map(), failNext: new Map(), privateRepos: new Map() };
 
   const handle = (req: IncomingMessage, res: ServerResponse): number => {
@@ -79,7 +80,9 @@ export async function startFakeHub(): Promise<FakeHub> {
     if (drops > 0 && end - start > 1) {
       hub.dropNext.set(file!, drops - 1);
       const half = start + Math.floor((end - start) / 2);
-      res.write(bytes.subarray(start, half), () => setTimeout(() => res.destroy(), 20));
+      // Wait before dropping, so the client has received (and stored) the first half: a browser may
+      // otherwise report the error before handing over data still in flight.
+      res.write(bytes.subarray(start, half), () => setTimeout(() => res.destroy(), dropDelayMs));
       return status;
     }
     res.end(bytes.subarray(start, end));
@@ -87,6 +90,14 @@ export async function startFakeHub(): Promise<FakeHub> {
   };
 
   const server: Server = createServer((req, res) => {
+    // CORS like the Hub's, so browser tests can fetch from another origin (If-Range and
+    // Authorization are not safelisted: they need a preflight).
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('access-control-expose-headers', 'content-range, content-length, etag, accept-ranges');
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { 'access-control-allow-headers': 'range, if-range, authorization', 'access-control-allow-methods': 'GET, HEAD' }).end();
+      return;
+    }
     const status = handle(req, res);
     hub.requests.push({ method: req.method!, path: req.url!, range: req.headers.range ?? null, status });
   });
