@@ -26,11 +26,12 @@ describe('training gradients vs the float64 reference', () => {
     },
   ];
 
-  // The register-blocked GEMM (software adapters) on every shape; the tiled one (GPUs) on the first,
-  // which it runs slowly here (workgroup barriers are expensive on SwiftShader).
+  // The register-blocked GEMM (software adapters) on every shape; the tiled one (GPUs), slow here
+  // (workgroup barriers are expensive on SwiftShader), in the LoRA case of the first shape, which
+  // runs every transposition variant the backward pass uses.
   const cases = [...shapes.map((shape) => ({ shape, gemm: 'blocked' as const })), { shape: shapes[0]!, gemm: 'tiled' as const }];
   for (const { shape, gemm } of cases) {
-    it(`full fine-tuning: every tensor (${shape.label}, ${gemm} GEMM)`, async () => {
+    if (gemm === 'blocked') it(`full fine-tuning: every tensor (${shape.label}, ${gemm} GEMM)`, async () => {
       const { cfg } = shape;
       const { engine, weights } = await tinyEngine(gpu, cfg, 3);
       const train = createTrainState(engine.internals, { gemm });
@@ -45,7 +46,6 @@ describe('training gradients vs the float64 reference', () => {
       expect(new Set(got.map((t) => t.name))).toEqual(new Set(ref.keys()));
       for (const t of got) {
         const err = relNormError(t.data, ref.get(t.name)!);
-        if (process.env.TRAIN_DEBUG) console.log(t.name, err.toExponential(2), Math.hypot(...t.data).toExponential(2));
         expect(err, t.name).toBeLessThan(1e-3);
       }
       train.destroy();
@@ -69,7 +69,6 @@ describe('training gradients vs the float64 reference', () => {
       expect(new Set(got.map((t) => t.name))).toEqual(new Set(ref.keys()));
       for (const t of got) {
         const err = relNormError(t.data, ref.get(t.name)!);
-        if (process.env.TRAIN_DEBUG) console.log(t.name, err.toExponential(2), Math.hypot(...t.data).toExponential(2));
         expect(err, t.name).toBeLessThan(1e-3);
       }
       train.destroy();

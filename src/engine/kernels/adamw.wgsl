@@ -5,7 +5,6 @@
 
 struct Params {
   count: u32,
-  offset: u32,          // element offset into w / grad / m / v
   lr: f32,
   beta1: f32,
   beta2: f32,
@@ -13,9 +12,6 @@ struct Params {
   weight_decay: f32,
   step_size: f32,       // lr / bc1
   sqrt_bc2: f32,        // sqrt(1 − β2^step)
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -29,12 +25,11 @@ struct Params {
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let i = gid.x + gid.y * 65535u * 64u;
   if (i >= p.count) { return; }
-  let j = p.offset + i;
-  let g = grad[j] * norm_result[1];
-  let wi = w[j] * (1.0 - p.lr * p.weight_decay);
-  let mi = p.beta1 * m[j] + (1.0 - p.beta1) * g;
-  let vi = p.beta2 * v[j] + (1.0 - p.beta2) * g * g;
-  m[j] = mi;
-  v[j] = vi;
-  w[j] = wi - p.step_size * mi / (sqrt(vi) / p.sqrt_bc2 + p.eps);
+  let g = grad[i] * norm_result[1];
+  let wi = w[i] * (1.0 - p.lr * p.weight_decay);
+  let mi = p.beta1 * m[i] + (1.0 - p.beta1) * g;
+  let vi = p.beta2 * v[i] + (1.0 - p.beta2) * g * g;
+  m[i] = mi;
+  v[i] = vi;
+  w[i] = wi - p.step_size * mi / (sqrt(vi) / p.sqrt_bc2 + p.eps);
 }

@@ -5,9 +5,9 @@
 
 struct Params {
   count: u32,        // elements of this gradient tensor (sumsq_partial) / number of partials (finalize)
-  offset: u32,       // element offset of the tensor in its buffer
   slot: u32,         // first partial slot of this tensor
   max_norm: f32,     // <= 0: no clipping
+  _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -22,7 +22,7 @@ var<workgroup> red: array<f32, WG>;
 fn sumsq_partial(group: u32, groups: u32, lane: u32) {
   var acc = 0.0;
   for (var i = group * WG + lane; i < p.count; i += groups * WG) {
-    let g = grad[p.offset + i];
+    let g = grad[i];
     acc += g * g;
   }
   red[lane] = acc;

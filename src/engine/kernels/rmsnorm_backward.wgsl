@@ -10,10 +10,6 @@ struct Params {
   n: u32,
   eps: f32,
   accumulate: u32,   // 1: dx += …, 0: dx = …  (the residual stream adds the norm's share)
-  w_offset: u32,     // element offset of w inside its buffer
-  dw_offset: u32,    // element offset of dw inside its buffer
-  _pad0: u32,
-  _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -35,7 +31,7 @@ fn dx_pass(row: u32, lane: u32) {
   for (var i = lane; i < p.n; i += WG) {
     let xi = x[base + i];
     sq += xi * xi;
-    dot += w[p.w_offset + i] * dy[base + i] * xi;
+    dot += w[i] * dy[base + i] * xi;
   }
   red_sq[lane] = sq;
   red_dot[lane] = dot;
@@ -50,7 +46,7 @@ fn dx_pass(row: u32, lane: u32) {
   let r = inverseSqrt(red_sq[0] / f32(p.n) + p.eps);
   let coef = red_dot[0] * r * r * r / f32(p.n);
   for (var i = lane; i < p.n; i += WG) {
-    var g = r * w[p.w_offset + i] * dy[base + i] - x[base + i] * coef;
+    var g = r * w[i] * dy[base + i] - x[base + i] * coef;
     if (p.accumulate != 0u) { g += dx[base + i]; }
     dx[base + i] = g;
   }
@@ -64,7 +60,7 @@ fn dweight_pass(i: u32) {
   for (var row = 0u; row < p.rows; row++) {
     acc += dy[row * p.n + i] * x[row * p.n + i] * rstd[row];
   }
-  dw[p.dw_offset + i] += acc;
+  dw[i] += acc;
 }
 
 @compute @workgroup_size(64)

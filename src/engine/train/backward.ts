@@ -8,6 +8,7 @@
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
 
 import type { EngineInternals, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
+import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
@@ -209,7 +210,7 @@ class BackwardPass {
   }
 
   /** Final norm + tied/untied LM head + log-softmax backward, leaving dL/dx_L in this.dx. */
-  private encodeHeadBackward(rec: ReturnType<EngineInternals['recorder']>, scored: ScoredRows, temperature: number): void {
+  private encodeHeadBackward(rec: Recorder, scored: ScoredRows, temperature: number): void {
     const { internals, ops, scratch, D } = this;
     const cfg = internals.config;
     const Ts = scored.rows.length;
@@ -285,7 +286,7 @@ class BackwardPass {
    * y = W·x (+ scale·B·(A·x)) over T rows: dX += dY·W (+ LoRA share), and the trainable gradients
    * (dW += dYᵀ·x in full mode; dA, dB for an adapted linear).
    */
-  private linearBackward(rec: ReturnType<EngineInternals['recorder']>, layer: number, target: LoraTarget, x: GPUBuffer, dy: GPUBuffer, dxOut: GPUBuffer): void {
+  private linearBackward(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, dy: GPUBuffer, dxOut: GPUBuffer): void {
     const { internals, ops, T } = this;
     const name = internals.linearName(layer, target);
     const w = param(internals, name);
@@ -315,7 +316,7 @@ class BackwardPass {
   }
 
   /** this.dx = dL/dx_{l+1} on entry, dL/dx_l on exit. acts holds layer l's recomputed forward. */
-  private encodeLayerBackward(rec: ReturnType<EngineInternals['recorder']>, l: number): void {
+  private encodeLayerBackward(rec: Recorder, l: number): void {
     const { internals, ops, acts, T, D, F } = this;
     const cfg = internals.config;
     const H = cfg.numHeads;
@@ -367,7 +368,7 @@ class BackwardPass {
   }
 
   /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied). */
-  private encodeEmbeddingBackward(rec: ReturnType<EngineInternals['recorder']>): void {
+  private encodeEmbeddingBackward(rec: Recorder): void {
     if (!this.full) return;
     const embed = param(this.internals, 'model.embed_tokens.weight');
     const grads = this.trainable.gradChunks(embed.name)!;

@@ -132,7 +132,7 @@ export class TrainOps {
     x: GPUBuffer; dy: GPUBuffer; w: GPUBuffer; dx: GPUBuffer; rstd: GPUBuffer; dw: GPUBuffer | null; scratchDw: GPUBuffer;
     rows: number; n: number; eps: number; accumulate: boolean;
   }): void {
-    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0, 0, 0, 0, 0];
+    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0];
     const storage = [a.x, a.dy, a.w, a.dx, a.rstd, a.dw ?? a.scratchDw];
     rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, params, rowGroups(a.rows), 'rmsnorm dx');
     if (a.dw) rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.n), 'rmsnorm dw');
@@ -180,12 +180,12 @@ export class TrainOps {
 
   /** Σ g² of one gradient tensor into partials[slot .. slot + groups). */
   gradSumSquares(rec: Recorder, grad: GPUBuffer, partials: GPUBuffer, result: GPUBuffer, count: number, slot: number, groups: number): void {
-    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 0 }), [grad, partials, result], [count, 0, slot, f32(0)], [groups, 1, 1], 'grad sumsq');
+    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 0 }), [grad, partials, result], [count, slot, f32(0), 0], [groups, 1, 1], 'grad sumsq');
   }
 
   /** result = [global norm, clip coefficient]; maxNorm ≤ 0 disables clipping. */
   gradNormFinalize(rec: Recorder, grad: GPUBuffer, partials: GPUBuffer, result: GPUBuffer, slots: number, maxNorm: number): void {
-    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 1 }), [grad, partials, result], [slots, 0, 0, f32(maxNorm)], [1, 1, 1], 'grad norm');
+    rec.dispatch(this.internals.getPipeline('grad_norm.wgsl', { PASS: 1 }), [grad, partials, result], [slots, 0, f32(maxNorm), 0], [1, 1, 1], 'grad norm');
   }
 
   adamw(rec: Recorder, a: {
@@ -195,7 +195,7 @@ export class TrainOps {
     rec.dispatch(
       this.internals.getPipeline('adamw.wgsl'),
       [a.w, a.grad, a.m, a.v, a.normResult],
-      [a.count, 0, f32(a.lr), f32(a.beta1), f32(a.beta2), f32(a.eps), f32(a.weightDecay), f32(a.stepSize), f32(a.sqrtBc2), 0, 0, 0],
+      [a.count, f32(a.lr), f32(a.beta1), f32(a.beta2), f32(a.eps), f32(a.weightDecay), f32(a.stepSize), f32(a.sqrtBc2)],
       groups1d(a.count),
       'adamw',
     );

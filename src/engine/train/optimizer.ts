@@ -4,6 +4,7 @@
 // Trainer groups them). Gradients are zeroed afterwards, ready to accumulate the next step.
 
 import type { EngineInternals } from '../internals.ts';
+import type { Recorder } from '../recorder.ts';
 import type { OptimizerConfig, StepResult } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
@@ -47,7 +48,7 @@ export class Optimizer {
   }
 
   /** Records the global gradient norm into this.result. */
-  private encodeGradNorm(rec: ReturnType<EngineInternals['recorder']>, maxGradNorm: number): void {
+  private encodeGradNorm(rec: Recorder, maxGradNorm: number): void {
     this.trainable.tensors.forEach((t, ti) =>
       t.chunks.forEach((c, ci) => {
         const s = this.slots[ti]![ci]!;
@@ -85,7 +86,7 @@ export class Optimizer {
     return { gradNorm, step: t };
   }
 
-  encodeZeroGrad(rec: ReturnType<EngineInternals['recorder']>): void {
+  encodeZeroGrad(rec: Recorder): void {
     for (const tensor of this.trainable.tensors) for (const c of tensor.chunks) rec.clear(c.grad);
   }
 
