@@ -81,6 +81,22 @@ describe('optimizer and trainable state', () => {
     engine.destroy();
   });
 
+  it('a few full fine-tuning AdamW steps lower the SFT loss of a fixed batch', async () => {
+    const { engine } = await tinyEngine(gpu, cfg, 16);
+    engine.setTrainable({ kind: 'full' });
+    const loss = async () => {
+      const all = (await engine.score({ sequences: batch, temperature: 1 })).logprobs.flatMap((a) => Array.from(a));
+      return -all.reduce((a, b) => a + b, 0) / all.length;
+    };
+    const base = await loss();
+    for (let i = 0; i < 4; i++) {
+      await engine.backward({ sequences: batch, temperature: 1, dLdLogp: sftGrads(batch) });
+      await engine.step({ ...ADAMW, learningRate: 5e-3 });
+    }
+    expect(await loss()).toBeLessThan(base - 0.05);
+    engine.destroy();
+  });
+
   it('zeroGrad clears; save → load → the next step is identical', async () => {
     const { engine } = await tinyEngine(gpu, cfg, 13);
     engine.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'down_proj'], seed: 5 } });
