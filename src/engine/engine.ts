@@ -49,6 +49,7 @@ export class WebGpuEngine implements Engine {
   private nextSeqId = 1;
   private train: TrainSide | null = null;
   private destroyed = false;
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(readonly internals: Qwen3Forward, private readonly ownsGpu: boolean, readonly memoryPlan: MemoryPlan) {
     const { config } = internals;
@@ -81,6 +82,10 @@ export class WebGpuEngine implements Engine {
 
   async generate(req: GenerateRequest): Promise<GenerateOutput[]> {
     this.checkAlive();
+    return this.exclusive(() => this.generateNow(req));
+  }
+
+  private generateNow(req: GenerateRequest): Promise<GenerateOutput[]> {
     const states = req.items.map((item, i) => {
       const s = this.sequences.get(item.seq.id);
       if (!s) throw new Error(`generate: item ${i} refers to unknown or released sequence ${item.seq.id} (use engine.newSequence())`);
@@ -91,7 +96,7 @@ export class WebGpuEngine implements Engine {
 
   async score(req: ScoreRequest): Promise<ScoreOutput> {
     this.checkAlive();
-    return scoreSequences(this.internals, req);
+    return this.exclusive(() => scoreSequences(this.internals, req));
   }
 
   // ---- training: delegated to the train side ------------------------------------------------
@@ -103,7 +108,7 @@ export class WebGpuEngine implements Engine {
   }
 
   backward(req: BackwardRequest): Promise<void> {
-    return this.trainSide().backward(req);
+    return this.exclusive(() => this.trainSide().backward(req));
   }
 
   zeroGrad(): void {
@@ -111,7 +116,7 @@ export class WebGpuEngine implements Engine {
   }
 
   step(opt: OptimizerConfig): Promise<StepResult> {
-    return this.trainSide().step(opt);
+    return this.exclusive(() => this.trainSide().step(opt));
   }
 
   setTrainable(mode: TrainableMode): void {
@@ -119,19 +124,19 @@ export class WebGpuEngine implements Engine {
   }
 
   saveState(): Promise<{ tensors: NamedTensor[]; step: number }> {
-    return this.trainSide().saveState();
+    return this.exclusive(() => this.trainSide().saveState());
   }
 
   loadState(state: { tensors: NamedTensor[]; step: number }): Promise<void> {
-    return this.trainSide().loadState(state);
+    return this.exclusive(() => this.trainSide().loadState(state));
   }
 
   exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }> {
-    return this.trainSide().exportAdapter(baseModelName);
+    return this.exclusive(() => this.trainSide().exportAdapter(baseModelName));
   }
 
   readGrads(): Promise<NamedTensor[]> {
-    return this.trainSide().readGrads();
+    return this.exclusive(() => this.trainSide().readGrads());
   }
 
   destroy(): void {
@@ -141,6 +146,16 @@ export class WebGpuEngine implements Engine {
     this.cache.destroy();
     this.internals.destroy();
     if (this.ownsGpu) this.internals.device.destroy();
+  }
+
+  /**
+   * Runs GPU work one call at a time: generation, scoring and training share scratch buffers, so an
+   * overlapping call (e.g. the UI scoring while the trainer generates) must wait its turn.
+   */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.then(() => undefined, () => undefined);
+    return run;
   }
 
   private checkAlive(): void {

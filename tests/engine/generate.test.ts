@@ -116,6 +116,20 @@ describe('engine generation (KV cache, batched decode, GPU sampling)', () => {
     engine.releaseSequence(b);
   });
 
+  it('overlapping generate and score calls run one at a time and stay correct', async () => {
+    const prompt = someIds(6, cfg.vocabSize, 30);
+    const seq = engine.newSequence();
+    const ids = someIds(9, cfg.vocabSize, 31);
+    const [gen, scored] = await Promise.all([
+      engine.generate({ items: [{ seq, append: prompt, maxNewTokens: 4 }], sampling: greedy, stopIds: [] }),
+      engine.score({ sequences: [{ ids, scoreFrom: 1 }], temperature: 1 }),
+    ]);
+    expect(gen[0]!.tokens).toEqual(refGreedy(cfg, weights, prompt, 4));
+    const alone = await engine.score({ sequences: [{ ids, scoreFrom: 1 }], temperature: 1 });
+    expect(Array.from(scored.logprobs[0]!)).toEqual(Array.from(alone.logprobs[0]!));
+    engine.releaseSequence(seq);
+  });
+
   it('samples with the right frequencies, and top-k / top-p keep the right sets', async () => {
     const prompt = someIds(3, cfg.vocabSize, 12);
     const logits = refLogits(cfg, weights, prompt).at(-1)!;
