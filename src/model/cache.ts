@@ -43,11 +43,10 @@ export function cachePrefix(parts: { host: string | null; repo: string; revision
 }
 
 /** The browser's cache: OPFS directory `webgrpo-hub`. */
-export function opfsCache(rootName = 'webgrpo-hub'): DownloadCache {
+export function opfsCache(rootName = 'webgrpo-hub', flushBytes = 32 * 1024 * 1024): DownloadCache {
   // While a download is unfinished, `<file>.incomplete.json` sits next to the data (OPFS has no portable rename).
   const META = '.incomplete.json';
-  // createWritable() only commits on close(): close and reopen this often so a reload loses little.
-  const FLUSH_BYTES = 32 * 1024 * 1024;
+  // createWritable() only commits on close(): closing and reopening every `flushBytes` means a reload loses little.
 
   const dirOf = async (path: string[], create: boolean): Promise<FileSystemDirectoryHandle | null> => {
     let dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(rootName, { create: true });
@@ -111,7 +110,7 @@ export function opfsCache(rootName = 'webgrpo-hub'): DownloadCache {
           await writable.write(chunk as Uint8Array<ArrayBuffer>);
           position += chunk.byteLength;
           unflushed += chunk.byteLength;
-          if (unflushed >= FLUSH_BYTES) {
+          if (unflushed >= flushBytes) {
             await writable.close();
             writable = await handle.createWritable({ keepExistingData: true });
             await writable.seek(position);

@@ -2,6 +2,7 @@
 // model.safetensors.index.json) from any CheckpointFiles, reading only headers up front and each
 // tensor's byte range on demand.
 
+import type { DownloadCache } from './cache.ts';
 import { parseConfigText } from './config.ts';
 import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
@@ -46,6 +47,8 @@ export interface OpenCheckpointOptions {
   download?: boolean;
   /** Node cache directory (default WEBGRPO_CACHE or ~/.cache/webgrpo/hub). */
   cacheDir?: string;
+  /** The download cache to use instead of the default (the directory above in Node, OPFS in a browser). */
+  cache?: DownloadCache;
   onProgress?: (p: LoadProgress) => void;
   /** Abort a download. */
   signal?: AbortSignal;

@@ -229,7 +229,7 @@ export async function remoteCheckpointFiles(location: RemoteLocation, options: O
   const remote = resolveRemote(location, options);
   if (options.download === false) return rangedHttpFiles(remote.urlOf, authHeaders(options), remote.describe);
 
-  const cache = await defaultCache(options.cacheDir);
+  const cache = options.cache ?? (await defaultCache(options.cacheDir));
   const keyOf = (file: string) => `${remote.prefix}/${file}`;
   const files = cache.files(remote.prefix);
 
@@ -314,7 +314,7 @@ export async function fetchRemoteConfig(location: RemoteLocation, options: OpenC
     if (text === null) throw new HubError(`HTTP 404 for ${remote.urlOf('config.json')}: not found`, remote.urlOf('config.json'), 404);
     return parseConfigText(text, `${remote.describe}/config.json`);
   }
-  const cache = await defaultCache(options.cacheDir);
+  const cache = options.cache ?? (await defaultCache(options.cacheDir));
   const key = `${remote.prefix}/config.json`;
   if ((await cache.completeSize(key)) === null) {
     await downloadToCache(remote.urlOf('config.json'), cache, key, { headers: authHeaders(options), signal: options.signal, retries: options.retries, retryDelayMs: options.retryDelayMs });

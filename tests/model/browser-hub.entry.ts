@@ -1,5 +1,6 @@
 // Runs in a headless Chromium worker (tests/browser/harness.ts): opens a checkpoint from the fake
 // Hub with the browser's cache (OPFS) and reports what happened, for browser-hub.test.ts.
+import { opfsCache } from '../../src/model/cache.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import type { LoadProgress } from '../../src/model/types.ts';
 
@@ -13,11 +14,14 @@ export interface BrowserOpenResult {
 }
 
 export default async function (args: { endpoint: string; repo: string; retries: number; clear: boolean }): Promise<BrowserOpenResult> {
-  if (args.clear) await (await navigator.storage.getDirectory()).removeEntry('webgrpo-hub', { recursive: true }).catch(() => undefined);
+  const root = 'webgrpo-hub-test';
+  if (args.clear) await (await navigator.storage.getDirectory()).removeEntry(root, { recursive: true }).catch(() => undefined);
+  // Flush every 16 KiB so the close-and-reopen path of a long download runs on a tiny file too.
+  const cache = opfsCache(root, 16 * 1024);
   const progress: LoadProgress[] = [];
   const inWorker = typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope !== 'undefined';
   try {
-    const ckpt = await openCheckpoint(args.repo, { endpoint: args.endpoint, retries: args.retries, retryDelayMs: 0, onProgress: (p) => progress.push(p) });
+    const ckpt = await openCheckpoint(args.repo, { endpoint: args.endpoint, cache, retries: args.retries, retryDelayMs: 0, onProgress: (p) => progress.push(p) });
     const digests: Record<string, string> = {};
     for (const name of ckpt.tensors.keys()) {
       const bytes = await ckpt.readTensor(name);

@@ -130,6 +130,22 @@ describe('Hub download', () => {
     expect(config.raw).toEqual(JSON.parse(new TextDecoder().decode(sharded.get('config.json')!)));
   });
 
+  it('uses WEBGRPO_CACHE and HF_ENDPOINT when no options are given', async () => {
+    const saved = { cache: process.env.WEBGRPO_CACHE, endpoint: process.env.HF_ENDPOINT };
+    process.env.WEBGRPO_CACHE = cacheDir;
+    process.env.HF_ENDPOINT = hub.endpoint;
+    try {
+      const ckpt = await openCheckpoint('tiny/sharded');
+      expect(ckpt.location).toBe(join(cacheDir, '127.0.0.1%3A' + new URL(hub.endpoint).port, 'models', 'tiny', 'sharded', 'main'));
+      expect(ckpt.weightFiles.length).toBe(3);
+    } finally {
+      for (const [key, value] of [['WEBGRPO_CACHE', saved.cache], ['HF_ENDPOINT', saved.endpoint]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+
   it('names the URL for a missing repo (404), a private repo (401) and a refused connection', async () => {
     await expect(openCheckpoint('tiny/missing', { endpoint: hub.endpoint, cacheDir })).rejects.toThrow(
       `HTTP 404 for ${hub.endpoint}/tiny/missing/resolve/main/config.json: not found`,
