@@ -109,7 +109,7 @@ class RateMeter {
 export interface DownloadOptions {
   headers?: Record<string, string>;
   signal?: AbortSignal;
-  /** Automatic resumes after a dropped connection (default 3). */
+  /** Automatic resumes after failures in a row (default 3); an attempt that received bytes resets the count. */
   retries?: number;
   /** Wait before the first retry, doubled each time (default 500 ms). */
   retryDelayMs?: number;
@@ -188,12 +188,15 @@ export async function downloadToCache(url: string, cache: DownloadCache, key: st
     } catch (err) {
       await writer.close();
       if ((err as Error).name === 'AbortError' || options.signal?.aborted) throw err;
+      // A long download over a flaky link may drop many times: only failures in a row count.
+      if (loaded > from) attempt = 0;
       if (attempt < retries) {
         await sleep(baseDelay * 2 ** attempt, options.signal);
+        if (loaded > from) attempt = -1; // the loop's ++ makes it 0 again
         continue;
       }
       const detail = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
-      throw new HubError(`download of ${url} interrupted at ${loaded}${total !== null ? ` of ${total}` : ''} bytes after ${attempt + 1} attempt(s) (${detail}); the bytes so far are cached and the next load resumes from them`, url);
+      throw new HubError(`download of ${url} interrupted at ${loaded}${total !== null ? ` of ${total}` : ''} bytes (${attempt + 1} attempt(s) in a row failed: ${detail}); the bytes so far are cached and the next load resumes from them`, url);
     }
     await writer.complete();
     return loaded;
