@@ -6,7 +6,7 @@ import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32 } from '../model/safetensors.ts';
 import { getGpu, type Gpu } from './gpu.ts';
-import { Qwen3Forward, type MatmulVariant } from './forward.ts';
+import { Qwen3Forward, type AttentionVariant, type MatmulVariant } from './forward.ts';
 import { F16_MAX, bindingLimit, uploadTensor } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
@@ -27,6 +27,8 @@ export interface LoadEngineOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Kernel variant of the linears: 'auto' (default) = register-blocked on software adapters, workgroup-tiled otherwise. */
   matmul?: 'auto' | MatmulVariant;
+  /** Attention kernel: 'auto' (default) = one invocation per (token, head) on software adapters, one workgroup per (token, head) otherwise. */
+  attention?: 'auto' | AttentionVariant;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -206,8 +208,9 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw err;
   }
-  const variant: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, variant), ownsGpu, memoryPlan);
+  const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
+  const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan);
 }
 
 function fitsHalf(values: Float32Array): boolean {

@@ -6,11 +6,18 @@ import type { Gpu } from './gpu.ts';
 import type {
   EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
 } from './internals.ts';
-import { KernelCache, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
+import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import type { LoraTarget } from './types.ts';
 
 export type MatmulVariant = 'blocked' | 'tiled';
+/** 'thread': one invocation per (token, head), best on software adapters; 'workgroup': one workgroup per (token, head), for GPUs. */
+export type AttentionVariant = 'thread' | 'workgroup';
+
+export interface KernelVariants {
+  matmul: MatmulVariant;
+  attention: AttentionVariant;
+}
 
 /** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
 export interface PackedToken {
@@ -48,7 +55,7 @@ export class Qwen3Forward implements EngineInternals {
     readonly gpu: Gpu,
     readonly config: ModelConfig,
     readonly params: Map<string, ParamEntry>,
-    readonly matmulVariant: MatmulVariant,
+    readonly kernelVariants: KernelVariants,
   ) {
     this.kernels = new KernelCache(gpu.device);
     this.uniformPool = new UniformPool(gpu.device);
@@ -211,7 +218,7 @@ export class Qwen3Forward implements EngineInternals {
     variant?: MatmulVariant;
   }): void {
     const mode = a.mode ?? MatmulMode.Overwrite;
-    const tiled = (a.variant ?? this.matmulVariant) === 'tiled';
+    const tiled = (a.variant ?? this.kernelVariants.matmul) === 'tiled';
     const wRow0 = a.wRow0 ?? 0;
     // Vector loads need K and the W offset in whole 4-element groups.
     const vec4 = !tiled && a.K % 4 === 0;
@@ -279,8 +286,16 @@ export class Qwen3Forward implements EngineInternals {
       vSrc = opts.kv.v[layer]!;
       rec.dispatch(this.getPipeline('kv_write.wgsl'), [acts.k, acts.v, batch.meta, kSrc, vSrc], [T, K * d, 0, 0], groups1d(T * K * d), 'kv write');
     }
-    rec.dispatch(this.getPipeline('attention.wgsl', { HEAD_DIM: d }), [acts.q, kSrc, vSrc, batch.meta, acts.attn, acts.lse],
-      [T, H, K, 0, f32(1 / Math.sqrt(d))], groups1d(T * H), 'attention');
+    const attnParams = [T, H, K, 0, f32(1 / Math.sqrt(d))];
+    const attnBuffers = [acts.q, kSrc, vSrc, batch.meta, acts.attn, acts.lse];
+    if (this.kernelVariants.attention === 'workgroup') {
+      // one workgroup per (token, head)
+      const n = T * H;
+      const groups: [number, number, number] = [Math.min(n, MAX_GROUPS), Math.ceil(n / MAX_GROUPS), 1];
+      rec.dispatch(this.getPipeline('attention_wg.wgsl', { HEAD_DIM: d }), attnBuffers, attnParams, groups, 'attention');
+    } else {
+      rec.dispatch(this.getPipeline('attention.wgsl', { HEAD_DIM: d }), attnBuffers, attnParams, groups1d(T * H), 'attention');
+    }
     this.encodeLinear(rec, layer, 'o_proj', acts.attn, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + o·attn
     // MLP block
     this.encodeRmsnorm(rec, acts.xMid, `${p}.post_attention_layernorm.weight`, acts.b, acts.rstd2, T, D);

@@ -50,6 +50,20 @@ describe('forward parity across shapes and variants', () => {
     (await checkScore(cfg, randomRefWeights(cfg, 5), { matmul: 'tiled' })).destroy();
   });
 
+  it('workgroup-per-head attention variant, over more keys than one block, in scoring and cached decode', async () => {
+    const cfg = tinyConfig({ numLayers: 1, headDim: 100, numHeads: 2, numKvHeads: 1 });
+    const w = randomRefWeights(cfg, 15);
+    const engine = await checkScore(cfg, w, { attention: 'workgroup' });
+    const s = { ids: someIds(300, cfg.vocabSize, 16), scoreFrom: 280 };
+    const out = await engine.score({ sequences: [s], temperature: 1 });
+    expect(maxAbsDiff(out.logprobs[0]!, refScore(cfg, w, s, 1).logprobs)).toBeLessThan(1e-4);
+    const seq = engine.newSequence();
+    const prompt = someIds(270, cfg.vocabSize, 17);
+    const gen = await engine.generate({ items: [{ seq, append: prompt, maxNewTokens: 3 }], sampling: { temperature: 0, topP: 1, topK: 0, seed: 0 }, stopIds: [] });
+    expect(gen[0]!.tokens).toEqual(refGreedy(cfg, w, prompt, 3));
+    engine.destroy();
+  });
+
   it('embedding and LM head split by rows over several buffers (forced tiny binding limit)', async () => {
     const cfg = tinyConfig();
     const w = randomRefWeights(cfg, 6);
