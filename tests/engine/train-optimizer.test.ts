@@ -170,4 +170,19 @@ describe('optimizer and trainable state', () => {
     await expect(engine.loadState({ tensors: state.tensors.slice(1), step: 1 })).rejects.toThrow(/missing tensor/);
     engine.destroy();
   });
+
+  it('refuses a backward call whose activations exceed the binding limit, naming the fix', async () => {
+    // The same device, presented with a 16 KiB binding limit: (40 tokens, F = 64) f32 needs 10 KiB, 80 tokens 20 KiB.
+    const limits: Record<string, number> = {};
+    for (const key in gpu.limits) limits[key] = (gpu.limits as unknown as Record<string, number>)[key]!;
+    expect(limits.maxBufferSize).toBeGreaterThan(0);
+    const small = { ...gpu, limits: { ...limits, maxStorageBufferBindingSize: 16384 } as unknown as GPUSupportedLimits };
+    const { engine } = await tinyEngine(small, cfg, 17);
+    engine.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: ['q_proj'], seed: 1 } });
+    const seq = (n: number) => ({ ids: someIds(n, cfg.vocabSize, 3), scoreFrom: 1 });
+    await engine.backward({ sequences: [seq(40)], temperature: 1, dLdLogp: [new Float32Array(39)] });
+    await expect(engine.backward({ sequences: [seq(40), seq(40)], temperature: 1, dLdLogp: [new Float32Array(39), new Float32Array(39)] }))
+      .rejects.toThrow(/binding limit; backpropagate fewer tokens per call/);
+    engine.destroy();
+  });
 });

@@ -60,13 +60,24 @@ export function scoredRows(req: BackwardRequest, seqStarts: number[]): ScoredRow
   return out;
 }
 
+/** A per-call buffer must fit one storage binding; the clear fix is fewer tokens per backward call. */
+function checkFits(internals: EngineInternals, label: string, bytes: number): void {
+  const { limits } = internals.gpu;
+  const limit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  if (bytes > limit) {
+    throw new Error(`backward: the ${label} buffer needs ${bytes} bytes, above this device's ${limit}-byte binding limit; backpropagate fewer tokens per call (split the batch)`);
+  }
+}
+
 /** Buffers of one backward call; all destroyed together at the end. */
 class Scratch {
   private readonly owned: GPUBuffer[] = [];
   constructor(private readonly internals: EngineInternals) {}
 
   f32(label: string, count: number): GPUBuffer {
-    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, count * 4));
+    const bytes = count * 4;
+    checkFits(this.internals, label, bytes);
+    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, bytes));
     this.owned.push(b);
     return b;
   }
@@ -95,6 +106,10 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const adapters = req.adapters ?? true;
   if (trainable.mode.kind === 'lora' && !adapters) throw new Error('backward: adapters=false with LoRA training would compute no adapter gradient');
 
+  // The widest per-token activation, (T, max(F, H·d, D)), before anything is allocated.
+  const T = req.sequences.reduce((n, s) => n + s.ids.length, 0);
+  const widest = Math.max(cfg.intermediateSize, cfg.numHeads * cfg.headDim, cfg.hiddenSize);
+  checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
   const batch = internals.packSequences(req.sequences.map((s) => s.ids));
   const scored = scoredRows(req, batch.seqStarts);
   const scratch = new Scratch(internals);
