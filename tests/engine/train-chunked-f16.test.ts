@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
+import { createTrainState } from '../../src/engine/train/index.ts';
 import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
 import { memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
@@ -54,21 +55,25 @@ describe('training on chunked and f16 weights', () => {
     engine.destroy();
   });
 
-  it('LoRA gradients over frozen f16 base weights, split into row chunks', async () => {
-    const weights = randomRefWeights(cfg, 32);
-    const engine = await loadEngine(memoryCheckpoint(cfg, weights), { gpu, weightDtype: 'f16', maxBindingBytes: SMALL_BINDING / 2 });
-    expect(engine.weightDtype).toBe('f16');
-    expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(3);
-    const lora = randomRefLora(cfg, { r: 3, alpha: 5, targets: ALL_TARGETS, seed: 6 });
-    engine.setTrainable({ kind: 'lora', lora: { r: 3, alpha: 5, targetModules: ALL_TARGETS, seed: 2 } });
-    await engine.loadState({ tensors: loraStateTensors(lora), step: 0 });
-    await engine.backward({ sequences, temperature: 1.3, dLdLogp });
-    const ref = refBatchGrads(cfg, halfRounded(weights), sequences, 1.3, dLdLogp, lora);
-    const got = await engine.readGrads();
-    expect(got.length).toBe(ref.size);
-    for (const t of got) expect(relNormError(t.data, ref.get(t.name)!), t.name).toBeLessThan(1e-3);
-    engine.destroy();
-  });
+  for (const gemm of ['blocked', 'tiled'] as const) {
+    it(`LoRA gradients over frozen f16 base weights, split into row chunks (${gemm} GEMM)`, async () => {
+      const weights = randomRefWeights(cfg, 32);
+      const engine = await loadEngine(memoryCheckpoint(cfg, weights), { gpu, weightDtype: 'f16', maxBindingBytes: SMALL_BINDING / 2 });
+      expect(engine.weightDtype).toBe('f16');
+      expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(3);
+      const train = createTrainState(engine.internals, { gemm });
+      const lora = randomRefLora(cfg, { r: 3, alpha: 5, targets: ALL_TARGETS, seed: 6 });
+      train.setTrainable({ kind: 'lora', lora: { r: 3, alpha: 5, targetModules: ALL_TARGETS, seed: 2 } });
+      await train.loadState({ tensors: loraStateTensors(lora), step: 0 });
+      await train.backward({ sequences, temperature: 1.3, dLdLogp });
+      const ref = refBatchGrads(cfg, halfRounded(weights), sequences, 1.3, dLdLogp, lora);
+      const got = await train.readGrads();
+      expect(got.length).toBe(ref.size);
+      for (const t of got) expect(relNormError(t.data, ref.get(t.name)!), t.name).toBeLessThan(1e-3);
+      train.destroy();
+      engine.destroy();
+    });
+  }
 
   it('full fine-tuning refuses f16 weights with a clear error', async () => {
     const engine = await loadEngine(memoryCheckpoint(cfg, randomRefWeights(cfg, 33)), { gpu, weightDtype: 'f16' });
