@@ -10,18 +10,20 @@ import { loadTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type TrainerCheckpoint } from '../rl/checkpoint.ts';
 import { applyConfigFlags, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
 import { jsonSafe } from '../rl/metrics.ts';
-import { EXAMPLES, type ExampleName } from '../rl/prompts.ts';
-import { runExample, type RunEvent } from '../rl/run-example.ts';
+import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
+import { EXAMPLES } from '../rl/prompts.ts';
+import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
   --model DIR             Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
-  --env NAME|URL          example task: echo, catch, wordle, multi (built-in env-server in-process),
+  --env NAME|URL          task: echo, catch, wordle, multi (TRL's examples), catch-compact (catch with
+                          one-word observations for tiny models); built-in env-server in-process,
                           or an OpenEnv base URL ending in /echo, /catch or /wordle
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, echo)
+  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the example's own settings)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter
@@ -94,20 +96,24 @@ const DEFAULT_SFT_STEPS = 50;
 
 const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
 
-/** `--env`: an example name (in-process env-server) or an OpenEnv base URL whose last segment names the env. */
-function resolveEnv(env: string): { example: ExampleName; url: string | null } {
+/** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
+const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
+
+/** `--env`: a task name (in-process env-server) or an OpenEnv base URL whose last segment names the env. */
+function resolveEnv(env: string): { name: string; task: ChatTemplateTask; url: string | null } {
   if (/^(https?|wss?):\/\//.test(env)) {
     const name = new URL(env).pathname.replace(/\/+$/, '').split('/').pop() ?? '';
     if (!BUILTIN[name]) throw new Error(`--env ${env}: the URL must end in /echo, /catch or /wordle so the env's tools are known`);
-    return { example: name as ExampleName, url: env.replace(/\/+$/, '') };
+    return { name, task: TASKS[name]!, url: env.replace(/\/+$/, '') };
   }
-  if (!(env in EXAMPLES)) throw new Error(`--env: unknown env '${env}' (choose echo, catch, wordle, multi, or give a URL)`);
-  return { example: env as ExampleName, url: null };
+  const task = TASKS[env];
+  if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
+  return { name: env, task, url: null };
 }
 
 /** DEFAULT ← the example script's settings ← run.json ← flags. */
-async function buildConfig(example: ExampleName, args: Args): Promise<GRPOConfig> {
-  let config = configFromObject(EXAMPLES[example].config);
+async function buildConfig(task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
+  let config = configFromObject(task.config);
   if (args.config) {
     const text = await readFile(args.config, 'utf8').catch(() => {
       throw new Error(`--config: cannot read ${args.config}`);
@@ -156,8 +162,8 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const { example, url } = resolveEnv(args.env);
-  const config = await buildConfig(example, args);
+  const { name, task, url } = resolveEnv(args.env);
+  const config = await buildConfig(task, args);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {
@@ -174,7 +180,7 @@ export async function run(argv: string[]): Promise<number> {
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadEngine } = await import('../engine/engine.ts');
   const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
-  const envUrls = url ? { [example]: url } : { echo: `${server!.url}/envs/echo`, catch: `${server!.url}/envs/catch`, wordle: `${server!.url}/envs/wordle` };
+  const envUrls = url ? { [name]: url } : { echo: `${server!.url}/envs/echo`, catch: `${server!.url}/envs/catch`, wordle: `${server!.url}/envs/wordle` };
   const ctrl = new AbortController();
   const onSignal = () => ctrl.abort();
   process.once('SIGINT', onSignal);
@@ -183,7 +189,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     if (args.sftSolver) {
       const solve = SOLVERS[args.sftSolver];
-      const solverUrl = envUrls[args.sftSolver as keyof typeof envUrls];
+      const solverUrl = envUrls[(args.sftSolver === 'catch-compact' ? 'catch' : args.sftSolver) as keyof typeof envUrls];
       if (!solve || !solverUrl) throw new Error(`--sft-solver: no scripted solver '${args.sftSolver}' for this env (have ${Object.keys(SOLVERS).join(', ')})`);
       transcripts = [...(transcripts ?? []), ...(await solve({ baseUrl: solverUrl, episodes: args.sftEpisodes, seed: config.seed }))];
       if (args.output) {
@@ -201,7 +207,7 @@ export async function run(argv: string[]): Promise<number> {
     const events = runExample({
       engine,
       tokenizer,
-      example,
+      task,
       envUrls,
       config,
       transcripts,

@@ -7,7 +7,7 @@ import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import { envToolSchemas, type DatasetRow } from './env.ts';
-import { EXAMPLES, type ExampleName } from './prompts.ts';
+import type { ExampleTask } from './prompts.ts';
 import { rewardSources } from './rewards.ts';
 import { runRollouts } from './rollout.ts';
 import { tokenizeTranscript, trainSft, type SftEvent, type Transcript } from './sft.ts';
@@ -18,10 +18,16 @@ import { hashInts } from './random.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 
+/** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */
+export type ChatTemplateTask = ExampleTask & {
+  /** Rendering template; default: the checkpoint's own (swapped for the Qwen3 training variant with tools). */
+  template?: string;
+};
+
 export interface ExampleRunOptions {
   engine: Engine;
   tokenizer: TextTokenizer;
-  example: ExampleName;
+  task: ChatTemplateTask;
   /** Base URL of each built-in env the example needs, e.g. `{ catch: 'http://127.0.0.1:8000/envs/catch' }`. */
   envUrls: Partial<Record<'echo' | 'catch' | 'wordle', string>>;
   config: GRPOConfig;
@@ -55,13 +61,13 @@ export async function resetOptimizer(engine: Engine): Promise<void> {
 
 export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEvent, void> {
   const { engine, tokenizer, config: c } = opts;
-  const task = EXAMPLES[opts.example];
+  const task = opts.task;
   // Seeded resets, reseeded per generation batch: the env games are a function of (seed, generation).
   const open = seededEpisodes(0);
   const envFactory = task.envFactory(opts.envUrls, open);
   const probe = envFactory();
   const rewardFuncs = rewardSources(task.rewardFuncs, probe);
-  const template = rolloutChatTemplate(tokenizer, { hasTools: probe.tools.length > 0 });
+  const template = task.template ?? rolloutChatTemplate(tokenizer, { hasTools: probe.tools.length > 0 });
   engine.setTrainable(trainableMode(c));
 
   if (!opts.resume && c.sft_steps > 0) {

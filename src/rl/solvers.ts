@@ -7,6 +7,7 @@ import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
 import { withEpisode } from '../openenv/index.ts';
 import { envToolSchemas, envTools, type DatasetRow, type ToolEnv } from './env.ts';
 import { CatchEnv } from './envs/catch.ts';
+import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import type { EpisodeSession, OpenEpisode } from './envs/episode.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS } from './prompts.ts';
@@ -113,6 +114,18 @@ export async function catchTranscripts(opts: { baseUrl: string; episodes: number
   return out;
 }
 
+/** Scripted games of the compact catch variant (one-word observations), for tiny-model warm-ups. */
+export async function compactCatchTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+  const open = seededEpisodes(opts.seed);
+  const out: Transcript[] = [];
+  for (let i = 0; i < opts.episodes; i++) {
+    const env = new CompactCatchEnv(opts.baseUrl, open);
+    const row: DatasetRow = { prompt: [{ role: 'user', content: COMPACT_CATCH_PROMPT }] };
+    out.push(await playEpisode(env, row, (obs) => (env.done ? null : { type: 'function', function: compactCatchAction(obs) }), 9));
+  }
+  return out;
+}
+
 /** The quoted text an echo prompt asks for, e.g. `Hello World!`. */
 export function echoTarget(prompt: string): string {
   const m = /'([^']*)'/.exec(prompt);
@@ -135,5 +148,6 @@ export async function echoTranscripts(opts: { baseUrl: string; episodes: number;
 /** The built-in solvers by env name. */
 export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number }) => Promise<Transcript[]>> = {
   catch: catchTranscripts,
+  'catch-compact': compactCatchTranscripts,
   echo: echoTranscripts,
 };

@@ -1,0 +1,94 @@
+// `npm run demo:catch`: a tiny generated Qwen3 learns catch end to end on this machine's WebGPU
+// (SwiftShader without a GPU): scripted-solver transcripts → SFT warm-up → GRPO against the built-in
+// catch env (compact observations), printing each step and, at the end, the reward curve.
+// Options: --steps N (GRPO steps, default 30), --sft-steps N (default 40), --seed S, --out DIR.
+
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEnvServer } from '../env-server/server.ts';
+import { loadEngine } from '../src/engine/engine.ts';
+import { openCheckpoint } from '../src/model/checkpoint.ts';
+import { makeTinyCheckpointFiles } from '../src/model/tiny-model.ts';
+import { loadTokenizer } from '../src/model/tokenizer.ts';
+import { folderCheckpointStore } from '../src/rl/checkpoint.ts';
+import { COMPACT_CATCH_TASK } from '../src/rl/compact-catch.ts';
+import { configFromObject } from '../src/rl/config.ts';
+import { runExample } from '../src/rl/run-example.ts';
+import { compactCatchTranscripts } from '../src/rl/solvers.ts';
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const n = Number(process.argv[i + 1]);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  return n;
+}
+
+/** One character per value, ▁ (0) to █ (1). */
+export function sparkline(values: number[]): string {
+  const bars = '▁▂▃▄▅▆▇█';
+  return values.map((v) => bars[Math.max(0, Math.min(bars.length - 1, Math.round(v * (bars.length - 1))))]).join('');
+}
+
+/** A small ASCII plot: one row per reward level (1.0 at the top), one column per step. */
+export function asciiPlot(values: number[], rows = 8): string {
+  const lines: string[] = [];
+  for (let r = rows; r >= 0; r--) {
+    const level = r / rows;
+    const cells = values.map((v) => (Math.abs(v - level) <= 0.5 / rows ? '●' : v > level ? '│' : ' ')).join('');
+    lines.push(`${level.toFixed(2).padStart(5)} ┤${cells}`);
+  }
+  lines.push(`      └${'─'.repeat(values.length)} step`);
+  return lines.join('\n');
+}
+
+const steps = flag('steps', 30);
+const sftSteps = flag('sft-steps', 40);
+const seed = flag('seed', 0);
+const outIndex = process.argv.indexOf('--out');
+const out = outIndex >= 0 ? process.argv[outIndex + 1]! : await mkdtemp(join(tmpdir(), 'webgrpo-demo-catch-'));
+
+const files = await makeTinyCheckpointFiles({ seed, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 });
+const ckpt = await openCheckpoint(files);
+const text = (name: string) => new TextDecoder().decode(files.get(name)!);
+const tokenizer = loadTokenizer(text('tokenizer.json'), text('tokenizer_config.json'));
+const engine = await loadEngine(ckpt, { weightDtype: 'f32' });
+const server = await createEnvServer({ port: 0 });
+const catchUrl = `${server.url}/envs/catch`;
+console.log(`demo:catch — tiny Qwen3 (${engine.gpu.software ? 'software WebGPU' : 'WebGPU'}), env ${catchUrl}, checkpoints in ${out}`);
+
+try {
+  const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 64, seed });
+  const config = configFromObject({
+    train_mode: 'full',
+    seed,
+    sft_steps: sftSteps,
+    sft_batch_size: 4,
+    sft_learning_rate: 3e-3,
+    max_steps: steps,
+    num_generations: 8,
+    per_device_train_batch_size: 8,
+    learning_rate: 1e-3,
+    lr_scheduler_type: 'constant',
+    max_completion_length: 400,
+    save_steps: 10,
+  });
+  const rewards: number[] = [];
+  for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, checkpointStore: folderCheckpointStore(out) })) {
+    if (e.phase === 'sft') {
+      console.log(`sft  ${String(e.step).padStart(3)}/${e.totalSteps}  loss ${e.loss.toFixed(3)}`);
+      continue;
+    }
+    const reward = e.metrics.reward ?? 0;
+    rewards.push(reward);
+    console.log(
+      `grpo ${String(e.step).padStart(3)}/${e.totalSteps}  reward ${reward.toFixed(3)}  ${sparkline(rewards)}  ` +
+        `len ${e.metrics['completions/mean_length']!.toFixed(0)}  calls ${e.metrics['tools/call_frequency']!.toFixed(1)}  ${e.metrics.step_time!.toFixed(1)}s`,
+    );
+  }
+  console.log(`\nreward per GRPO step (catch rate):\n${asciiPlot(rewards)}\n${sparkline(rewards)}`);
+} finally {
+  engine.destroy();
+  await server.close();
+}
