@@ -157,6 +157,9 @@ describe('optimizer and trainable state', () => {
     const { engine } = await tinyEngine(gpu, cfg, 15);
     await expect(engine.backward({ sequences: batch, temperature: 1, dLdLogp: someGrads(batch, 1) })).rejects.toThrow(/setTrainable/);
     engine.setTrainable({ kind: 'full' });
+    // Nothing scored: a valid call that leaves the gradients at zero.
+    await engine.backward({ sequences: [{ ids: [1, 2, 3], scoreFrom: 3 }], temperature: 1, dLdLogp: [new Float32Array(0)] });
+    for (const g of await engine.readGrads()) expect(g.data.every((x) => x === 0), g.name).toBe(true);
     await expect(engine.exportAdapter('x')).rejects.toThrow(/not training a LoRA adapter/);
     await expect(engine.backward({ sequences: batch, temperature: 1, dLdLogp: [new Float32Array(3), new Float32Array(5)] })).rejects.toThrow(/dLdLogp\[0\] has 3 values, expected 9/);
     await expect(engine.backward({ sequences: [{ ids: [1, 2], scoreFrom: 0 }], temperature: 1, dLdLogp: [new Float32Array(2)] })).rejects.toThrow(/scoreFrom 0/);

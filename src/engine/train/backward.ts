@@ -105,6 +105,8 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   checkBackwardRequest(req, cfg.vocabSize);
   const adapters = req.adapters ?? true;
   if (trainable.mode.kind === 'lora' && !adapters) throw new Error('backward: adapters=false with LoRA training would compute no adapter gradient');
+  // No scored token: L does not depend on any parameter.
+  if (req.sequences.every((s) => s.scoreFrom === s.ids.length)) return;
 
   // The widest per-token activation, (T, max(F, H·d, D)), before anything is allocated.
   const T = req.sequences.reduce((n, s) => n + s.ids.length, 0);
