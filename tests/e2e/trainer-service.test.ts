@@ -1,0 +1,153 @@
+// The trainer worker's API driven directly in Node (Dawn/SwiftShader WebGPU, the in-process
+// env-server): the built-in tiny model, SFT warm-up on scripted catch games, GRPO steps with TRL
+// metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
+import { parseSafetensors } from '../../src/model/safetensors.ts';
+import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { TrainerService } from '../../workers/trainer-service.ts';
+import { E2E_RUN_CONFIG } from './run-config.ts';
+
+interface Recorded {
+  steps: StepEvent[];
+  statuses: string[];
+  events: WorkerEvents;
+}
+
+function recorder(onStep?: (e: StepEvent) => void): Recorded {
+  const r: Recorded = {
+    steps: [],
+    statuses: [],
+    events: {
+      onProgress: () => undefined,
+      onStep: (e) => {
+        r.steps.push(e);
+        onStep?.(e);
+      },
+      onStatus: (s) => r.statuses.push(s.status),
+    },
+  };
+  return r;
+}
+
+describe('trainer worker API (Node)', () => {
+  let server: EnvServer;
+  let service: TrainerService;
+  const checkpoints = memoryRunCheckpoints();
+  const run = (runId: string, extra: Partial<RunOptions> = {}): RunOptions => ({
+    runId,
+    config: { ...E2E_RUN_CONFIG },
+    envUrl: `${server.url}/envs/catch`,
+    envName: 'catch',
+    sftSteps: Number(E2E_RUN_CONFIG.sft_steps),
+    resume: false,
+    ...extra,
+  });
+
+  beforeAll(async () => {
+    server = await createEnvServer({});
+    service = new TrainerService({ checkpoints });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('probes the adapter and loads the tiny model with its memory plan', async () => {
+    const probe = await service.probe();
+    expect(probe.webgpu, probe.error).toBe(true);
+    expect(probe.maxStorageBufferBindingSize).toBeGreaterThan(0);
+    const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    expect(info.name).toBe('built-in tiny');
+    expect(info.fits).toBe(true);
+    expect(info.layers).toBe(2);
+    expect(info.memory.map((m) => m.name)).toContain('KV cache');
+    expect(info.totalBytes).toBe(info.memory.reduce((a, m) => a + m.bytes, 0));
+  });
+
+  it('trains SFT then GRPO steps with TRL metrics and readable rollouts, keeping a checkpoint', async () => {
+    const r = recorder();
+    await service.train(run('run-a'), r.events);
+    const sft = Number(E2E_RUN_CONFIG.sft_steps);
+    const grpo = Number(E2E_RUN_CONFIG.max_steps);
+    expect(r.statuses).toEqual(['running', 'finished']);
+    expect(r.steps.map((s) => s.step)).toEqual([...Array(sft + grpo).keys()]);
+    expect(r.steps.map((s) => s.phase)).toEqual([...Array(sft).fill('sft'), ...Array(grpo).fill('grpo')]);
+    expect(r.steps.every((s) => s.totalSteps === sft + grpo)).toBe(true);
+    const last = r.steps[r.steps.length - 1]!;
+    // The tiny model plays catch in its compact form, whose reward function is `caught`.
+    for (const name of ['reward', 'reward_std', 'rewards/caught/mean', 'completions/mean_length', 'tools/call_frequency', 'loss', 'grad_norm', 'learning_rate', 'num_tokens', 'step_time', 'tokens_per_second', 'gpu_memory_mib']) {
+      expect(last.metrics, name).toHaveProperty([name]);
+    }
+    expect(last.metrics.tokens_per_second).toBeGreaterThan(0);
+    expect(last.metrics.gpu_memory_mib).toBeGreaterThan(0);
+    const G = Number(E2E_RUN_CONFIG.num_generations);
+    expect(last.rollouts).toHaveLength(G);
+    for (const v of last.rollouts) {
+      expect(v.group).toBe(0);
+      expect(v.turns[0]!.role).toBe('prompt');
+      expect(v.turns[0]!.text).toContain('<|im_start|>user');
+      expect(v.turns[0]!.text).toContain('Catch the ball.');
+      expect(v.turns.filter((t) => t.role === 'assistant').length).toBeGreaterThan(0);
+      expect(Object.keys(v.rewards)).toEqual(['caught']);
+      expect(Number.isFinite(v.advantage)).toBe(true);
+    }
+    expect(await service.checkpointStep('run-a')).toBe(sft + grpo);
+  });
+
+  it('pauses at a step boundary and resumes', async () => {
+    const r = recorder((e) => {
+      if (e.step === 0) service.pause();
+    });
+    const training = service.train(run('run-b', { sftSteps: 0 }), r.events);
+    await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
+    expect(await service.checkpointStep('run-b')).toBe(1);
+    service.resume();
+    await training;
+    expect(r.statuses).toEqual(['running', 'paused', 'running', 'finished']);
+    expect(r.steps.map((s) => s.step)).toEqual([0, 1]);
+  });
+
+  it('stops a paused run, and a reloaded worker continues it from the checkpoint', async () => {
+    const r = recorder((e) => {
+      if (e.step === 0) service.pause();
+    });
+    const training = service.train(run('run-c', { sftSteps: 0 }), r.events);
+    await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
+    service.stop();
+    await training;
+    expect(r.statuses).toEqual(['running', 'paused', 'stopped']);
+
+    const reloaded = new TrainerService({ checkpoints });
+    await reloaded.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    const again = recorder();
+    await reloaded.train(run('run-c', { sftSteps: 0, resume: true }), again.events);
+    expect(again.statuses).toEqual(['running', 'finished']);
+    expect(again.steps.map((s) => s.step)).toEqual([1]);
+    await expect(reloaded.train(run('unknown-run', { resume: true }), recorder().events)).rejects.toThrow(/No checkpoint is kept/);
+  });
+
+  it('exports a PEFT adapter and evaluates greedily against the base model', async () => {
+    const files = await service.exportAdapter();
+    expect(files.map((f) => f.name)).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    const config = JSON.parse(new TextDecoder().decode(files[0]!.bytes));
+    expect(config.peft_type).toBe('LORA');
+    expect(config.r).toBe(E2E_RUN_CONFIG.lora_r);
+    expect(config.base_model_name_or_path).toBe('built-in tiny');
+    const header = parseSafetensors(files[1]!.bytes, 'adapter_model.safetensors');
+    expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
+
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
+    expect(rows.map((x) => x.policy)).toEqual(['base', 'trained']);
+    for (const row of rows) {
+      expect(row.episodes).toBe(2);
+      expect(row.successRate).toBeGreaterThanOrEqual(0);
+      expect(row.successRate).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('names the problem for unknown environments and bad model ids', async () => {
+    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/no tool environment for 'chess'/);
+    await expect(service.loadModel({ kind: 'hub', repo: 'not a repo', revision: 'main' }, { onProgress: () => undefined })).rejects.toThrow(/not a Hugging Face model id/);
+  });
+});

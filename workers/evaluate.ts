@@ -1,0 +1,76 @@
+// Greedy evaluation of the trained policy beside the base model: the same held-out episodes (env
+// resets seeded apart from training's), played once with the LoRA adapters on and once with them off,
+// scored by the task's reward functions.
+
+import type { EvalRow } from '../src/app/worker-api.ts';
+import type { Engine } from '../src/engine/types.ts';
+import type { TextTokenizer } from '../src/model/tokenizer.ts';
+import type { GRPOConfig } from '../src/rl/config.ts';
+import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/rewards.ts';
+import { runRollouts, type RolloutEngine } from '../src/rl/rollout.ts';
+import { runTask } from './run-task.ts';
+
+/** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */
+export const EVAL_SEED_BASE = 1_000_000;
+
+export interface EvaluateInput {
+  engine: Engine;
+  tokenizer: TextTokenizer;
+  tinyModel: boolean;
+  config: GRPOConfig;
+  envName: string;
+  envUrl: string;
+  episodes: number;
+}
+
+/** The engine with the adapters switched on or off for every generate call. */
+function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
+  return {
+    config: engine.config,
+    newSequence: () => engine.newSequence(),
+    releaseSequence: (seq) => engine.releaseSequence(seq),
+    generate: (req) => engine.generate({ ...req, adapters }),
+  };
+}
+
+async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
+  // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
+  const task = runTask({ envName: input.envName, envUrl: input.envUrl, tokenizer: input.tokenizer, tinyModel: input.tinyModel });
+  task.episodes.reseed(EVAL_SEED_BASE);
+  const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
+  const rollouts = await runRollouts({
+    engine: withAdapters(input.engine, policy === 'trained'),
+    tokenizer: input.tokenizer,
+    rows,
+    envFactory: task.envFactory,
+    // temperature 0 = greedy in the engine's sampler
+    config: { ...input.config, temperature: 0, top_p: 1, top_k: 0 },
+    seed: EVAL_SEED_BASE,
+    template: task.template,
+  });
+  const R = await computeRewardMatrix(task.rewardFuncs, {
+    prompts: rollouts.map((r) => r.prompt),
+    completions: rollouts.map((r) => r.completion),
+    completion_ids: rollouts.map((r) => r.completionIds),
+    environments: rollouts.map((r) => r.env),
+    trainer_state: { global_step: 0 },
+  });
+  rollouts.forEach((r, i) => {
+    if (r.error) for (const column of R) column[i] = NaN;
+  });
+  const rewards = [...weightedRewardSum(R, rewardWeights(input.config.reward_weights, task.rewardFuncs))];
+  const scored = rewards.filter((x) => Number.isFinite(x));
+  return {
+    policy,
+    episodes: rollouts.length,
+    meanReward: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : NaN,
+    // success = the episode earned a positive reward (a catch, a solved word, a non-empty echo)
+    successRate: rewards.filter((x) => x > 0).length / rollouts.length,
+    meanToolCalls: rollouts.reduce((n, r) => n + r.toolCalls, 0) / rollouts.length,
+  };
+}
+
+export async function evaluate(input: EvaluateInput): Promise<EvalRow[]> {
+  if (!Number.isInteger(input.episodes) || input.episodes < 1) throw new Error(`evaluate: episodes must be a positive integer, got ${input.episodes}`);
+  return [await evaluatePolicy(input, 'base'), await evaluatePolicy(input, 'trained')];
+}

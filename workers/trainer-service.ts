@@ -1,0 +1,387 @@
+// The trainer worker's API (src/app/worker-api.ts) as a plain class, so Node tests can drive it
+// without a browser. A thin handler over src/: it loads the model and engine, wires the task, SFT
+// warm-up and GRPO loop of src/rl together, turns their events into the page's StepEvents, and keeps
+// checkpoints per run. No training logic lives here.
+
+import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
+import { TINY_MODEL_OVERRIDES } from '../src/app/presets.ts';
+import { loadEngine } from '../src/engine/engine.ts';
+import { getGpu, type Gpu } from '../src/engine/gpu.ts';
+import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
+import type { Engine } from '../src/engine/types.ts';
+import { writeSafetensors } from '../src/model/safetensors.ts';
+import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/checkpoint.ts';
+import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
+import { jsonSafe } from '../src/rl/metrics.ts';
+import { runRollouts, type Rollout } from '../src/rl/rollout.ts';
+import { hashInts } from '../src/rl/random.ts';
+import { rewardWeights } from '../src/rl/rewards.ts';
+import { resetOptimizer, trainableMode } from '../src/rl/run-example.ts';
+import { trainSft } from '../src/rl/sft.ts';
+import { runPlan, trainGRPO, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
+import { evaluate } from './evaluate.ts';
+import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
+import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model.ts';
+import { RunControl } from './run-control.ts';
+import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
+import { rolloutViews } from './rollout-views.ts';
+import { runTask, sftExamples, type RunTask } from './run-task.ts';
+
+const MIB = 1024 * 1024;
+
+export interface TrainerServiceOptions {
+  checkpoints: RunCheckpoints;
+  /** The WebGPU device (default: getGpu()). */
+  gpu?: () => Promise<Gpu>;
+}
+
+interface ReadyModel {
+  loaded: LoadedModel;
+  engine: Engine;
+}
+
+/** The run shape the memory plan is shown for when a model loads: the setup page's default recipe. */
+function defaultRunConfig(modelName: string): GRPOConfig {
+  return configFromObject(modelName === TINY_MODEL_NAME ? TINY_MODEL_OVERRIDES : {});
+}
+
+/** Prompt tokens budgeted per sequence in the load-time plan (the example prompts plus tool schemas fit). */
+const PLANNED_PROMPT_TOKENS = 1024;
+
+function memoryPlanFor(model: LoadedModel, gpu: Gpu, weightDtype: 'f16' | 'f32', config: GRPOConfig): MemoryPlan {
+  return planMemory({
+    config: model.checkpoint.config,
+    weightDtype,
+    mode: config.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: config.lora_r, targets: config.lora_target_modules },
+    numSequences: generationBatchSize(config),
+    maxTokensPerSequence: PLANNED_PROMPT_TOKENS + config.max_completion_length,
+    limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
+  });
+}
+
+function parameterCount(model: LoadedModel): number {
+  let n = 0;
+  for (const t of model.checkpoint.tensors.values()) n += t.shape.reduce((a, b) => a * b, 1);
+  return n;
+}
+
+export class TrainerService implements TrainerWorkerApi {
+  private gpuPromise: Promise<Gpu> | null = null;
+  private meter: GpuMemoryMeter | null = null;
+  private model: ReadyModel | null = null;
+  private control: RunControl | null = null;
+
+  constructor(private readonly options: TrainerServiceOptions) {}
+
+  private async gpu(): Promise<Gpu> {
+    this.gpuPromise ??= (this.options.gpu ?? (() => getGpu()))();
+    try {
+      const gpu = await this.gpuPromise;
+      this.meter ??= trackGpuMemory(gpu.device);
+      return gpu;
+    } catch (err) {
+      this.gpuPromise = null; // let a later call try again (e.g. after the user fixed chrome://flags)
+      throw err;
+    }
+  }
+
+  async probe(): Promise<ProbeResult> {
+    try {
+      const gpu = await this.gpu();
+      return {
+        webgpu: true,
+        adapter: gpu.adapterInfo,
+        f16: gpu.f16,
+        maxBufferSize: gpu.limits.maxBufferSize,
+        maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize,
+      };
+    } catch (err) {
+      return { webgpu: false, error: (err as Error).message };
+    }
+  }
+
+  async loadModel(choice: ModelChoice, events: Pick<WorkerEvents, 'onProgress'>): Promise<ModelInfo> {
+    if (this.control) throw new Error('A run is training in this tab: stop it before loading another model');
+    const gpu = await this.gpu();
+    const loaded = await loadModelChoice(choice, (p) => events.onProgress(p));
+    const plannedDtype = gpu.f16 ? 'f16' : 'f32';
+    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded.name));
+    const cfg = loaded.checkpoint.config;
+    const info: ModelInfo = {
+      name: loaded.name,
+      layers: cfg.numLayers,
+      hidden: cfg.hiddenSize,
+      vocab: cfg.vocabSize,
+      params: parameterCount(loaded),
+      weightDtype: plannedDtype,
+      memory: plan.items.map((i) => ({ name: i.name, bytes: i.bytes })),
+      totalBytes: plan.totalBytes,
+      fits: plan.fits,
+      message: plan.message,
+    };
+    this.model?.engine.destroy();
+    this.model = null;
+    // A model that cannot fit is described but not uploaded: allocating it would only lose the device.
+    if (!plan.fits) return info;
+    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress: (p) => events.onProgress(p) });
+    this.model = { loaded, engine };
+    return { ...info, weightDtype: engine.weightDtype };
+  }
+
+  private ready(): ReadyModel {
+    if (!this.model) throw new Error('No model is loaded: load one on the setup page first');
+    return this.model;
+  }
+
+  pause(): void {
+    this.control?.pause();
+  }
+
+  resume(): void {
+    this.control?.resume();
+  }
+
+  stop(): void {
+    this.control?.stop();
+  }
+
+  async checkpointStep(runId: string): Promise<number | null> {
+    return (await this.options.checkpoints.load(runId))?.runStep ?? null;
+  }
+
+  async train(opts: RunOptions, events: WorkerEvents): Promise<void> {
+    const model = this.ready();
+    if (this.control) throw new Error('A run is already training in this tab');
+    const control = (this.control = new RunControl());
+    try {
+      const outcome = await new RunSession(model, opts, events, control, this.options.checkpoints, this.meter).run();
+      events.onStatus({ status: outcome });
+    } catch (err) {
+      events.onStatus({ status: 'failed', message: (err as Error).message });
+      throw err;
+    } finally {
+      this.control = null;
+    }
+  }
+
+  async exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]> {
+    const { engine, loaded } = this.ready();
+    const { adapterConfig, tensors } = await engine.exportAdapter(loaded.name);
+    const weights = writeSafetensors(
+      tensors.map((t) => ({ name: t.name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
+      { format: 'pt' },
+    );
+    return [
+      { name: 'adapter_config.json', bytes: new TextEncoder().encode(JSON.stringify(adapterConfig, null, 2) + '\n') },
+      { name: 'adapter_model.safetensors', bytes: weights },
+    ];
+  }
+
+  async evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]> {
+    const { engine, loaded } = this.ready();
+    if (this.control) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
+    const config = configFromObject(withoutUnknownKeys(opts.config));
+    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: loaded.name === TINY_MODEL_NAME, config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
+  }
+}
+
+/** A stored run config may carry keys of a newer or older webgrpo; the trainer only takes its own. */
+function withoutUnknownKeys(config: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(config).filter(([k]) => k in DEFAULT_CONFIG));
+}
+
+type Outcome = 'finished' | 'stopped';
+
+/** One train() call: SFT warm-up, then GRPO, with pause/stop and per-run checkpoints. */
+class RunSession {
+  private readonly config: GRPOConfig;
+  private readonly task: RunTask;
+  private readonly sftTotal: number;
+  private readonly grpoTotal: number;
+  /** The latest generation's rollouts, until their step is reported. */
+  private pendingRollouts: Rollout[] | null = null;
+  private lastNumTokens = 0;
+
+  constructor(
+    private readonly model: ReadyModel,
+    private readonly opts: RunOptions,
+    private readonly events: WorkerEvents,
+    private readonly control: RunControl,
+    private readonly checkpoints: RunCheckpoints,
+    private readonly meter: GpuMemoryMeter | null,
+  ) {
+    this.config = configFromObject(withoutUnknownKeys(opts.config));
+    if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
+    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: model.loaded.name === TINY_MODEL_NAME });
+    this.sftTotal = opts.sftSteps;
+    this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
+  }
+
+  private get totalSteps(): number {
+    return this.sftTotal + this.grpoTotal;
+  }
+
+  async run(): Promise<Outcome> {
+    const { engine } = this.model;
+    let stored: StoredCheckpoint | null = null;
+    if (this.opts.resume) {
+      stored = await this.checkpoints.load(this.opts.runId);
+      if (!stored) throw new Error(`No checkpoint is kept in this browser for run ${this.opts.runId}: it cannot be resumed here`);
+    }
+    engine.setTrainable(trainableMode(this.config));
+    this.events.onStatus({ status: 'running', message: stored ? `resuming from step ${stored.runStep}` : undefined });
+    const checkpoint = stored ? deserializeCheckpoint(stored.files) : undefined;
+    const sftDone = stored?.sftStepsDone ?? 0;
+    if (sftDone < this.sftTotal) {
+      // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
+      if (checkpoint) await engine.loadState(checkpoint.engine);
+      if ((await this.sftPhase(sftDone)) === 'stopped') return 'stopped';
+      return this.grpoPhase(undefined);
+    }
+    return this.grpoPhase(checkpoint);
+  }
+
+  private gpuMemoryMib(): number | null {
+    return this.meter ? this.meter.takePeak() / MIB : null;
+  }
+
+  private emit(e: StepEvent): void {
+    this.events.onStep(e);
+  }
+
+  private async saveSftCheckpoint(sftDone: number): Promise<void> {
+    const files = serializeCheckpoint({
+      counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal },
+      config: this.config,
+      engine: await this.model.engine.saveState(),
+    });
+    await this.checkpoints.save(this.opts.runId, { runStep: sftDone, sftStepsDone: sftDone, files });
+  }
+
+  private async sftPhase(alreadyDone: number): Promise<'stopped' | 'done'> {
+    const { engine, loaded } = this.model;
+    const c = this.config;
+    const examples = await sftExamples({ task: this.task, envUrl: this.opts.envUrl, config: c, tokenizer: loaded.tokenizer, jsonl: this.opts.sftJsonl });
+    let done = alreadyDone;
+    while (done < this.sftTotal) {
+      let t0 = performance.now();
+      const steps = trainSft({
+        engine,
+        examples,
+        steps: this.sftTotal - done,
+        batchSize: c.sft_batch_size,
+        learningRate: c.sft_learning_rate,
+        // A resumed warm-up draws fresh batches rather than replaying the first ones.
+        seed: c.seed + done,
+        optimizer: { beta1: c.adam_beta1, beta2: c.adam_beta2, eps: c.adam_epsilon, weightDecay: c.weight_decay, maxGradNorm: c.max_grad_norm },
+        signal: this.control.signal,
+      });
+      for await (const e of steps) {
+        const stepTime = (performance.now() - t0) / 1000;
+        t0 = performance.now();
+        this.emit({
+          step: done,
+          totalSteps: this.totalSteps,
+          phase: 'sft',
+          metrics: jsonSafe({
+            loss: e.loss,
+            grad_norm: e.grad_norm,
+            learning_rate: e.learning_rate,
+            step_time: stepTime,
+            tokens_per_second: e.tokens / stepTime,
+            gpu_memory_mib: this.gpuMemoryMib() ?? NaN,
+          }),
+          rollouts: [],
+        });
+        done++;
+      }
+      if (done === this.sftTotal) {
+        // GRPO gets its own optimizer after the warm-up, as two separate TRL trainers would.
+        await resetOptimizer(engine);
+        return 'done';
+      }
+      await this.saveSftCheckpoint(done);
+      if (!(await this.pausedThenResumed())) return 'stopped';
+    }
+    return 'done';
+  }
+
+  /** After a segment stopped early: reports the pause and waits; false = the user stopped the run. */
+  private async pausedThenResumed(): Promise<boolean> {
+    if (this.control.request === 'pause') this.events.onStatus({ status: 'paused' });
+    const resumed = await this.control.waitWhilePaused();
+    if (resumed) this.events.onStatus({ status: 'running' });
+    return resumed;
+  }
+
+  private checkpointStore(): CheckpointStore {
+    return {
+      save: async (step, files) => {
+        await this.checkpoints.save(this.opts.runId, { runStep: this.sftTotal + step, sftStepsDone: this.sftTotal, files });
+        return `browser storage: run ${this.opts.runId}, step ${this.sftTotal + step}`;
+      },
+    };
+  }
+
+  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined): Promise<Outcome> {
+    const { engine, loaded } = this.model;
+    const c = this.config;
+    const weights = rewardWeights(c.reward_weights, this.task.rewardFuncs);
+    let resume = resumeFrom;
+    if (resume) this.lastNumTokens = resume.counters.numTokens;
+    // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
+    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState() }));
+    for (;;) {
+      const steps = trainGRPO({
+        engine,
+        config: c,
+        dataset: this.task.dataset,
+        rollouts: async (req) => {
+          // The env games are a function of (seed, generation), as in the CLI's runExample.
+          this.task.episodes.reseed(hashInts(req.seed, 0x5eed));
+          const rollouts = await runRollouts({ engine, tokenizer: loaded.tokenizer, rows: req.rows, envFactory: this.task.envFactory, config: c, seed: req.seed, template: this.task.template });
+          this.pendingRollouts = rollouts;
+          return rollouts;
+        },
+        rewardFuncs: this.task.rewardFuncs,
+        checkpointStore: this.checkpointStore(),
+        resume,
+        signal: this.control.signal,
+        decode: (ids) => loaded.tokenizer.decode(ids),
+      });
+      let last = resume?.counters.step ?? 0;
+      for await (const e of steps) {
+        this.emit(this.grpoStepEvent(e, weights));
+        last = e.step;
+      }
+      if (last >= this.grpoTotal || !this.control.signal.aborted) return 'finished';
+      if (!(await this.pausedThenResumed())) return 'stopped';
+      const stored = await this.checkpoints.load(this.opts.runId);
+      if (!stored) throw new Error(`the checkpoint of run ${this.opts.runId} taken at the pause is gone`);
+      resume = deserializeCheckpoint(stored.files);
+    }
+  }
+
+  private grpoStepEvent(e: TrainerStepEvent, weights: number[]): StepEvent {
+    const numTokens = e.metrics.num_tokens ?? this.lastNumTokens;
+    const stepTime = e.metrics.step_time ?? NaN;
+    const metrics = jsonSafe({
+      ...e.metrics,
+      tokens_per_second: (numTokens - this.lastNumTokens) / stepTime,
+      gpu_memory_mib: this.gpuMemoryMib() ?? NaN,
+    });
+    this.lastNumTokens = numTokens;
+    // A generation can span several optimizer steps: its rollouts are shown with the first of them.
+    const rollouts = this.pendingRollouts;
+    this.pendingRollouts = null;
+    return {
+      step: this.sftTotal + e.step - 1,
+      totalSteps: this.totalSteps,
+      phase: 'grpo',
+      metrics,
+      rollouts: rollouts
+        ? rolloutViews({ rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: this.config.num_generations, rewardWeights: weights, tokenizer: this.model.loaded.tokenizer })
+        : [],
+    };
+  }
+}

@@ -1,0 +1,10 @@
+// The trainer Web Worker: the engine, the model and the training loop live here so the page never
+// blocks. The page talks to it through comlink (src/app/trainer-client.ts) with the TrainerWorkerApi
+// contract; checkpoints go to IndexedDB so a reloaded tab can resume its run.
+import * as Comlink from 'comlink';
+import type { TrainerWorkerApi } from '../src/app/worker-api.ts';
+import { indexedDbRunCheckpoints } from './run-checkpoints.ts';
+import { TrainerService } from './trainer-service.ts';
+
+const api: TrainerWorkerApi = new TrainerService({ checkpoints: indexedDbRunCheckpoints() });
+Comlink.expose(api);
