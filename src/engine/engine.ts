@@ -4,10 +4,10 @@
 
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
-import { decodeToFloat32 } from '../model/safetensors.ts';
+import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { getGpu, type Gpu } from './gpu.ts';
 import { Qwen3Forward, type AttentionVariant, type MatmulVariant } from './forward.ts';
-import { F16_MAX, bindingLimit, uploadTensor } from './params.ts';
+import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
 import { planMemory, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
@@ -195,11 +195,15 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   try {
     for (const { name, shape } of layout) {
       const info = ckpt.tensors.get(name)!;
-      const values = decodeToFloat32(info, await ckpt.readTensor(name));
+      const raw = await ckpt.readTensor(name);
+      const rows = shape.length === 2 ? shape[0]! : 1;
+      const rowLen = shape.reduce((a, b) => a * b, 1) / rows;
+      const rowBytes = rowLen * dtypeSize(info.dtype);
+      const read: RowReader = (r0, n) => decodeToFloat32(info, raw.subarray(r0 * rowBytes, (r0 + n) * rowBytes));
       // Halves are paired per u32 word, so rows must hold an even count; a value beyond the half
       // range (possible from bf16) would become inf: such tensors stay f32.
-      const dtype = matrixDtype === 'f16' && shape.length === 2 && shape[1]! % 2 === 0 && fitsHalf(values) ? 'f16' : 'f32';
-      params.set(name, uploadTensor(gpu.device, name, shape, values, dtype, maxBindingBytes));
+      const dtype = matrixDtype === 'f16' && shape.length === 2 && rowLen % 2 === 0 && fitsHalf(read, rows, rowLen) ? 'f16' : 'f32';
+      params.set(name, uploadTensor(gpu.device, name, shape, read, dtype, maxBindingBytes));
       loaded += info.byteLength;
       opts.onProgress?.({ phase: 'upload', file: name, loadedBytes: loaded, totalBytes });
     }
@@ -211,9 +215,4 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
   return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan);
-}
-
-function fitsHalf(values: Float32Array): boolean {
-  for (let i = 0; i < values.length; i++) if (!(Math.abs(values[i]!) <= F16_MAX)) return false;
-  return true;
 }

@@ -50,10 +50,29 @@ export function packHalf(values: Float32Array): Uint32Array {
   return new Uint32Array(halves.buffer);
 }
 
-/** Uploads one tensor's f32 values as `dtype`, split by rows so no buffer exceeds `maxBindingBytes`. */
-export function uploadTensor(device: GPUDevice, name: string, shape: number[], values: Float32Array, dtype: 'f16' | 'f32', maxBindingBytes: number): ParamEntry {
+/** Reads rows [r0, r0 + n) of a tensor as f32 (decoded from its stored dtype on demand). */
+export type RowReader = (r0: number, n: number) => Float32Array;
+
+/** Values decoded per slice when scanning a tensor: bounds the JS memory of one huge tensor. */
+const SCAN_VALUES = 1 << 20;
+
+/** Whether every value of the tensor fits an IEEE half (|x| ≤ 65504, not NaN), scanned in slices. */
+export function fitsHalf(read: RowReader, rows: number, rowLen: number): boolean {
+  const step = Math.max(1, Math.floor(SCAN_VALUES / rowLen));
+  for (let r0 = 0; r0 < rows; r0 += step) {
+    const v = read(r0, Math.min(step, rows - r0));
+    for (let i = 0; i < v.length; i++) if (!(Math.abs(v[i]!) <= F16_MAX)) return false;
+  }
+  return true;
+}
+
+/**
+ * Uploads one tensor as `dtype`, split by rows so that no buffer exceeds `maxBindingBytes`. Rows
+ * are decoded one buffer at a time, so a huge tensor (the 0.6B embedding) is never held in f32 whole.
+ */
+export function uploadTensor(device: GPUDevice, name: string, shape: number[], read: RowReader, dtype: 'f16' | 'f32', maxBindingBytes: number): ParamEntry {
   const rows = shape.length === 2 ? shape[0]! : 1;
-  const rowLen = values.length / rows;
+  const rowLen = shape.reduce((a, b) => a * b, 1) / rows;
   const bytesPerValue = dtype === 'f16' ? 2 : 4;
   const rowBytes = rowLen * bytesPerValue;
   if (rowBytes > maxBindingBytes) throw new Error(`tensor ${name}: one row (${rowBytes} bytes) exceeds the device's storage binding limit (${maxBindingBytes} bytes)`);
@@ -61,8 +80,8 @@ export function uploadTensor(device: GPUDevice, name: string, shape: number[], v
   const entry: ParamEntry = { name, shape, dtype, chunks: [] };
   for (let r0 = 0; r0 < rows; r0 += rowsPerChunk) {
     const n = Math.min(rowsPerChunk, rows - r0);
-    const slice = values.subarray(r0 * rowLen, (r0 + n) * rowLen);
-    const data = dtype === 'f16' ? packHalf(slice) : slice;
+    const values = read(r0, n);
+    const data = dtype === 'f16' ? packHalf(values) : values;
     const size = Math.ceil(data.byteLength / 4) * 4;
     const buffer = device.createBuffer({
       label: entry.chunks.length || r0 + n < rows ? `${name} rows ${r0}..${r0 + n}` : name,

@@ -4,9 +4,12 @@ import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { loadEngine, type LoadEngineOptions } from '../../src/engine/engine.ts';
-import { halfToFloat, floatToHalf } from '../../src/model/safetensors.ts';
+import { halfToFloat, floatToBf16, floatToHalf } from '../../src/model/safetensors.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import { maxAbsDiff, memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
+
+/** The value a bf16 checkpoint stores for v. */
+const roundBf16 = (v: number): number => new Float32Array(new Uint32Array([floatToBf16(v) << 16]).buffer)[0]!;
 
 const SEQS = (V: number) => [
   { ids: someIds(11, V, 1), scoreFrom: 1 },
@@ -88,6 +91,25 @@ describe('forward parity across shapes and variants', () => {
     expect(engine.weightDtype).toBe('f16');
     expect(engine.internals.params.get('model.layers.0.mlp.up_proj.weight')!.dtype).toBe('f16');
     expect(engine.internals.params.get('model.norm.weight')!.dtype).toBe('f32');
+    engine.destroy();
+  });
+
+  it('f16 storage keeps a tensor in f32 when a value would overflow a half', async () => {
+    const cfg = tinyConfig({ tieWordEmbeddings: false });
+    const w = randomRefWeights(cfg, 9);
+    // only the embedding row of the last id, which the test sequences never use, is out of range
+    w.get('model.embed_tokens.weight')![(cfg.vocabSize - 1) * cfg.hiddenSize] = 70000;
+    const engine = await loadEngine(memoryCheckpoint(cfg, w, 'BF16'), { gpu, weightDtype: 'f16' });
+    expect(engine.internals.params.get('model.embed_tokens.weight')!.dtype).toBe('f32');
+    expect(engine.internals.params.get('lm_head.weight')!.dtype).toBe('f16');
+    const s = { ids: someIds(8, cfg.vocabSize - 1, 3), scoreFrom: 1 };
+    const out = await engine.score({ sequences: [s], temperature: 1 });
+    const rounded: RefWeights = new Map();
+    for (const [name, data] of w) {
+      const bf16 = data.map(roundBf16);
+      rounded.set(name, name.endsWith('norm.weight') || name === 'model.embed_tokens.weight' ? bf16 : bf16.map((v) => halfToFloat(floatToHalf(v))));
+    }
+    expect(maxAbsDiff(out.logprobs[0]!, refScore(cfg, rounded, s, 1).logprobs)).toBeLessThan(1e-4);
     engine.destroy();
   });
 
