@@ -53,7 +53,13 @@ export class WebGpuEngine implements Engine {
   private destroyed = false;
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(readonly internals: Qwen3Forward, private readonly ownsGpu: boolean, readonly memoryPlan: MemoryPlan) {
+  constructor(
+    readonly internals: Qwen3Forward,
+    private readonly ownsGpu: boolean,
+    readonly memoryPlan: MemoryPlan,
+    /** Harmless oddities of the checkpoint (e.g. a stored lm_head.weight although tied, which is ignored). */
+    readonly warnings: string[] = [],
+  ) {
     const { config } = internals;
     this.weightDtype = [...internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
     this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
@@ -214,5 +220,5 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan, check.warnings);
 }
