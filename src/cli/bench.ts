@@ -9,7 +9,10 @@ type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
 const BENCHES: Record<string, { load: () => Promise<Bench>; help: string }> = {
   'env-server': {
-    load: async () => (await import('../../bench/env-server/run.ts')).benchEnvServer as Bench,
+    load: async () => {
+      const { benchEnvServer, parseBenchEnvServerArgs } = await import('../../bench/env-server/run.ts');
+      return (opts) => benchEnvServer(parseBenchEnvServerArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+    },
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
   },
   engine: {
