@@ -9,7 +9,7 @@ describe('WebGPU in Node (Dawn)', () => {
     const n = 1000;
     const a = Float32Array.from({ length: n }, (_, i) => Math.sin(i));
     const b = Float32Array.from({ length: n }, (_, i) => Math.cos(i * 0.5));
-    const mk = (data: Float32Array) => {
+    const mk = (data: Float32Array<ArrayBuffer>) => {
       const buf = device.createBuffer({ label: 'in', size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
       device.queue.writeBuffer(buf, 0, data);
       return buf;
