@@ -1,0 +1,49 @@
+// The whole app as `webgrpo start` serves it, in-process for the end-to-end tests: the web UI built
+// once with Vite into a temporary folder (so a `dist/` someone is serving is left alone), the run store
+// in a temporary data folder, and the env-server with the built-in envs, on 127.0.0.1 and a free port.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+import { RunStore } from '../../env-server/runs.ts';
+import { runsHandler } from '../../env-server/runs-http.ts';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { staticHandler } from '../../env-server/static.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface AppServer {
+  /** e.g. http://127.0.0.1:41234 (no trailing slash) */
+  url: string;
+  server: EnvServer;
+  close(): Promise<void>;
+}
+
+/** Builds the app with the project's vite.config.ts into `outDir`. */
+export async function buildAppInto(outDir: string): Promise<void> {
+  await build({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'error', build: { outDir, emptyOutDir: true } });
+}
+
+export async function startAppServer(): Promise<AppServer> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-'));
+  const dist = path.join(work, 'dist');
+  await buildAppInto(dist);
+  const store = new RunStore(path.join(work, 'runs.db'));
+  let server: EnvServer;
+  try {
+    server = await createEnvServer({ host: '127.0.0.1', port: 0, extraHandlers: [runsHandler(store), staticHandler(dist)] });
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  return {
+    url: server.url,
+    server,
+    async close() {
+      await server.close();
+      store.close();
+      fs.rmSync(work, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,165 @@
+// The app end to end in headless Chromium (WebGPU on SwiftShader), served the way `webgrpo start`
+// serves it: load the built-in tiny model, pick built-in catch, train a few steps, watch the reward
+// chart and the rollout viewer fill, open the share link in another browser context and see the same
+// numbers, download the PEFT adapter and parse its files, and get the 404 page for an unknown run.
+// Screenshots of each screen go to test-results/screenshots/.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../browser/harness.ts';
+import { startAppServer, type AppServer } from './app-server.ts';
+import { E2E_RUN_CONFIG } from './run-config.ts';
+
+const SCREENSHOTS = fileURLToPath(new URL('../../test-results/screenshots/', import.meta.url));
+const SFT_STEPS = Number(E2E_RUN_CONFIG.sft_steps);
+const GRPO_STEPS = Number(E2E_RUN_CONFIG.max_steps);
+/** Training a few tiny steps on SwiftShader takes seconds alone, minutes on a loaded machine. */
+const TRAIN_TIMEOUT_MS = 240_000;
+
+function formText(value: unknown): string {
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+/** The safetensors layout, read independently of the project's reader: u64 header size, JSON header, data. */
+function checkSafetensors(bytes: Buffer): Record<string, { dtype: string; shape: number[] }> {
+  const headerLength = Number(bytes.readBigUInt64LE(0));
+  expect(8 + headerLength).toBeLessThanOrEqual(bytes.length);
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const dataLength = bytes.length - 8 - headerLength;
+  const tensors: Record<string, { dtype: string; shape: number[] }> = {};
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    expect(t.dtype, name).toBe('F32');
+    const [start, end] = t.data_offsets;
+    expect(end - start, name).toBe(t.shape.reduce((a, b) => a * b, 1) * 4);
+    expect(end, name).toBeLessThanOrEqual(dataLength);
+    tensors[name] = { dtype: t.dtype, shape: t.shape };
+  }
+  return tensors;
+}
+
+describe('the app in Chromium', () => {
+  let app: AppServer;
+  let browser: Browser;
+  let owner: BrowserContext;
+  let page: Page;
+  const logs: string[] = [];
+  let runId = '';
+
+  const watch = (p: Page, who: string) => {
+    p.on('console', (m) => logs.push(`[${who} ${m.type()}] ${m.text()}`));
+    p.on('pageerror', (e) => logs.push(`[${who} pageerror] ${e.message}`));
+  };
+  const shot = async (p: Page, name: string) => {
+    await p.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+  /** Failure messages carry the browser's console: the worker's errors show up there. */
+  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
+    try {
+      return await what;
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
+    }
+  };
+
+  beforeAll(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    app = await startAppServer();
+    browser = await launchChromium();
+    owner = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    page = await owner.newPage();
+    watch(page, 'owner');
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it('loads the tiny model and sets up a catch run', async () => {
+    await page.goto(`${app.url}/`);
+    await expect.poll(() => page.getByTestId('adapter').textContent(), { timeout: 60_000 }).toMatch(/swiftshader/i);
+    await page.getByTestId('load-model').click();
+    await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
+    expect(await page.getByTestId('model-info').textContent()).toContain('built-in tiny');
+    await page.getByRole('button', { name: 'catch', exact: true }).click();
+    await page.getByTestId('env-meta').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('env-meta').textContent()).toContain('healthy');
+    for (const [key, value] of Object.entries(E2E_RUN_CONFIG)) {
+      const input = page.getByLabel(key, { exact: true });
+      if ((await input.count()) === 1) await input.fill(formText(value));
+    }
+    await shot(page, '1-setup');
+  });
+
+  it('trains a few steps and shows the reward chart and the rollouts', async () => {
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    runId = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
+    await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
+    const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+    expect(Number(await page.getByTestId('chart-reward').getAttribute('data-points'))).toBe(GRPO_STEPS);
+    expect(Number(await page.getByTestId('chart-loss').getAttribute('data-points'))).toBe(SFT_STEPS + GRPO_STEPS);
+    const rollouts = page.getByTestId('rollout');
+    expect(await rollouts.count()).toBe(Number(E2E_RUN_CONFIG.num_generations));
+    await shot(page, '2-run-finished');
+    await rollouts.first().getByRole('button').first().click();
+    const conversation = await rollouts.first().textContent();
+    expect(conversation).toContain('assistant');
+    await shot(page, '3-rollout-open');
+  });
+
+  it('shows the same run, read-only, through its share link in another browser', async () => {
+    const other = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const viewer = await other.newPage();
+      watch(viewer, 'viewer');
+      await viewer.goto(`${app.url}/#/runs/${runId}`);
+      await expect.poll(() => viewer.getByTestId('chart-reward').getAttribute('data-points'), { timeout: 30_000 }).toBe(String(GRPO_STEPS));
+      expect(await viewer.getByText('Read-only view of a shared run.').count()).toBe(1);
+      expect(await viewer.getByTestId('run-status').textContent()).toBe('finished');
+      for (const chart of ['chart-reward', 'chart-loss', 'chart-entropy', 'chart-tokens/s']) {
+        expect(await viewer.getByTestId(chart).getAttribute('data-points'), chart).toBe(await page.getByTestId(chart).getAttribute('data-points'));
+      }
+      expect(await viewer.locator('.summary').textContent()).toBe(await page.locator('.summary').textContent());
+      await expect.poll(() => viewer.getByTestId('rollout').count(), { timeout: 30_000 }).toBe(Number(E2E_RUN_CONFIG.num_generations));
+      await shot(viewer, '4-shared-view');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('downloads the LoRA adapter as PEFT files that parse', async () => {
+    const downloads: Download[] = [];
+    page.on('download', (d) => downloads.push(d));
+    await page.getByTestId('download-adapter').click();
+    await withLogs(expect.poll(() => downloads.length, { timeout: 60_000 }).toBe(2));
+    const files = new Map<string, Buffer>();
+    for (const d of downloads) files.set(d.suggestedFilename(), fs.readFileSync((await d.path())!));
+    expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+
+    const config = JSON.parse(files.get('adapter_config.json')!.toString('utf8'));
+    expect(config.peft_type).toBe('LORA');
+    expect(config.task_type).toBe('CAUSAL_LM');
+    expect(config.r).toBe(E2E_RUN_CONFIG.lora_r);
+    expect(config.lora_alpha).toBe(E2E_RUN_CONFIG.lora_alpha);
+    expect(config.base_model_name_or_path).toBe('built-in tiny');
+
+    const tensors = checkSafetensors(files.get('adapter_model.safetensors')!);
+    const names = Object.keys(tensors);
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.\d+\.(self_attn|mlp)\.[a-z]+_proj\.lora_[AB]\.weight$/);
+    const qA = tensors['base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight'];
+    expect(qA?.shape[0]).toBe(E2E_RUN_CONFIG.lora_r);
+  });
+
+  it('shows the 404 page for an unknown run id', async () => {
+    await page.goto(`${app.url}/#/runs/no-such-run-0000`);
+    await page.getByTestId('not-found').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('not-found').textContent()).toContain('404');
+    await shot(page, '5-not-found');
+  });
+});
