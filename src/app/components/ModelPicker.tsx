@@ -59,7 +59,7 @@ export function ModelPicker() {
         />
       )}
       <button disabled={busy || probe?.webgpu === false} onClick={load} data-testid="load-model">{busy ? 'Loading…' : 'Load model'}</button>
-      {progress && (
+      {busy && progress && (
         <div className="progress-block">
           <ProgressBar fraction={pct} />
           <div className="muted">
