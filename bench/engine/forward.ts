@@ -15,35 +15,9 @@
 //   rounds       alternating B=1 / B=8 rounds, fastest of each kept (default 2)
 
 import { getGpu } from '../../src/engine/gpu.ts';
+import { benchCheckpoint, now, num } from './common.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
-import { openCheckpoint } from '../../src/model/checkpoint.ts';
-import { makeTinyModel } from '../../src/model/tiny-model.ts';
-import type { Checkpoint } from '../../src/model/types.ts';
 import type { Qwen3Forward } from '../../src/engine/forward.ts';
-
-const num = (opts: Record<string, string>, key: string, dflt: number): number => {
-  if (opts[key] === undefined) return dflt;
-  const v = Number(opts[key]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bench engine: --${key} must be a positive number, got '${opts[key]}'`);
-  return v;
-};
-
-async function benchCheckpoint(opts: Record<string, string>): Promise<{ ckpt: Checkpoint; source: string }> {
-  if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
-  const shape = {
-    hidden: num(opts, 'hidden', 256),
-    layers: num(opts, 'layers', 4),
-    heads: num(opts, 'heads', 4),
-    kvHeads: num(opts, 'kvHeads', 2),
-    headDim: num(opts, 'headDim', 64),
-    intermediate: num(opts, 'intermediate', 768),
-    vocab: num(opts, 'vocab', 2048),
-  };
-  const model = await makeTinyModel({ seed: 1, dtype: 'bf16', ...shape });
-  return { ckpt: await openCheckpoint(model.files), source: `generated ${JSON.stringify(shape)}` };
-}
-
-const now = () => performance.now();
 
 /** Prefill (prompt − 1 tokens per sequence) and decode (newTokens steps) rates with B sequences. */
 async function measure(engine: WebGpuEngine, B: number, prompt: number, newTokens: number, vocab: number) {
@@ -105,7 +79,7 @@ export async function benchEngineForward(opts: Record<string, string> = {}) {
   const newTokens = num(opts, 'newTokens', 16);
   const [M, N, K] = (opts.matmulSize ?? '256,1024,1024').split(',').map(Number) as [number, number, number];
   const gpu = await getGpu();
-  const { ckpt, source } = await benchCheckpoint(opts);
+  const { ckpt, source } = await benchCheckpoint(opts, 'bf16');
   const engine = await loadEngine(ckpt, {
     gpu,
     weightDtype: (opts.weights ?? 'auto') as 'auto' | 'f16' | 'f32',

@@ -20,42 +20,17 @@
 //   weights      auto|f16|f32 (default auto; full mode needs f32)
 
 import { getGpu } from '../../src/engine/gpu.ts';
+import { benchCheckpoint, now, num } from './common.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import type { Qwen3Forward } from '../../src/engine/forward.ts';
-import { openCheckpoint } from '../../src/model/checkpoint.ts';
-import { makeTinyModel } from '../../src/model/tiny-model.ts';
-import type { Checkpoint, ModelConfig } from '../../src/model/types.ts';
+import type { ModelConfig } from '../../src/model/types.ts';
 import type { LoraTarget, ScoreSequence } from '../../src/engine/types.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
-const num = (opts: Record<string, string>, key: string, dflt: number): number => {
-  if (opts[key] === undefined) return dflt;
-  const v = Number(opts[key]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`bench train: --${key} must be a positive number, got '${opts[key]}'`);
-  return v;
-};
-
-const now = () => performance.now();
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
-}
-
-async function benchCheckpoint(opts: Record<string, string>): Promise<{ ckpt: Checkpoint; source: string }> {
-  if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
-  const shape = {
-    hidden: num(opts, 'hidden', 256),
-    layers: num(opts, 'layers', 4),
-    heads: num(opts, 'heads', 4),
-    kvHeads: num(opts, 'kvHeads', 2),
-    headDim: num(opts, 'headDim', 64),
-    intermediate: num(opts, 'intermediate', 768),
-    vocab: num(opts, 'vocab', 2048),
-  };
-  const model = await makeTinyModel({ seed: 1, dtype: 'f32', ...shape });
-  return { ckpt: await openCheckpoint(model.files), source: `generated ${JSON.stringify(shape)}` };
 }
 
 /** [in, out] of each linear of one layer. */
@@ -121,7 +96,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
   const seqLen = num(opts, 'seqLen', 64);
   const steps = num(opts, 'steps', 3);
   const gpu = await getGpu();
-  const { ckpt, source } = await benchCheckpoint(opts);
+  const { ckpt, source } = await benchCheckpoint(opts, 'f32');
   const weightDtype = (opts.weights ?? (mode === 'full' ? 'f32' : 'auto')) as 'auto' | 'f16' | 'f32';
   const engine = await loadEngine(ckpt, { gpu, weightDtype });
   try {

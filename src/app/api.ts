@@ -1,23 +1,10 @@
 // Client of the env-server's run store (/api/runs) and environment listing (/envs).
 import type { StepEvent } from './worker-api.ts';
 
-export interface RunSummary {
-  id: string;
-  name: string;
-  status: string;
-  createdAt: string;
-  updatedAt: string;
-  config: Record<string, unknown>;
-  model: Record<string, unknown>;
-  env: Record<string, unknown>;
-  error: string | null;
-  lastStep: number | null;
-}
+// Type-only: erased at build time, so the page never bundles the SQLite store.
+import type { RunSummary, StepRecord } from '../../env-server/runs.ts';
 
-export interface StepRecord {
-  step: number;
-  metrics: Record<string, number | null>;
-}
+export type { RunSummary, StepRecord };
 
 export class ApiError extends Error {
   constructor(message: string, readonly status: number) {
