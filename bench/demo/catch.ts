@@ -6,16 +6,16 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEnvServer } from '../env-server/server.ts';
-import { loadEngine } from '../src/engine/engine.ts';
-import { openCheckpoint } from '../src/model/checkpoint.ts';
-import { makeTinyCheckpointFiles } from '../src/model/tiny-model.ts';
-import { loadTokenizer } from '../src/model/tokenizer.ts';
-import { folderCheckpointStore } from '../src/rl/checkpoint.ts';
-import { COMPACT_CATCH_TASK } from '../src/rl/compact-catch.ts';
-import { configFromObject } from '../src/rl/config.ts';
-import { runExample } from '../src/rl/run-example.ts';
-import { compactCatchTranscripts } from '../src/rl/solvers.ts';
+import { createEnvServer } from '../../env-server/server.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { loadTokenizer } from '../../src/model/tokenizer.ts';
+import { folderCheckpointStore } from '../../src/rl/checkpoint.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
+import { configFromObject } from '../../src/rl/config.ts';
+import { runExample } from '../../src/rl/run-example.ts';
+import { compactCatchTranscripts } from '../../src/rl/solvers.ts';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -26,13 +26,13 @@ function flag(name: string, fallback: number): number {
 }
 
 /** One character per value, ▁ (0) to █ (1). */
-export function sparkline(values: number[]): string {
+function sparkline(values: number[]): string {
   const bars = '▁▂▃▄▅▆▇█';
   return values.map((v) => bars[Math.max(0, Math.min(bars.length - 1, Math.round(v * (bars.length - 1))))]).join('');
 }
 
 /** A small ASCII plot: one row per reward level (1.0 at the top), one column per step. */
-export function asciiPlot(values: number[], rows = 8): string {
+function asciiPlot(values: number[], rows = 8): string {
   const lines: string[] = [];
   for (let r = rows; r >= 0; r--) {
     const level = r / rows;

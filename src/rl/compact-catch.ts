@@ -50,6 +50,8 @@ export function compactCatchObservation(infoState: readonly number[], done: bool
 export class CompactCatchEnv implements ToolEnv {
   reward = 0;
   done = false;
+  /** Moves the env accepted this episode (a game takes 9). */
+  moves = 0;
   private readonly episode: EpisodeSlot;
   readonly tools: Tool[] = [
     { declaration: MOVE_TOOL, call: (args) => this.act(catchActionId(args.direction)) },
@@ -63,6 +65,7 @@ export class CompactCatchEnv implements ToolEnv {
   async reset(_row: DatasetRow): Promise<string> {
     const first = await this.episode.reset();
     this.reward = 0;
+    this.moves = 0;
     this.done = first.done;
     return compactCatchObservation(first.observation.info_state as number[], false, null);
   }
@@ -72,6 +75,7 @@ export class CompactCatchEnv implements ToolEnv {
     const result = await this.episode.step({ action_id: actionId, game_name: 'catch', game_params: {} });
     this.reward = typeof result.reward === 'number' ? result.reward : 0;
     this.done = result.done;
+    this.moves++;
     return compactCatchObservation(result.observation.info_state as number[], result.done, this.reward);
   }
 
@@ -84,6 +88,14 @@ const caught: RewardFunction = function caught({ environments }) {
   return environments.map((env) => (env instanceof CompactCatchEnv ? catchReward(env) : null));
 };
 
+/**
+ * A dense shaping term for tiny models: the fraction of the game's 9 moves that were played. The catch
+ * reward alone is 0 until a whole game of well-formed calls is played, too sparse for a few steps.
+ */
+const progress: RewardFunction = function progress({ environments }) {
+  return environments.map((env) => (env instanceof CompactCatchEnv ? Math.min(env.moves, 9) / 9 : null));
+};
+
 /** The compact catch task: rows, env factory over the built-in catch env, reward, template. */
 export const COMPACT_CATCH_TASK: ChatTemplateTask = {
   name: 'catch',
@@ -93,7 +105,7 @@ export const COMPACT_CATCH_TASK: ChatTemplateTask = {
     if (!url) throw new Error('the catch env needs a base URL');
     return () => new CompactCatchEnv(url, open!);
   },
-  rewardFuncs: [caught],
+  rewardFuncs: [caught, progress],
   config: { chat_template_kwargs: null },
   template: COMPACT_CHAT_TEMPLATE,
 };
