@@ -10,6 +10,7 @@ import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import type { Engine } from '../src/engine/types.ts';
 import { writeSafetensors } from '../src/model/safetensors.ts';
+import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/checkpoint.ts';
 import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
 import { jsonSafe } from '../src/rl/metrics.ts';
@@ -103,7 +104,13 @@ export class TrainerService implements TrainerWorkerApi {
   async loadModel(choice: ModelChoice, events: Pick<WorkerEvents, 'onProgress'>): Promise<ModelInfo> {
     if (this.control) throw new Error('A run is training in this tab: stop it before loading another model');
     const gpu = await this.gpu();
-    const loaded = await loadModelChoice(choice, (p) => events.onProgress(p));
+    // Through comlink each callback is a message on its own channel: wait for the last progress report
+    // to be delivered before answering, or it could land after the answer and show a stale bar.
+    let delivered: Promise<unknown> = Promise.resolve();
+    const onProgress = (p: LoadProgress) => {
+      delivered = Promise.resolve(events.onProgress(p));
+    };
+    const loaded = await loadModelChoice(choice, onProgress);
     const plannedDtype = gpu.f16 ? 'f16' : 'f32';
     const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded.name));
     const cfg = loaded.checkpoint.config;
@@ -122,9 +129,13 @@ export class TrainerService implements TrainerWorkerApi {
     this.model?.engine.destroy();
     this.model = null;
     // A model that cannot fit is described but not uploaded: allocating it would only lose the device.
-    if (!plan.fits) return info;
-    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress: (p) => events.onProgress(p) });
+    if (!plan.fits) {
+      await delivered;
+      return info;
+    }
+    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress });
     this.model = { loaded, engine };
+    await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
 
