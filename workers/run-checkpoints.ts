@@ -6,6 +6,8 @@
 export interface StoredCheckpoint {
   /** Steps of the run done when it was taken (SFT steps included). */
   runStep: number;
+  /** SFT warm-up steps the run planned (fixed when it started: resuming keeps the step numbering). */
+  sftSteps: number;
   /** SFT warm-up steps done (all of them once GRPO started). */
   sftStepsDone: number;
   files: Map<string, Uint8Array>;
@@ -34,6 +36,7 @@ const STORE = 'runs';
 interface Row {
   runId: string;
   runStep: number;
+  sftSteps: number;
   sftStepsDone: number;
   files: Record<string, Uint8Array>;
 }
@@ -57,7 +60,7 @@ export function indexedDbRunCheckpoints(): RunCheckpoints {
   const store = async (mode: IDBTransactionMode) => (await (db ??= openDb())).transaction(STORE, mode).objectStore(STORE);
   return {
     async save(runId, ckpt) {
-      const row: Row = { runId, runStep: ckpt.runStep, sftStepsDone: ckpt.sftStepsDone, files: Object.fromEntries(ckpt.files) };
+      const row: Row = { runId, runStep: ckpt.runStep, sftSteps: ckpt.sftSteps, sftStepsDone: ckpt.sftStepsDone, files: Object.fromEntries(ckpt.files) };
       try {
         await request((await store('readwrite')).put(row));
       } catch (err) {
@@ -68,7 +71,7 @@ export function indexedDbRunCheckpoints(): RunCheckpoints {
     async load(runId) {
       const row = (await request((await store('readonly')).get(runId))) as Row | undefined;
       if (!row) return null;
-      return { runStep: row.runStep, sftStepsDone: row.sftStepsDone, files: new Map(Object.entries(row.files)) };
+      return { runStep: row.runStep, sftSteps: row.sftSteps, sftStepsDone: row.sftStepsDone, files: new Map(Object.entries(row.files)) };
     },
   };
 }

@@ -207,7 +207,8 @@ type Outcome = 'finished' | 'stopped';
 class RunSession {
   private readonly config: GRPOConfig;
   private readonly task: RunTask;
-  private readonly sftTotal: number;
+  /** SFT steps of the run: from the options, or from the checkpoint when resuming. */
+  private sftTotal: number;
   private readonly grpoTotal: number;
   /** The latest generation's rollouts, until their step is reported. */
   private pendingRollouts: Rollout[] | null = null;
@@ -238,6 +239,8 @@ class RunSession {
     if (this.opts.resume) {
       stored = await this.checkpoints.load(this.opts.runId);
       if (!stored) throw new Error(`No checkpoint is kept in this browser for run ${this.opts.runId}: it cannot be resumed here`);
+      // The run's own plan, whatever the resuming page asked: its steps keep their numbers.
+      this.sftTotal = stored.sftSteps;
     }
     engine.setTrainable(trainableMode(this.config));
     this.events.onStatus({ status: 'running', message: stored ? `resuming from step ${stored.runStep}` : undefined });
@@ -266,7 +269,7 @@ class RunSession {
       config: this.config,
       engine: await this.model.engine.saveState(),
     });
-    await this.checkpoints.save(this.opts.runId, { runStep: sftDone, sftStepsDone: sftDone, files });
+    await this.checkpoints.save(this.opts.runId, { runStep: sftDone, sftSteps: this.sftTotal, sftStepsDone: sftDone, files });
   }
 
   private async sftPhase(alreadyDone: number): Promise<'stopped' | 'done'> {
@@ -328,7 +331,7 @@ class RunSession {
   private checkpointStore(): CheckpointStore {
     return {
       save: async (step, files) => {
-        await this.checkpoints.save(this.opts.runId, { runStep: this.sftTotal + step, sftStepsDone: this.sftTotal, files });
+        await this.checkpoints.save(this.opts.runId, { runStep: this.sftTotal + step, sftSteps: this.sftTotal, sftStepsDone: this.sftTotal, files });
         return `browser storage: run ${this.opts.runId}, step ${this.sftTotal + step}`;
       },
     };

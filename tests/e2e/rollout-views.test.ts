@@ -33,7 +33,7 @@ function rollout(parts: { text: string; sampled: boolean }[], completion: Rollou
     logprobs: completionIds.map(() => 0),
     completion,
     truncated: false,
-    env: {},
+    env: { reset: () => null, tools: [] },
     toolCalls: completion.filter((m) => m.role === 'tool').length,
     toolFailures: 0,
     ...(error ? { error } : {}),

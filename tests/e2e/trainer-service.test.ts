@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
@@ -75,8 +76,9 @@ describe('trainer worker API (Node)', () => {
     expect(r.steps.map((s) => s.phase)).toEqual([...Array(sft).fill('sft'), ...Array(grpo).fill('grpo')]);
     expect(r.steps.every((s) => s.totalSteps === sft + grpo)).toBe(true);
     const last = r.steps[r.steps.length - 1]!;
-    // The tiny model plays catch in its compact form, whose reward function is `caught`.
-    for (const name of ['reward', 'reward_std', 'rewards/caught/mean', 'completions/mean_length', 'tools/call_frequency', 'loss', 'grad_norm', 'learning_rate', 'num_tokens', 'step_time', 'tokens_per_second', 'gpu_memory_mib']) {
+    // The tiny model plays catch in its compact form, with that task's reward functions.
+    const rewardNames = COMPACT_CATCH_TASK.rewardFuncs.map((f) => f.name);
+    for (const name of ['reward', 'reward_std', ...rewardNames.map((n) => `rewards/${n}/mean`), 'completions/mean_length', 'tools/call_frequency', 'loss', 'grad_norm', 'learning_rate', 'num_tokens', 'step_time', 'tokens_per_second', 'gpu_memory_mib']) {
       expect(last.metrics, name).toHaveProperty([name]);
     }
     expect(last.metrics.tokens_per_second).toBeGreaterThan(0);
@@ -89,7 +91,7 @@ describe('trainer worker API (Node)', () => {
       expect(v.turns[0]!.text).toContain('<|im_start|>user');
       expect(v.turns[0]!.text).toContain('Catch the ball.');
       expect(v.turns.filter((t) => t.role === 'assistant').length).toBeGreaterThan(0);
-      expect(Object.keys(v.rewards)).toEqual(['caught']);
+      expect(Object.keys(v.rewards)).toEqual(rewardNames);
       expect(Number.isFinite(v.advantage)).toBe(true);
     }
     expect(await service.checkpointStep('run-a')).toBe(sft + grpo);
@@ -109,10 +111,11 @@ describe('trainer worker API (Node)', () => {
   });
 
   it('stops a paused run, and a reloaded worker continues it from the checkpoint', async () => {
+    // Paused at the first GRPO step, after the SFT warm-up.
     const r = recorder((e) => {
-      if (e.step === 0) service.pause();
+      if (e.step === 1) service.pause();
     });
-    const training = service.train(run('run-c', { sftSteps: 0 }), r.events);
+    const training = service.train(run('run-c'), r.events);
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     service.stop();
     await training;
@@ -121,9 +124,10 @@ describe('trainer worker API (Node)', () => {
     const reloaded = new TrainerService({ checkpoints });
     await reloaded.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     const again = recorder();
+    // The page resumes without knowing the warm-up; the checkpoint keeps the run's step numbering.
     await reloaded.train(run('run-c', { sftSteps: 0, resume: true }), again.events);
     expect(again.statuses).toEqual(['running', 'finished']);
-    expect(again.steps.map((s) => s.step)).toEqual([1]);
+    expect(again.steps.map((s) => [s.step, s.phase, s.totalSteps])).toEqual([[2, 'grpo', 3]]);
     await expect(reloaded.train(run('unknown-run', { resume: true }), recorder().events)).rejects.toThrow(/No checkpoint is kept/);
   });
 
