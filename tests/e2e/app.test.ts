@@ -156,10 +156,57 @@ describe('the app in Chromium', () => {
     expect(qA?.shape[0]).toBe(E2E_RUN_CONFIG.lora_r);
   });
 
+  it('evaluates the trained adapter greedily beside the base model', async () => {
+    await page.getByRole('button', { name: /evaluate \(greedy\) vs base/ }).click();
+    await withLogs(page.getByTestId('eval-table').waitFor({ timeout: 120_000 }));
+    const rows = await page.getByTestId('eval-table').locator('tbody tr').allTextContents();
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatch(/^base8/);
+    expect(rows[1]).toMatch(/^trained8/);
+    await shot(page, '5-evaluation');
+  });
+
+  it('resumes a run from its checkpoint after the tab was reloaded mid-run', async () => {
+    const steps = 4;
+    await page.goto(`${app.url}/#/`);
+    await page.getByRole('button', { name: 'catch', exact: true }).click();
+    for (const [key, value] of Object.entries({ ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: steps, save_steps: 1 })) {
+      const input = page.getByLabel(key, { exact: true });
+      if ((await input.count()) === 1) await input.fill(formText(value));
+    }
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const id = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
+    await withLogs(expect.poll(async () => Number(await page.getByTestId('chart-reward').getAttribute('data-points')), { timeout: TRAIN_TIMEOUT_MS, interval: 250 }).toBeGreaterThanOrEqual(1));
+    await page.reload();
+
+    // The reloaded tab has no model: load it again, then come back to the interrupted run.
+    const banner = page.getByText('This run was interrupted');
+    await banner.waitFor({ timeout: 30_000 });
+    await shot(page, '6-interrupted');
+    await page.goto(`${app.url}/#/`);
+    await page.getByTestId('load-model').click();
+    await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
+    await page.goto(`${app.url}/#/runs/${id}`);
+    await page.getByRole('button', { name: 'resume from the last checkpoint' }).click();
+    await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
+    const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
+    expect(await page.getByTestId('run-status').textContent(), messages.join('\n')).toBe('finished');
+
+    // This tab trained only the steps after the checkpoint, not the run again from its start.
+    const resumedSteps = Number(await page.getByTestId('chart-reward').getAttribute('data-points'));
+    expect(resumedSteps).toBeGreaterThanOrEqual(1);
+    expect(resumedSteps).toBeLessThan(steps);
+    // The run store holds every step exactly once, numbered as in one uninterrupted run.
+    const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
+    expect(stored.run.status).toBe('finished');
+    expect(stored.steps.map((x) => x.step)).toEqual([...Array(steps).keys()]);
+  });
+
   it('shows the 404 page for an unknown run id', async () => {
     await page.goto(`${app.url}/#/runs/no-such-run-0000`);
     await page.getByTestId('not-found').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('not-found').textContent()).toContain('404');
-    await shot(page, '5-not-found');
+    await shot(page, '7-not-found');
   });
 });
