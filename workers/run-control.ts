@@ -19,6 +19,11 @@ export class RunControl {
     return this.pending;
   }
 
+  /** Paused and idle: the run holds no GPU work until it is resumed or stopped. */
+  get paused(): boolean {
+    return this.release !== null;
+  }
+
   pause(): void {
     if (this.pending !== null) return;
     this.pending = 'pause';

@@ -190,7 +190,7 @@ export class TrainerService implements TrainerWorkerApi {
 
   async evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]> {
     const { engine, loaded } = this.ready();
-    if (this.control) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
+    if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
     return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: loaded.name === TINY_MODEL_NAME, config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
   }

@@ -104,6 +104,9 @@ describe('trainer worker API (Node)', () => {
     const training = service.train(run('run-b', { sftSteps: 0 }), r.events);
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     expect(await service.checkpointStep('run-b')).toBe(1);
+    // A paused run leaves the GPU idle: the page may evaluate meanwhile.
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
+    expect(rows.map((x) => x.episodes)).toEqual([1, 1]);
     service.resume();
     await training;
     expect(r.statuses).toEqual(['running', 'paused', 'running', 'finished']);
