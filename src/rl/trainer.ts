@@ -169,8 +169,10 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
   const rewardNames = opts.rewardFuncs.map((f) => f.name);
   const needOld = c.num_iterations > 1 || plan.microPerGeneration > GAS;
 
+  // On resume the run length comes from the current config (same config = same schedule; a larger
+  // max_steps extends the run).
   const counters: TrainerCounters = opts.resume
-    ? { ...opts.resume.counters }
+    ? { ...opts.resume.counters, totalSteps: plan.totalSteps }
     : { step: 0, generation: 0, numTokens: 0, totalSteps: plan.totalSteps };
   if (opts.resume) await engine.loadState(opts.resume.engine);
   const schedule: Schedule = {

@@ -1,0 +1,69 @@
+// `webgrpo train` end to end on the real engine (tiny model, tiny run): JSON lines per step,
+// checkpoints, resume from the latest checkpoint, and the PEFT adapter files.
+
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { run } from '../../src/cli/train.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { parseSafetensors } from '../../src/model/safetensors.ts';
+
+let dir = '';
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function runCli(argv: string[]): Promise<{ code: number; lines: Record<string, unknown>[] }> {
+  const out: string[] = [];
+  const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
+  try {
+    const code = await run(argv);
+    return { code, lines: out.map((l) => JSON.parse(l) as Record<string, unknown>) };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('webgrpo train', () => {
+  it('rejects bad arguments with a clear message', async () => {
+    await expect(run(['--env', 'catch'])).rejects.toThrow(/--model DIR is required/);
+    await expect(run(['--model', 'x', '--env', 'pong'])).rejects.toThrow(/unknown env 'pong'/);
+    await expect(run(['--model', 'x', '--env', 'catch', '--loss_type', 'ppo'])).rejects.toThrow(/loss_type: must be one of/);
+    await expect(run(['--model', 'x', '--env', 'catch', '--bogus', '1'])).rejects.toThrow(/unknown option --bogus/);
+  });
+
+  it('SFT warm-up + GRPO with LoRA: one JSON line per step, checkpoint, resume, PEFT adapter', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-train-cli-'));
+    const model = join(dir, 'model');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(model);
+    for (const [name, bytes] of await makeTinyCheckpointFiles({ seed: 3, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 })) {
+      await writeFile(join(model, name), bytes);
+    }
+    const output = join(dir, 'out');
+    const common = [
+      '--model', model, '--env', 'catch-compact', '--output', output, '--num_generations', '2', '--per_device_train_batch_size', '2',
+      '--max_completion_length', '60', '--learning_rate', '1e-3', '--lora_r', '4', '--lora_alpha', '8', '--save_steps', '1',
+    ];
+    const first = await runCli([...common, '--sft-solver', 'catch-compact', '--sft-episodes', '2', '--sft_steps', '2', '--sft_batch_size', '1', '--max_steps', '1']);
+    expect(first.code).toBe(0);
+    expect(first.lines.map((l) => [l.phase, l.step])).toEqual([['sft', 1], ['sft', 2], ['grpo', 1], ['done', undefined]]);
+    const step = first.lines[2]!;
+    for (const key of ['reward', 'rewards/caught/mean', 'rewards/progress/mean', 'completions/mean_length', 'tools/call_frequency', 'entropy', 'grad_norm', 'learning_rate', 'num_tokens']) {
+      expect(step, key).toHaveProperty([key]);
+    }
+    expect(step.checkpoint).toBe(join(output, 'checkpoint-1'));
+    expect((await readdir(output)).sort()).toEqual(['adapter', 'checkpoint-1', 'transcripts.jsonl']);
+
+    const adapterDir = join(output, 'adapter');
+    const adapterConfig = JSON.parse(await readFile(join(adapterDir, 'adapter_config.json'), 'utf8'));
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+    const header = parseSafetensors(new Uint8Array(await readFile(join(adapterDir, 'adapter_model.safetensors'))));
+    expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
+
+    const resumed = await runCli([...common, '--resume', 'latest', '--max_steps', '2']);
+    expect(resumed.lines.map((l) => [l.phase, l.step])).toEqual([['grpo', 2], ['done', undefined]]);
+    expect(resumed.lines[0]!.num_tokens).toBeGreaterThan(step.num_tokens as number);
+  });
+});
