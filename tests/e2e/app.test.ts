@@ -109,6 +109,8 @@ describe('the app in Chromium', () => {
     await rollouts.first().getByRole('button').first().click();
     const conversation = await rollouts.first().textContent();
     expect(conversation).toContain('assistant');
+    // The prompt as the model saw it, with its special tokens drawn apart from the text.
+    expect(await page.locator('.group .prompt .special').first().textContent()).toBe('<|im_start|>');
     await shot(page, '3-rollout-open');
   });
 

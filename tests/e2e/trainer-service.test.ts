@@ -134,6 +134,23 @@ describe('trainer worker API (Node)', () => {
     await expect(reloaded.train(run('unknown-run', { resume: true }), recorder().events)).rejects.toThrow(/No checkpoint is kept/);
   });
 
+  it('resumes a run stopped during its SFT warm-up with the rest of the warm-up', async () => {
+    const config = { ...E2E_RUN_CONFIG, max_steps: 1 };
+    const r = recorder((e) => {
+      if (e.step === 0) service.stop();
+    });
+    await service.train(run('run-sft', { sftSteps: 2, config }), r.events);
+    expect(r.statuses).toEqual(['running', 'stopped']);
+    expect(await service.checkpointStep('run-sft')).toBe(1);
+
+    const reloaded = new TrainerService({ checkpoints });
+    await reloaded.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    const again = recorder();
+    await reloaded.train(run('run-sft', { sftSteps: 0, resume: true, config }), again.events);
+    expect(again.steps.map((s) => [s.step, s.phase, s.totalSteps])).toEqual([[1, 'sft', 3], [2, 'grpo', 3]]);
+    expect(again.statuses).toEqual(['running', 'finished']);
+  });
+
   it('exports a PEFT adapter and evaluates greedily against the base model', async () => {
     const files = await service.exportAdapter();
     expect(files.map((f) => f.name)).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
