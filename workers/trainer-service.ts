@@ -259,10 +259,6 @@ class RunSession {
     return this.meter ? this.meter.takePeak() / MIB : null;
   }
 
-  private emit(e: StepEvent): void {
-    this.events.onStep(e);
-  }
-
   private async saveSftCheckpoint(sftDone: number): Promise<void> {
     const files = serializeCheckpoint({
       counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal },
@@ -293,7 +289,7 @@ class RunSession {
       for await (const e of steps) {
         const stepTime = (performance.now() - t0) / 1000;
         t0 = performance.now();
-        this.emit({
+        this.events.onStep({
           step: done,
           totalSteps: this.totalSteps,
           phase: 'sft',
@@ -365,7 +361,7 @@ class RunSession {
       });
       let last = resume?.counters.step ?? 0;
       for await (const e of steps) {
-        this.emit(this.grpoStepEvent(e, weights));
+        this.events.onStep(this.grpoStepEvent(e, weights));
         last = e.step;
       }
       if (last >= this.grpoTotal || !this.control.signal.aborted) return 'finished';
