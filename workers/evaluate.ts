@@ -64,8 +64,9 @@ async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): 
     policy,
     episodes: rollouts.length,
     meanReward: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : NaN,
-    // success = the episode earned a positive reward (a catch, a solved word, a non-empty echo)
-    successRate: rewards.filter((x) => x > 0).length / rollouts.length,
+    // success = the task's outcome reward (its first function: a catch, a solved word, an echo) is positive;
+    // shaping rewards that follow it (e.g. compact catch's `progress`) do not count
+    successRate: R[0]!.filter((x) => x > 0).length / rollouts.length,
     meanToolCalls: rollouts.reduce((n, r) => n + r.toolCalls, 0) / rollouts.length,
   };
 }
