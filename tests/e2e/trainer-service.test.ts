@@ -168,6 +168,8 @@ describe('trainer worker API (Node)', () => {
       expect(row.successRate).toBeGreaterThanOrEqual(0);
       expect(row.successRate).toBeLessThanOrEqual(1);
     }
+    // Greedy decoding on the same seeded episodes: evaluating again gives the same table.
+    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {
