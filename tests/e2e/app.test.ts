@@ -4,10 +4,13 @@
 // numbers, download the PEFT adapter and parse its files, and get the 404 page for an unknown run.
 // Screenshots of each screen go to test-results/screenshots/.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
@@ -203,6 +206,22 @@ describe('the app in Chromium', () => {
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
     expect(stored.run.status).toBe('finished');
     expect(stored.steps.map((x) => x.step)).toEqual([...Array(steps).keys()]);
+  });
+
+  it('loads a model from a folder picked on disk', async () => {
+    const folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-pick-')), 'my-tiny-qwen3');
+    fs.mkdirSync(folder);
+    for (const [name, bytes] of await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS)) fs.writeFileSync(path.join(folder, name), bytes);
+    try {
+      await page.goto(`${app.url}/#/`);
+      await page.getByLabel('local folder').check();
+      await page.locator('input[type=file][webkitdirectory]').setInputFiles(folder);
+      await page.getByTestId('load-model').click();
+      await withLogs(expect.poll(() => page.getByTestId('model-info').textContent(), { timeout: 120_000 }).toContain('my-tiny-qwen3'));
+      expect(await page.getByTestId('model-info').textContent()).toContain('2 layers, hidden 64');
+    } finally {
+      fs.rmSync(path.dirname(folder), { recursive: true, force: true });
+    }
   });
 
   it('shows the 404 page for an unknown run id', async () => {
