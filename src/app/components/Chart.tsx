@@ -35,8 +35,9 @@ export function Chart({ title, steps, series, height = 180 }: { title: string; s
       {
         width,
         height,
-        scales: { x: { time: false } },
-        axes: [{ label: 'step' }, {}],
+        // Steps are integers: integer tick increments, and a visible range around a single point.
+        scales: { x: { time: false, range: (_u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) } },
+        axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, {}],
         legend: { live: true },
         series: [{ label: 'step' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
       },

@@ -18,6 +18,12 @@ function groupRollouts(rows: { step: number; data: Record<string, unknown> }[]):
   return [...by.entries()].map(([step, rollouts]) => ({ step, rollouts }));
 }
 
+function mergeSteps(stored: StepRecord[], local: StepRecord[]): StepRecord[] {
+  const by = new Map(stored.map((s) => [s.step, s]));
+  for (const s of local) by.set(s.step, s);
+  return [...by.values()].sort((a, b) => a.step - b.step);
+}
+
 function download(name: string, bytes: Uint8Array | string, type = 'application/octet-stream') {
   const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type }));
   const a = document.createElement('a');
@@ -73,7 +79,8 @@ export function RunView({ id }: { id: string }) {
 
   if (notFound) return <NotFound what={`run ${id}`} />;
 
-  const shownSteps = live ? ui.steps : steps;
+  // A resumed run shows the steps stored before the reload too; this tab's own steps win.
+  const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
   const shownRollouts = live ? ui.rollouts : rollouts;
   const owned = ownedRuns.get(id);
   const interrupted = !live && owned && ownedRuns.active() === id && run && (run.status === 'running' || run.status === 'paused');

@@ -75,6 +75,9 @@ export function SetupView() {
           <button key={p.env} onClick={() => applyPreset(p.env)} title={p.description}>{p.label}</button>
         ))}
         <p className="muted">{env ? PRESETS[env.name as BuiltinEnvName]?.description ?? '' : ''}</p>
+        {env?.name === 'catch' && model?.name === 'built-in tiny' && (
+          <p className="muted">With the built-in tiny model, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
+        )}
         <h4>SFT warm-up data</h4>
         <p className="muted">By default transcripts come from the built-in scripted solver of the chosen environment. Or upload JSONL, one message list per line.</p>
         <input type="file" accept=".jsonl,.json,.txt" onChange={async (e) => { const f = e.target.files?.[0]; setSftJsonl(f ? await f.text() : undefined); }} />
