@@ -1,7 +1,7 @@
 // `npm run demo:catch`: a tiny generated Qwen3 learns catch end to end on this machine's WebGPU
 // (SwiftShader without a GPU): scripted-solver transcripts → SFT warm-up → GRPO against the built-in
 // catch env (compact observations), printing each step and, at the end, the reward curve.
-// Options: --steps N (GRPO steps, default 30), --sft-steps N (default 40), --seed S, --out DIR.
+// Options: --steps N (GRPO steps, default 30), --sft-steps N (default 70), --seed S (default 42), --out DIR.
 
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,12 +44,12 @@ function asciiPlot(values: number[], rows = 8): string {
 }
 
 const steps = flag('steps', 30);
-const sftSteps = flag('sft-steps', 40);
-const seed = flag('seed', 0);
+const sftSteps = flag('sft-steps', 70);
+const seed = flag('seed', 42);
 const outIndex = process.argv.indexOf('--out');
 const out = outIndex >= 0 ? process.argv[outIndex + 1]! : await mkdtemp(join(tmpdir(), 'webgrpo-demo-catch-'));
 
-const files = await makeTinyCheckpointFiles({ seed, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 });
+const files = await makeTinyCheckpointFiles({ seed: 0, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 });
 const ckpt = await openCheckpoint(files);
 const text = (name: string) => new TextDecoder().decode(files.get(name)!);
 const tokenizer = loadTokenizer(text('tokenizer.json'), text('tokenizer_config.json'));
@@ -59,17 +59,18 @@ const catchUrl = `${server.url}/envs/catch`;
 console.log(`demo:catch — tiny Qwen3 (${engine.gpu.software ? 'software WebGPU' : 'WebGPU'}), env ${catchUrl}, checkpoints in ${out}`);
 
 try {
-  const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 64, seed });
+  const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 48, seed });
   const config = configFromObject({
     train_mode: 'full',
     seed,
     sft_steps: sftSteps,
-    sft_batch_size: 4,
-    sft_learning_rate: 3e-3,
+    sft_batch_size: 2,
+    sft_learning_rate: 2e-2,
     max_steps: steps,
     num_generations: 8,
-    per_device_train_batch_size: 8,
-    learning_rate: 1e-3,
+    per_device_train_batch_size: 16,
+    temperature: 0.7,
+    learning_rate: 5e-4,
     lr_scheduler_type: 'constant',
     max_completion_length: 400,
     save_steps: 10,
