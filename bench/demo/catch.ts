@@ -75,20 +75,21 @@ try {
     max_completion_length: 400,
     save_steps: 10,
   });
-  const rewards: number[] = [];
+  const catchRates: number[] = [];
   for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, checkpointStore: folderCheckpointStore(out) })) {
     if (e.phase === 'sft') {
       console.log(`sft  ${String(e.step).padStart(3)}/${e.totalSteps}  loss ${e.loss.toFixed(3)}`);
       continue;
     }
-    const reward = e.metrics.reward ?? 0;
-    rewards.push(reward);
+    // The total reward is caught (0/1) + progress (0..1); the curve shows the catch rate alone.
+    const caught = e.metrics['rewards/caught/mean'] ?? 0;
+    catchRates.push(caught);
     console.log(
-      `grpo ${String(e.step).padStart(3)}/${e.totalSteps}  reward ${reward.toFixed(3)}  ${sparkline(rewards)}  ` +
+      `grpo ${String(e.step).padStart(3)}/${e.totalSteps}  reward ${(e.metrics.reward ?? 0).toFixed(3)}  caught ${caught.toFixed(3)}  ${sparkline(catchRates)}  ` +
         `len ${e.metrics['completions/mean_length']!.toFixed(0)}  calls ${e.metrics['tools/call_frequency']!.toFixed(1)}  ${e.metrics.step_time!.toFixed(1)}s`,
     );
   }
-  console.log(`\nreward per GRPO step (catch rate):\n${asciiPlot(rewards)}\n${sparkline(rewards)}`);
+  console.log(`\ncatch rate (rewards/caught/mean) per GRPO step:\n${asciiPlot(catchRates)}\n${sparkline(catchRates)}`);
 } finally {
   engine.destroy();
   await server.close();
