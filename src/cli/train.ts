@@ -134,7 +134,9 @@ async function buildConfig(task: ChatTemplateTask, args: Args): Promise<GRPOConf
 
 function printEvent(e: RunEvent, logCompletions: boolean): void {
   if (e.phase === 'sft') {
-    console.log(JSON.stringify(e));
+    // Same key style as the GRPO lines (snake_case, like TRL's logs).
+    const { totalSteps, ...rest } = e;
+    console.log(JSON.stringify({ ...rest, total_steps: totalSteps }));
     return;
   }
   const line: Record<string, unknown> = { phase: 'grpo', step: e.step, total_steps: e.totalSteps, ...jsonSafe(e.metrics) };
