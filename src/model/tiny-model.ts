@@ -7,6 +7,7 @@ import { parseConfig } from './config.ts';
 import { qwen3TensorLayout, type ExpectedTensor } from './qwen3-tensors.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
 import type { DType, ModelConfig } from './types.ts';
+import { mulberry32 } from '../random.ts';
 
 export type TinyDtype = 'f32' | 'bf16' | 'f16';
 
@@ -255,14 +256,7 @@ function mix32(x: number): number {
 
 /** Standard normal samples (Box–Muller) from a mulberry32 uniform stream. */
 function normalRng(seed: number): () => number {
-  let state = seed >>> 0;
-  const uniform = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const uniform = mulberry32(seed);
   let spare: number | null = null;
   return () => {
     if (spare !== null) {

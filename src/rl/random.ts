@@ -2,6 +2,8 @@
 // (seed, purpose, index), so a resumed run recomputes the same data order and sampling seeds
 // from the step counters alone — no generator state to save.
 
+import { mulberry32 } from '../random.ts';
+
 /** A 32-bit hash of a seed and some integers (murmur3's finalizer over a running mix). */
 export function hashInts(...xs: number[]): number {
   let h = 0x9e3779b9;
@@ -12,18 +14,6 @@ export function hashInts(...xs: number[]): number {
     h ^= h >>> 16;
   }
   return h >>> 0;
-}
-
-/** mulberry32: a small, fast PRNG returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A Fisher–Yates permutation of 0..n-1 determined by the seed. */

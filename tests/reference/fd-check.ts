@@ -3,7 +3,7 @@
 
 import type { ModelConfig } from '../../src/model/types.ts';
 import { refBackward, refScore, type RefSequence } from '../../src/engine/reference/qwen3.ts';
-import { seededUniform } from '../../src/engine/reference/random.ts';
+import { mulberry32 } from '../../src/random.ts';
 import type { RefLora, RefWeights } from '../../src/engine/reference/weights.ts';
 
 export const FD_STEP = 1e-5;
@@ -56,7 +56,7 @@ export function fdCompare(
 ): FdResult[] {
   const { grads, loraGrads } = refBackward(cfg, w, seq, temperature, dLdLogp, opts.lora, { baseGrads: opts.base });
   const loss = weightedLogprobLoss(cfg, w, seq, temperature, dLdLogp, opts.lora);
-  const uniform = seededUniform(opts.seed);
+  const uniform = mulberry32(opts.seed);
   const targets: { tensor: string; data: Float64Array; grad: Float64Array }[] = [];
   if (opts.base) for (const [name, data] of w) targets.push({ tensor: name, data, grad: grads.get(name)! });
   if (opts.lora && loraGrads) {

@@ -4,7 +4,8 @@ import { trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type Gen
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
 import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/checkpoint.ts';
 import { groupAdvantages } from '../../src/rl/advantages.ts';
-import { hashInts, mulberry32 } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/random.ts';
+import { mulberry32 } from '../../src/random.ts';
 import { rewardSources, type RewardFunction } from '../../src/rl/rewards.ts';
 import type { DatasetRow } from '../../src/rl/env.ts';
 

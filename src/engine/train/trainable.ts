@@ -7,6 +7,7 @@
 import type { EngineInternals, LoraAdapter, ParamEntry } from '../internals.ts';
 import type { LoraConfig, LoraTarget, TrainableMode } from '../types.ts';
 import { transformersDecays } from '../reference/adamw.ts';
+import { mulberry32 } from '../../random.ts';
 
 export const LORA_TARGETS: readonly LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
@@ -54,18 +55,6 @@ export function loraTensorName(linearWeightName: string, which: 'A' | 'B'): stri
   return `${linearWeightName.replace(/\.weight$/, '')}.lora_${which}.weight`;
 }
 
-/** Deterministic uniform [0, 1) stream (mulberry32): the same adapter init in Node and the browser. */
-export function seededUniform(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function f32Buffer(internals: EngineInternals, label: string, count: number): GPUBuffer {
   return internals.createBuffer(label, Math.max(4, count * 4));
 }
@@ -105,7 +94,7 @@ function checkLoraConfig(lora: LoraConfig): void {
 function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet {
   checkLoraConfig(lora);
   const { device } = internals.gpu;
-  const rand = seededUniform(lora.seed);
+  const rand = mulberry32(lora.seed);
   const tensors: TrainableTensor[] = [];
   const adapters = new Map<string, LoraParams>();
   // Config order of targets, layer-major, so a seed gives the same adapter whatever order the user listed.
