@@ -1,4 +1,4 @@
-// Finite-difference checking of the reference backward: L = Σ_t c_t·logprob_t, central
+// Finite-difference checking of the reference backward: L = Σ_t c_t·logprob_t (+ Σ_t e_t·entropy_t), central
 // differences with h = 1e-5 in float64, compared with refBackward coordinate by coordinate.
 
 import type { ModelConfig } from '../../src/model/types.ts';
@@ -37,8 +37,12 @@ export function weightedLogprobLoss(
   temperature: number,
   dLdLogp: number[],
   lora?: RefLora,
+  dLdEntropy?: number[],
 ): () => number {
-  return () => refScore(cfg, w, seq, temperature, lora).logprobs.reduce((acc, lp, t) => acc + dLdLogp[t] * lp, 0);
+  return () => {
+    const { logprobs, entropy } = refScore(cfg, w, seq, temperature, lora);
+    return logprobs.reduce((acc, lp, t) => acc + dLdLogp[t] * lp + (dLdEntropy ? dLdEntropy[t] * entropy[t] : 0), 0);
+  };
 }
 
 /**
@@ -52,10 +56,10 @@ export function fdCompare(
   seq: RefSequence,
   temperature: number,
   dLdLogp: number[],
-  opts: { lora?: RefLora; base: boolean; perTensor: number; seed: number },
+  opts: { lora?: RefLora; base: boolean; perTensor: number; seed: number; dLdEntropy?: number[] },
 ): FdResult[] {
-  const { grads, loraGrads } = refBackward(cfg, w, seq, temperature, dLdLogp, opts.lora, { baseGrads: opts.base });
-  const loss = weightedLogprobLoss(cfg, w, seq, temperature, dLdLogp, opts.lora);
+  const { grads, loraGrads } = refBackward(cfg, w, seq, temperature, dLdLogp, opts.lora, { baseGrads: opts.base, dLdEntropy: opts.dLdEntropy });
+  const loss = weightedLogprobLoss(cfg, w, seq, temperature, dLdLogp, opts.lora, opts.dLdEntropy);
   const uniform = mulberry32(opts.seed);
   const targets: { tensor: string; data: Float64Array; grad: Float64Array }[] = [];
   if (opts.base) for (const [name, data] of w) targets.push({ tensor: name, data, grad: grads.get(name)! });

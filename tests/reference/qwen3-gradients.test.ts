@@ -81,4 +81,29 @@ describe('reference backward vs central finite differences (float64, h = 1e-5)',
       'model.layers.*.mlp.down_proj.weight:lora_B',
     ]);
   });
+
+  it('entropy term: L = Σ c·logprob + Σ e·entropy, tied head, temperature 0.8, base and LoRA', () => {
+    const cfg = tinyConfig();
+    const w = randomRefWeights(cfg, 51);
+    const lora = randomRefLora(cfg, { r: 2, alpha: 4, targets: ['q_proj', 'up_proj'], seed: 52 });
+    const dLdLogp = randomWeights(5, 53);
+    const dLdEntropy = randomWeights(5, 54);
+    const rows = fdCompare(cfg, w, SEQ, 0.8, dLdLogp, { lora, base: true, perTensor: 3, seed: 55, dLdEntropy });
+    expectAllAgree(rows, [
+      ...baseKinds(cfg),
+      'model.layers.*.self_attn.q_proj.weight:lora_A',
+      'model.layers.*.self_attn.q_proj.weight:lora_B',
+      'model.layers.*.mlp.up_proj.weight:lora_A',
+      'model.layers.*.mlp.up_proj.weight:lora_B',
+    ]);
+    // The entropy term really changes the gradient (and an all-zero dLdEntropy does not).
+    const plain = refBackward(cfg, w, SEQ, 0.8, dLdLogp);
+    const withH = refBackward(cfg, w, SEQ, 0.8, dLdLogp, undefined, { dLdEntropy });
+    const zeroH = refBackward(cfg, w, SEQ, 0.8, dLdLogp, undefined, { dLdEntropy: [0, 0, 0, 0, 0] });
+    const head = 'model.embed_tokens.weight';
+    expect(zeroH.grads.get(head)).toEqual(plain.grads.get(head));
+    const diff = plain.grads.get(head)!.reduce((m, g, i) => Math.max(m, Math.abs(g - withH.grads.get(head)![i]!)), 0);
+    expect(diff).toBeGreaterThan(1e-3);
+    expect(() => refBackward(cfg, w, SEQ, 0.8, dLdLogp, undefined, { dLdEntropy: [1, 2] })).toThrow(/dLdEntropy has 2 values, expected 5/);
+  });
 });

@@ -452,3 +452,25 @@ export function entropy_forward(
     entropy[n] = h;
   }
 }
+
+/**
+ * Entropy backward onto the log-probabilities: with p = exp(logp) and H = −Σ p·logp,
+ * dH/dlogp_j = −p_j·(logp_j + 1). Accumulates dentropy[n]·dH/dlogp into dlogp; logsoftmax_backward
+ * then turns it into dL/dz_j = −dentropy·p_j·(logp_j + H).
+ */
+export function entropy_backward(
+  dlogp: Float64Array, // (N, V)
+  dentropy: ArrayLike<number>, // (N)
+  logp: Float64Array, // (N, V)
+  N: number,
+  V: number,
+): void {
+  for (let n = 0; n < N; n++) {
+    const g = dentropy[n];
+    if (g === 0) continue;
+    for (let j = 0; j < V; j++) {
+      const lp = logp[n * V + j];
+      dlogp[n * V + j] -= g * Math.exp(lp) * (lp + 1);
+    }
+  }
+}

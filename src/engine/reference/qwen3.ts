@@ -9,6 +9,7 @@ import {
   attention_forward,
   embedding_backward,
   embedding_forward,
+  entropy_backward,
   entropy_forward,
   linear_backward,
   linear_forward,
@@ -49,6 +50,8 @@ export interface RefGrads {
 export interface RefBackwardOptions {
   /** Compute gradients of the base weights too (default true). With LoRA they are usually frozen. */
   baseGrads?: boolean;
+  /** dL/dentropy per scored token (like dLdLogp): adds Σ_t dLdEntropy[t]·entropy[t] to L. */
+  dLdEntropy?: number[];
 }
 
 /** Raw logits (no temperature) at every position: T arrays of length V. */
@@ -76,8 +79,8 @@ export function refScore(
 }
 
 /**
- * Gradients of L = Σ_t dLdLogp[t]·logprob[t] (the quantities of refScore) with respect to every
- * parameter. With tied embeddings, the embedding gradient includes the LM-head share.
+ * Gradients of L = Σ_t dLdLogp[t]·logprob[t] (+ Σ_t dLdEntropy[t]·entropy[t] when
+ * opts.dLdEntropy is given; the quantities of refScore) with respect to every parameter. With tied embeddings, the embedding gradient includes the LM-head share.
  */
 export function refBackward(
   cfg: ModelConfig,
@@ -94,6 +97,13 @@ export function refBackward(
     throw new Error(`refBackward: dLdLogp has ${dLdLogp.length} values, expected ${nScored} (ids.length − scoreFrom)`);
   }
   if (!dLdLogp.every(Number.isFinite)) throw new Error('refBackward: dLdLogp contains a non-finite value');
+  const dLdEntropy = opts.dLdEntropy;
+  if (dLdEntropy !== undefined) {
+    if (dLdEntropy.length !== nScored) {
+      throw new Error(`refBackward: dLdEntropy has ${dLdEntropy.length} values, expected ${nScored} (ids.length − scoreFrom)`);
+    }
+    if (!dLdEntropy.every(Number.isFinite)) throw new Error('refBackward: dLdEntropy contains a non-finite value');
+  }
   const wantBase = opts.baseGrads ?? true;
   if (!wantBase && !lora) throw new Error('refBackward: baseGrads=false needs a LoRA adapter (nothing would be trained)');
 
@@ -103,7 +113,7 @@ export function refBackward(
 
   const acts = model_forward(cfg, w, seq.ids, lora);
   const scored = scoredRows(cfg, acts.logits, seq, temperature);
-  model_backward(cfg, w, seq, temperature, dLdLogp, acts, scored.logp, lora, wantBase ? grads : null, loraGrads);
+  model_backward(cfg, w, seq, temperature, dLdLogp, dLdEntropy, acts, scored.logp, lora, wantBase ? grads : null, loraGrads);
   return loraGrads ? { grads, loraGrads } : { grads };
 }
 
@@ -228,6 +238,7 @@ function model_backward(
   seq: RefSequence,
   temperature: number,
   dLdLogp: number[],
+  dLdEntropy: number[] | undefined,
   acts: ModelActs,
   logp: Float64Array, // (N, V) log-probs of the N scored rows
   lora: RefLora | undefined,
@@ -246,8 +257,9 @@ function model_backward(
   };
 
   // log-softmax: row n of logp is position scoreFrom − 1 + n, predicting ids[scoreFrom + n].
-  const dlogp = new Float64Array(N * V); // (N, V) one-hot rows scaled by dLdLogp
+  const dlogp = new Float64Array(N * V); // (N, V) one-hot rows scaled by dLdLogp (+ the entropy share)
   for (let n = 0; n < N; n++) dlogp[n * V + seq.ids[seq.scoreFrom + n]] = dLdLogp[n];
+  if (dLdEntropy) entropy_backward(dlogp, dLdEntropy, logp, N, V);
   const dlogitsScored = new Float64Array(N * V); // (N, V)
   logsoftmax_backward(dlogitsScored, dlogp, logp, N, V, temperature);
   const dlogits = new Float64Array(T * V); // (T, V) zero at unscored positions
