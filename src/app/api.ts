@@ -44,6 +44,24 @@ export const api = {
   envMetadata: (base: string) => call<Record<string, unknown>>('GET', `${base}/metadata`),
 };
 
+const TASK_BY_METADATA: Record<string, string> = {
+  EchoEnvironment: 'echo',
+  OpenSpielEnvironment: 'catch',
+  TextArenaEnvironment: 'wordle',
+};
+
+/**
+ * The trainer task (TRL example) an environment serves: a built-in name as is; a proxied upstream
+ * (any name) by the environment class its /metadata reports.
+ */
+export async function taskForEnv(name: string): Promise<string> {
+  if (Object.values(TASK_BY_METADATA).includes(name)) return name;
+  const meta = await api.envMetadata(`/envs/${encodeURIComponent(name)}`);
+  const task = TASK_BY_METADATA[String(meta.name)];
+  if (!task) throw new Error(`Environment '${name}' reports ${String(meta.name)}; the trainer has tool wrappers for ${Object.keys(TASK_BY_METADATA).join(', ')} only`);
+  return task;
+}
+
 /** Write tokens of the runs this browser created: only the creator's tab may write to a run. */
 export const ownedRuns = {
   get(id: string): string | null {

@@ -89,6 +89,9 @@ export function RunView({ id }: { id: string }) {
   const t = ui.stepStartedAt;
   const perStep = t.length > 1 ? (t[t.length - 1] - t[0]) / 1000 / (t.length - 1) : NaN;
   const status = live ? ui.status : run?.status ?? '…';
+  // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
+  const envPath = String(run?.env.name ?? '');
+  const envTask = String(run?.env.task ?? envPath);
   const lastMetrics = shownSteps.length ? shownSteps[shownSteps.length - 1].metrics : {};
 
   async function act(label: string, fn: () => Promise<void>) {
@@ -122,7 +125,7 @@ export function RunView({ id }: { id: string }) {
       {interrupted && (
         <div className="banner">
           This run was interrupted (tab closed or crashed).
-          <button disabled={!ui.model} onClick={() => act('resume', () => startLiveRun({ runId: id, token: owned!, config: run!.config, envUrl: `${location.origin}/envs/${String(run!.env.name)}`, envName: String(run!.env.name), sftSteps: 0, resume: true }))}>
+          <button disabled={!ui.model} onClick={() => act('resume', () => startLiveRun({ runId: id, token: owned!, config: run!.config, envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, sftSteps: 0, resume: true }))}>
             resume from the last checkpoint
           </button>
           {!ui.model && <span className="muted"> (load the same model on the setup page first)</span>}
@@ -151,7 +154,7 @@ export function RunView({ id }: { id: string }) {
             for (const f of await trainer().exportAdapter()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
           })}>download LoRA adapter (PEFT)</button>
           <button disabled={!!busy} onClick={() => act('eval', async () => {
-            setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${String(run?.env.name)}`, envName: String(run?.env.name), episodes: 8, config: run?.config ?? {} }));
+            setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, episodes: 8, config: run?.config ?? {} }));
           })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
           {evalRows && (
             <table className="eval" data-testid="eval-table">

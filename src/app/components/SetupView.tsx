@@ -1,7 +1,7 @@
 // Set up a run: model, environment, config (with presets), SFT warm-up; then start it.
 import { useState } from 'react';
 import { configFromObject, DEFAULT_CONFIG } from '../../rl/config.ts';
-import { api, ownedRuns } from '../api.ts';
+import { api, ownedRuns, taskForEnv } from '../api.ts';
 import { PRESETS, TINY_MODEL_OVERRIDES } from '../presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
@@ -42,10 +42,11 @@ export function SetupView() {
     }
     setStarting(true);
     try {
-      const created = await api.createRun({ name: `${env.name} · ${model.name}`, config, model: { name: model.name, params: model.params, weightDtype: model.weightDtype }, env: { name: env.name } });
+      const task = await taskForEnv(env.name);
+      const created = await api.createRun({ name: `${env.name} · ${model.name}`, config, model: { name: model.name, params: model.params, weightDtype: model.weightDtype }, env: { name: env.name, task } });
       ownedRuns.set(created.id, created.writeToken);
       location.hash = `#/runs/${created.id}`;
-      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: env.name, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
+      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
     } catch (err) {
       setConfigError((err as Error).message);
     } finally {
