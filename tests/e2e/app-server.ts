@@ -25,14 +25,15 @@ export async function buildAppInto(outDir: string): Promise<void> {
   await build({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'error', build: { outDir, emptyOutDir: true } });
 }
 
-export async function startAppServer(): Promise<AppServer> {
+/** `upstreams`: remote OpenEnv servers the app's env-server proxies (name → replica base URLs). */
+export async function startAppServer(opts: { upstreams?: Record<string, string[]> } = {}): Promise<AppServer> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-'));
   const dist = path.join(work, 'dist');
   await buildAppInto(dist);
   const store = new RunStore(path.join(work, 'runs.db'));
   let server: EnvServer;
   try {
-    server = await createEnvServer({ host: '127.0.0.1', port: 0, extraHandlers: [runsHandler(store), staticHandler(dist)] });
+    server = await createEnvServer({ host: '127.0.0.1', port: 0, upstreams: opts.upstreams, extraHandlers: [runsHandler(store), staticHandler(dist)] });
   } catch (err) {
     store.close();
     throw err;

@@ -1,0 +1,55 @@
+// A remote OpenEnv server in the app: a second env-server stands in for a Hugging Face Space, the
+// app's env-server proxies it as `arena` (any name), and the app trains the task its /metadata names
+// (OpenSpielEnvironment → catch) with every episode going through the proxy and its cap.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { launchChromium } from '../browser/harness.ts';
+import { startAppServer, type AppServer } from './app-server.ts';
+import { E2E_RUN_CONFIG } from './run-config.ts';
+
+describe('the app with a proxied OpenEnv server', () => {
+  let upstream: EnvServer;
+  let app: AppServer;
+  let browser: Browser;
+  let page: Page;
+  const upstreamLog: string[] = [];
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    upstream = await createEnvServer({ port: 0, logger: (line) => upstreamLog.push(line) });
+    app = await startAppServer({ upstreams: { arena: [`${upstream.url}/envs/catch`] } });
+    browser = await launchChromium();
+    page = await browser.newPage();
+    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await upstream?.close();
+  });
+
+  it('lists the upstream, shows its health and metadata, and trains against it', async () => {
+    await page.goto(`${app.url}/`);
+    await page.getByTestId('load-model').click();
+    await page.getByTestId('model-info').waitFor({ timeout: 120_000 });
+    await page.getByLabel('environment').selectOption('arena');
+    await expect.poll(() => page.getByTestId('env-meta').textContent(), { timeout: 30_000 }).toContain('OpenSpielEnvironment');
+    expect(await page.getByTestId('env-meta').textContent()).toContain('healthy');
+    for (const [key, value] of Object.entries({ ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1 })) {
+      const input = page.getByLabel(key, { exact: true });
+      if ((await input.count()) === 1) await input.fill(typeof value === 'object' ? JSON.stringify(value) : String(value));
+    }
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 240_000, interval: 1000 }).toMatch(/finished|failed/);
+    const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-20).join('\n')}`).toBe('finished');
+    // Every rollout's episode ran on the upstream, through the proxy; none is left open.
+    const opened = upstreamLog.filter((l) => l.startsWith('session open catch#')).length;
+    expect(opened).toBeGreaterThanOrEqual(Number(E2E_RUN_CONFIG.num_generations));
+    expect(upstream.stats().activeSessions).toBe(0);
+    expect(app.server.stats().activeSessions).toBe(0);
+  });
+});
