@@ -36,7 +36,11 @@ export function Chart({ title, steps, series, height = 180 }: { title: string; s
         width,
         height,
         // Steps are integers: integer tick increments, and a visible range around a single point.
-        scales: { x: { time: false, range: (_u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) } },
+        // A flat series (all rewards 0 early on) gets a ±1 band instead of uPlot's 0–100.
+        scales: {
+          x: { time: false, range: (_u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) },
+          y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
+        },
         axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, {}],
         legend: { live: true },
         series: [{ label: 'step' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
@@ -64,7 +68,7 @@ export function Chart({ title, steps, series, height = 180 }: { title: string; s
   const points = steps.filter((st) => series.some((s) => Number.isFinite(s.value(st.metrics) ?? NaN))).length;
   return (
     <figure className="chart" data-testid={`chart-${title}`} data-points={points}>
-      <figcaption>{title}</figcaption>
+      <figcaption>{title}{points === 0 && steps.length > 0 ? <span className="muted"> — not logged in this run</span> : null}</figcaption>
       <div ref={host} />
     </figure>
   );
