@@ -78,6 +78,11 @@ export interface ScoreOutput {
 export interface BackwardRequest extends ScoreRequest {
   /** dL/dlogp per scored token (same shapes as ScoreOutput.logprobs). Gradients accumulate until step(). */
   dLdLogp: Float32Array[];
+  /**
+   * Optional dL/dentropy per scored token (same shapes as dLdLogp): adds Σ dLdEntropy·entropy to L,
+   * the entropy being that of ScoreOutput.entropy (softmax of logits / temperature).
+   */
+  dLdEntropy?: Float32Array[];
 }
 
 export interface OptimizerConfig {

@@ -25,7 +25,7 @@ export function someGrads(seqs: RefSequence[], salt: number): Float32Array[] {
   );
 }
 
-/** Reference gradients of Σ over the batch, keyed like the engine's readGrads (checkpoint or LoRA names). */
+/** Reference gradients of Σ over the batch (with the entropy term when dLdEntropy is given), keyed like the engine's readGrads (checkpoint or LoRA names). */
 export function refBatchGrads(
   cfg: ModelConfig,
   w: RefWeights,
@@ -33,6 +33,7 @@ export function refBatchGrads(
   temperature: number,
   dLdLogp: Float32Array[],
   lora?: RefLora,
+  dLdEntropy?: Float32Array[],
 ): Map<string, Float64Array> {
   const sum = new Map<string, Float64Array>();
   const add = (name: string, g: Float64Array) => {
@@ -41,7 +42,8 @@ export function refBatchGrads(
     else for (let i = 0; i < g.length; i++) acc[i]! += g[i]!;
   };
   seqs.forEach((s, i) => {
-    const r = refBackward(cfg, w, s, temperature, Array.from(dLdLogp[i]!), lora, { baseGrads: !lora });
+    const entropyGrads = dLdEntropy ? Array.from(dLdEntropy[i]!) : undefined;
+    const r = refBackward(cfg, w, s, temperature, Array.from(dLdLogp[i]!), lora, { baseGrads: !lora, dLdEntropy: entropyGrads });
     if (lora) {
       for (const [name, g] of r.loraGrads!.A) add(loraTensorName(name, 'A'), g);
       for (const [name, g] of r.loraGrads!.B) add(loraTensorName(name, 'B'), g);

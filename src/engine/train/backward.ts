@@ -3,7 +3,8 @@
 // O(T·D·layers + one layer's intermediates):
 //   1. forward: embedding, then each layer with its input x_l saved (H3's encodeLayerForward);
 //   2. LM head over the scored rows only, chunked over the vocabulary (no (T, V) buffer): pass 1
-//      folds every chunk into a running logsumexp, pass 2 recomputes each chunk and backprops it;
+//      folds every chunk into a running logsumexp (and Σp·z for the entropy term), pass 2
+//      recomputes each chunk and backprops dL/dlogp and dL/dentropy through it;
 //   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
 
@@ -17,11 +18,15 @@ import type { TrainableSet } from './trainable.ts';
 export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 const NEG_BIG = -3.0e38;
 
-/** Which rows of the pack feed a scored token: row r predicts `target` and gets dL/dlogp `grad`. */
+/**
+ * Which rows of the pack feed a scored token: row r predicts `target` and gets dL/dlogp `grads`
+ * and dL/dentropy `entropyGrads` (zeros when the request has no dLdEntropy).
+ */
 export interface ScoredRows {
   rows: Uint32Array<ArrayBuffer>; // (Ts) packed row index
   targets: Uint32Array<ArrayBuffer>; // (Ts) token id
   grads: Float32Array<ArrayBuffer>; // (Ts) dL/dlogp
+  entropyGrads: Float32Array<ArrayBuffer>; // (Ts) dL/dentropy
 }
 
 export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): void {
@@ -29,6 +34,9 @@ export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): v
   if (req.sequences.length === 0) throw new Error('backward: no sequences');
   if (req.dLdLogp.length !== req.sequences.length) {
     throw new Error(`backward: dLdLogp has ${req.dLdLogp.length} arrays for ${req.sequences.length} sequences`);
+  }
+  if (req.dLdEntropy && req.dLdEntropy.length !== req.sequences.length) {
+    throw new Error(`backward: dLdEntropy has ${req.dLdEntropy.length} arrays for ${req.sequences.length} sequences`);
   }
   req.sequences.forEach((s, i) => {
     if (s.ids.length === 0) throw new Error(`backward: sequence ${i} is empty`);
@@ -42,19 +50,25 @@ export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): v
     const want = s.ids.length - s.scoreFrom;
     if (g.length !== want) throw new Error(`backward: dLdLogp[${i}] has ${g.length} values, expected ${want} (ids.length − scoreFrom)`);
     for (let j = 0; j < g.length; j++) if (!Number.isFinite(g[j]!)) throw new Error(`backward: dLdLogp[${i}][${j}] is not finite (${g[j]})`);
+    const e = req.dLdEntropy?.[i];
+    if (e) {
+      if (e.length !== want) throw new Error(`backward: dLdEntropy[${i}] has ${e.length} values, expected ${want} (ids.length − scoreFrom)`);
+      for (let j = 0; j < e.length; j++) if (!Number.isFinite(e[j]!)) throw new Error(`backward: dLdEntropy[${i}][${j}] is not finite (${e[j]})`);
+    }
   });
 }
 
 /** Row r of the pack (token ids[t−1] of a sequence) predicts ids[t]; rows are listed in pack order. */
 export function scoredRows(req: BackwardRequest, seqStarts: number[]): ScoredRows {
   const total = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
-  const out: ScoredRows = { rows: new Uint32Array(total), targets: new Uint32Array(total), grads: new Float32Array(total) };
+  const out: ScoredRows = { rows: new Uint32Array(total), targets: new Uint32Array(total), grads: new Float32Array(total), entropyGrads: new Float32Array(total) };
   let k = 0;
   req.sequences.forEach((s, i) => {
     for (let t = s.scoreFrom; t < s.ids.length; t++, k++) {
       out.rows[k] = seqStarts[i]! + t - 1;
       out.targets[k] = s.ids[t]!;
       out.grads[k] = req.dLdLogp[i]![t - s.scoreFrom]!;
+      if (req.dLdEntropy) out.entropyGrads[k] = req.dLdEntropy[i]![t - s.scoreFrom]!;
     }
   });
   return out;
@@ -234,9 +248,10 @@ class BackwardPass {
     const rowIndex = scratch.upload('scored rows', scored.rows);
     const targets = scratch.upload('targets', scored.targets);
     const gradLogp = scratch.upload('dL/dlogp', scored.grads);
-    const lseInit = new Float32Array(Ts * 2);
-    for (let i = 0; i < Ts; i++) lseInit[2 * i] = NEG_BIG;
-    const lseState = scratch.upload('logsumexp state', lseInit); // (Ts, 2)
+    const gradEntropy = scratch.upload('dL/dentropy', scored.entropyGrads);
+    const lseInit = new Float32Array(Ts * 3);
+    for (let i = 0; i < Ts; i++) lseInit[3 * i] = NEG_BIG;
+    const lseState = scratch.upload('logsumexp state', lseInit); // (Ts, 3) max, Σexp, Σexp·z
     const xs = scratch.f32('x_L scored rows', Ts * D); //    (Ts, D)
     const hs = scratch.f32('h scored rows', Ts * D); //      (Ts, D)
     const dhs = scratch.f32('dh scored rows', Ts * D); //    (Ts, D)
@@ -266,13 +281,13 @@ class BackwardPass {
     };
     for (const p of pieces) {
       encodeLogits(p);
-      ops.lseUpdate(rec, logits, lseState, targets, gradLogp, Ts, p.v0, p.vc, temperature);
+      ops.lseUpdate(rec, logits, lseState, targets, gradLogp, gradEntropy, Ts, p.v0, p.vc, temperature);
     }
     rec.clear(dhs);
     for (const p of pieces) {
       const c = head.chunks[p.chunk]!;
       encodeLogits(p);
-      ops.dlogits(rec, logits, lseState, targets, gradLogp, Ts, p.v0, p.vc, temperature);
+      ops.dlogits(rec, logits, lseState, targets, gradLogp, gradEntropy, Ts, p.v0, p.vc, temperature);
       // dh += dlogits · E_chunk   (Ts, Vc)·(Vc, D)
       ops.gemm(rec, {
         M: Ts, N: D, K: p.vc,

@@ -15,7 +15,7 @@ export interface TrainState {
   /** The current mode ('none' until setTrainable). */
   readonly mode: TrainableMode;
   setTrainable(mode: TrainableMode): void;
-  /** Accumulates the gradients of L = Σ dLdLogp·logp (per scored token) into the trainable grads. */
+  /** Accumulates the gradients of L = Σ dLdLogp·logp (+ Σ dLdEntropy·entropy) per scored token into the trainable grads. */
   backward(req: BackwardRequest): Promise<void>;
   zeroGrad(): void;
   /** clip_grad_norm_ + AdamW, then zeroes the gradients. */

@@ -102,22 +102,25 @@ export class TrainOps {
     });
   }
 
-  /** PASS 0 of log_softmax_backward: folds a logits chunk (rows, chunk) into the running (max, Σexp). */
-  lseUpdate(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
+  /**
+   * PASS 0 of log_softmax_backward: folds a logits chunk (rows, chunk) into the running
+   * (max, Σexp, Σexp·z) of `lseState` (rows, 3).
+   */
+  lseUpdate(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, gradEntropy: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
     rec.dispatch(
       this.internals.getPipeline('log_softmax_backward.wgsl', { PASS: 0 }),
-      [logits, lseState, targets, gradLogp],
+      [logits, lseState, targets, gradLogp, gradEntropy],
       [rows, chunkStart, chunk, f32(1 / temperature)],
       rowGroups(rows),
       'lse_update',
     );
   }
 
-  /** PASS 1 of log_softmax_backward: logits chunk → dL/dlogits in place. */
-  dlogits(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
+  /** PASS 1 of log_softmax_backward: logits chunk → dL/dlogits in place (dL/dlogp and dL/dentropy terms). */
+  dlogits(rec: Recorder, logits: GPUBuffer, lseState: GPUBuffer, targets: GPUBuffer, gradLogp: GPUBuffer, gradEntropy: GPUBuffer, rows: number, chunkStart: number, chunk: number, temperature: number): void {
     rec.dispatch(
       this.internals.getPipeline('log_softmax_backward.wgsl', { PASS: 1 }),
-      [logits, lseState, targets, gradLogp],
+      [logits, lseState, targets, gradLogp, gradEntropy],
       [rows, chunkStart, chunk, f32(1 / temperature)],
       groups1d(rows * chunk),
       'dlogits',
