@@ -177,7 +177,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   importance_sampling_level: { kind: 'string', choices: ['token', 'sequence'], help: 'importance ratio per token, or per sequence (GSPO)' },
   mask_truncated_completions: { kind: 'bool', help: 'exclude completions cut by the token budget from the loss' },
   top_entropy_quantile: { kind: 'number', gt: 0, max: 1, help: 'train only the top fraction of tokens by entropy (1.0 = all)' },
-  entropy_coef: { kind: 'number', min: 0, help: 'entropy bonus coefficient (needs entropy gradients from the engine)' },
+  entropy_coef: { kind: 'number', min: 0, help: 'entropy bonus coefficient: loss −= entropy_coef · mean token entropy' },
   use_bias_correction_kl: { kind: 'bool', help: 'multiply the KL term by the importance ratio' },
   log_completions: { kind: 'bool', help: 'attach every completion of a step (prompt, completion, rewards, advantage) to its log' },
   logging_steps: { kind: 'int', min: 1, help: 'steps averaged into one smoothed log point' },

@@ -156,9 +156,6 @@ function lastText(messages: readonly RewardMessage[]): string {
 export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
-  if (c.entropy_coef !== 0) {
-    throw new TrainingError('entropy_coef ≠ 0 needs entropy gradients, but the engine backward takes only dL/dlogp');
-  }
   if (c.beta !== 0 && c.train_mode === 'full') {
     throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
   }
@@ -269,7 +266,8 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
             `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
           );
         }
-        await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp });
+        // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
+        await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
         stepLoss += out.loss;
         stepLossMetrics.push(out.metrics);
         micro++;

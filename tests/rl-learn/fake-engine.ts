@@ -15,7 +15,7 @@ import type {
 
 export type Call =
   | { kind: 'score'; n: number; adapters: boolean; temperature: number }
-  | { kind: 'backward'; n: number; dLdLogp: Float32Array[]; ids: number[][] }
+  | { kind: 'backward'; n: number; dLdLogp: Float32Array[]; dLdEntropy: Float32Array[] | null; ids: number[][] }
   | { kind: 'zeroGrad' }
   | { kind: 'step'; lr: number }
   | { kind: 'loadState' };
@@ -74,14 +74,25 @@ export class FakeEngine {
   }
 
   async backward(req: BackwardRequest): Promise<void> {
-    this.calls.push({ kind: 'backward', n: req.sequences.length, dLdLogp: req.dLdLogp.map((g) => Float32Array.from(g)), ids: req.sequences.map((s) => [...s.ids]) });
+    this.calls.push({
+      kind: 'backward',
+      n: req.sequences.length,
+      dLdLogp: req.dLdLogp.map((g) => Float32Array.from(g)),
+      dLdEntropy: req.dLdEntropy ? req.dLdEntropy.map((g) => Float32Array.from(g)) : null,
+      ids: req.sequences.map((s) => [...s.ids]),
+    });
     req.sequences.forEach((s, i) => {
       const g = req.dLdLogp[i]!;
+      const e = req.dLdEntropy?.[i];
       for (let t = 0; t < g.length; t++) {
         const pos = s.scoreFrom + t;
         const p = this.probs(s.ids, pos, req.temperature, true);
-        // d logp(tok)/dθ_k = (1[k = tok] − p_k) / temperature
-        for (let k = 0; k < VOCAB; k++) this.grad[k]! += (g[t]! * ((k === s.ids[pos] ? 1 : 0) - p[k]!)) / req.temperature;
+        const H = -p.reduce((a, q) => a + q * Math.log(q), 0);
+        // d logp(tok)/dθ_k = (1[k = tok] − p_k) / temperature; dH/dθ_k = −p_k·(log p_k + H) / temperature
+        for (let k = 0; k < VOCAB; k++) {
+          const dEntropy = e ? -e[t]! * p[k]! * (Math.log(p[k]!) + H) : 0;
+          this.grad[k]! += (g[t]! * ((k === s.ids[pos] ? 1 : 0) - p[k]!) + dEntropy) / req.temperature;
+        }
       }
     });
   }

@@ -120,6 +120,24 @@ describe('trainer loop with a fake engine', () => {
     expect(seen.size).toBe(4);
   });
 
+  it('entropy_coef ≠ 0 passes dL/dentropy = −entropy_coef/N_tok on trained tokens (and none when 0)', async () => {
+    const fake = new FakeEngine();
+    await collect(trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1, entropy_coef: 0.1 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }));
+    const backwards = fake.calls.filter((c): c is Extract<Call, { kind: 'backward' }> => c.kind === 'backward');
+    expect(backwards.length).toBe(2);
+    const nTok = 4 * 4; // 4 rollouts × 4 trained tokens (tool-suffix tokens are masked)
+    for (const b of backwards) {
+      expect(b.dLdEntropy).not.toBeNull();
+      expect(b.dLdEntropy!.length).toBe(b.n);
+      for (const g of b.dLdEntropy!) Array.from(g).forEach((x, t) => expect(x).toBeCloseTo(TOOL_MASK[t] ? -0.1 / nTok : 0, 7));
+    }
+    // The entropy share reaches the parameters: same rollouts, different update than without it.
+    const plain = new FakeEngine();
+    await collect(trainGRPO({ engine: plain.asEngine(), config: config({ max_steps: 1 }), dataset, rollouts: fakeRollouts(plain), rewardFuncs: [fracOnes] }));
+    expect(plain.calls.filter((c) => c.kind === 'backward').every((c) => c.kind === 'backward' && c.dLdEntropy === null)).toBe(true);
+    expect(Array.from(fake.theta)).not.toEqual(Array.from(plain.theta));
+  });
+
   it('mask_truncated_completions zeroes every token of truncated rollouts', async () => {
     const fake = new FakeEngine();
     const captured: TrainerRollout[][] = [];
