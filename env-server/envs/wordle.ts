@@ -9,6 +9,9 @@ import { actionJsonSchema, actionModel, requireValidAction, validateModel } from
 import { BASE_STATE_SCHEMA, modelSchema, observationSchema } from './json-schema.ts';
 import { defaultMetadata } from './metadata.ts';
 import { cryptoRng, rngForSeed, type Rng } from './rng.ts';
+import { wordleFeedback, type WordleMark } from './wordle-feedback.ts';
+
+export { wordleFeedback };
 
 export const WORDLE_ENV_ID = 'Wordle-v0';
 export const WORD_LENGTH = 5;
@@ -78,28 +81,8 @@ export interface WordleWords {
   valid: ReadonlySet<string>;
 }
 
-type Letter = 'G' | 'Y' | 'X';
-
-/** Two-pass Wordle feedback: greens consume their secret letter first, then yellows left to right. */
-export function wordleFeedback(guess: string, secret: string): Letter[] {
-  const guessLetters = [...guess];
-  const unconsumed: (string | null)[] = [...secret];
-  const feedback: (Letter | null)[] = guessLetters.map((letter, i) => {
-    if (letter !== unconsumed[i]) return null;
-    unconsumed[i] = null;
-    return 'G';
-  });
-  return feedback.map((mark, i) => {
-    if (mark !== null) return mark;
-    const at = unconsumed.indexOf(guessLetters[i]!);
-    if (at < 0) return 'X';
-    unconsumed[at] = null;
-    return 'Y';
-  });
-}
-
 /** Completion of a guess: (greens + 0.5·yellows) / 5. */
-function completion(feedback: readonly Letter[]): number {
+function completion(feedback: readonly WordleMark[]): number {
   const greens = feedback.filter((f) => f === 'G').length;
   const yellows = feedback.filter((f) => f === 'Y').length;
   return (greens + 0.5 * yellows) / WORD_LENGTH;

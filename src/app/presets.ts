@@ -29,7 +29,7 @@ export const PRESETS: Record<BuiltinEnvName, Preset> = {
     label: 'wordle',
     env: 'wordle',
     description: 'Guess a 5-letter word in 6 tries with guess("[abcde]"); reward on a win (TRL wordle.py).',
-    config: { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 6, learning_rate: 1e-6, max_steps: 100, sft_steps: 0 },
+    config: { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 6, learning_rate: 1e-6, max_steps: 100, sft_steps: 10 },
   },
 };
 

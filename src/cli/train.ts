@@ -23,7 +23,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
                           one-word observations for tiny models); built-in env-server in-process,
                           or an OpenEnv base URL ending in /echo, /catch or /wordle
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo)
+  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the example's own settings)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter

@@ -1,7 +1,8 @@
 // Scripted solvers: they play the example envs through the same tool envs the model uses and record
 // the conversations as transcripts, the SFT warm-up data small models need before GRPO can find any
 // reward. Catch: read the observation's "LEFT/RIGHT of the paddle" line and move toward the ball.
-// Echo: echo the quoted text of the prompt.
+// Echo: echo the quoted text of the prompt. Wordle: narrow the answer list with each feedback and guess
+// the candidate that splits it best (src/rl/wordle-solver.ts).
 
 import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
 import { withEpisode } from '../openenv/index.ts';
@@ -10,9 +11,11 @@ import { CatchEnv } from './envs/catch.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import type { EpisodeSession, OpenEpisode } from './envs/episode.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS } from './prompts.ts';
+import { WordleEnv } from './envs/wordle.ts';
+import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
 import type { Transcript } from './sft.ts';
 import { executeToolCalls } from './tools.ts';
+import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
 
 /** What the solver answers after the episode ended (the model learns to stop calling tools). */
 export const FINAL_ANSWER = 'Done.';
@@ -145,9 +148,29 @@ export async function echoTranscripts(opts: { baseUrl: string; episodes: number;
   return out;
 }
 
+/** Wordle games against the built-in wordle env at `baseUrl`: guesses until a win or the 6th guess. */
+export async function wordleTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+  const open = seededEpisodes(opts.seed);
+  const out: Transcript[] = [];
+  for (let i = 0; i < opts.episodes; i++) {
+    const env = new WordleEnv(opts.baseUrl, open);
+    const solver = new WordleSolver();
+    const policy = (observation: string): ToolCall | null => {
+      if (env.done) return null;
+      const last = solver.guesses[solver.guesses.length - 1];
+      if (last !== undefined) solver.observe(last, parseWordleFeedback(observation, last));
+      return call('guess', { guess: `[${solver.next()}]` });
+    };
+    // Wordle allows 6 guesses; the solver never makes an invalid move, so that is at most 6 calls.
+    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: WORDLE_PROMPT }] }, policy, 6));
+  }
+  return out;
+}
+
 /** The built-in solvers by env name. */
 export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number }) => Promise<Transcript[]>> = {
   catch: catchTranscripts,
   'catch-compact': compactCatchTranscripts,
   echo: echoTranscripts,
+  wordle: wordleTranscripts,
 };
