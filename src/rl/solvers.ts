@@ -5,12 +5,11 @@
 // the candidate that splits it best (src/rl/wordle-solver.ts).
 
 import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
-import { withEpisode } from '../openenv/index.ts';
 import { envToolSchemas, envTools, type DatasetRow, type ToolEnv } from './env.ts';
 import { CatchEnv } from './envs/catch.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
-import type { EpisodeSession, OpenEpisode } from './envs/episode.ts';
+import { openEpisode, type OpenEpisode } from './envs/episode.ts';
 import { WordleEnv } from './envs/wordle.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
 import type { Transcript } from './sft.ts';
@@ -32,28 +31,7 @@ export type SeededEpisodes = OpenEpisode & { reseed(base: number): void };
 export function seededEpisodes(base: number): SeededEpisodes {
   let start = base;
   let k = 0;
-  const open: OpenEpisode = (baseUrl) =>
-    new Promise<EpisodeSession>((resolve, reject) => {
-      const seed = (start + k++) >>> 0;
-      let finish!: () => void;
-      const finished = new Promise<void>((r) => (finish = r));
-      const running = withEpisode(
-        baseUrl,
-        async (session, first) => {
-          resolve({
-            first,
-            step: (action) => session.step(action),
-            close: async () => {
-              finish();
-              await running.catch(() => undefined);
-            },
-          });
-          await finished;
-        },
-        { reset: { seed } },
-      );
-      running.catch(reject);
-    });
+  const open: OpenEpisode = (baseUrl) => openEpisode(baseUrl, { reset: { seed: (start + k++) >>> 0 } });
   return Object.assign(open, {
     reseed(next: number) {
       start = next;

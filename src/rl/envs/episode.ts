@@ -18,28 +18,32 @@ export type OpenEpisode = (baseUrl: string) => Promise<EpisodeSession>;
 
 /** Over the OpenEnv client: capacity refusals are retried with jittered backoff before giving up. */
 export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): OpenEpisode {
-  return (baseUrl) =>
-    new Promise<EpisodeSession>((resolve, reject) => {
-      let finish!: () => void;
-      const finished = new Promise<void>((r) => (finish = r));
-      // withEpisode owns connect/reset/retry/close; the episode "plays" until close() is called.
-      const running = withEpisode(
-        baseUrl,
-        async (session, first) => {
-          resolve({
-            first,
-            step: (action) => session.step(action),
-            close: async () => {
-              finish();
-              await running.catch(() => undefined);
-            },
-          });
-          await finished;
-        },
-        options,
-      );
-      running.catch(reject);
-    });
+  return (baseUrl) => openEpisode(baseUrl, options);
+}
+
+/** One episode over `withEpisode` (connect, reset with `options.reset`, retry refusals, close). */
+export function openEpisode(baseUrl: string, options: EpisodeOptions = {}): Promise<EpisodeSession> {
+  return new Promise<EpisodeSession>((resolve, reject) => {
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
+    // withEpisode owns connect/reset/retry/close; the episode "plays" until close() is called.
+    const running = withEpisode(
+      baseUrl,
+      async (session, first) => {
+        resolve({
+          first,
+          step: (action) => session.step(action),
+          close: async () => {
+            finish();
+            await running.catch(() => undefined);
+          },
+        });
+        await finished;
+      },
+      options,
+    );
+    running.catch(reject);
+  });
 }
 
 /** Server-side rejections stay tool errors; everything else means the env is gone. */
