@@ -15,9 +15,8 @@
 //   rounds       alternating B=1 / B=8 rounds, fastest of each kept (default 2)
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, now, num } from './common.ts';
+import { benchCheckpoint, matmulPeak, now, num } from './common.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
-import type { Qwen3Forward } from '../../src/engine/forward.ts';
 
 /** Prefill (prompt − 1 tokens per sequence) and decode (newTokens steps) rates with B sequences. */
 async function measure(engine: WebGpuEngine, B: number, prompt: number, newTokens: number, vocab: number) {
@@ -37,41 +36,6 @@ async function measure(engine: WebGpuEngine, B: number, prompt: number, newToken
     decodeTokensPerSec: (B * newTokens) / ((t2 - t1) / 1000),
     decodeStepMs: (t2 - t1) / newTokens,
   };
-}
-
-/** GFLOP/s of y = x·Wᵀ for each matmul variant and weight storage; median of 5 timed submits. */
-async function matmulPeak(fwd: Qwen3Forward, M: number, N: number, K: number) {
-  const dev = fwd.device;
-  const x = fwd.createBuffer('bench x', M * K * 4);
-  const w = fwd.createBuffer('bench W', N * K * 4);
-  const y = fwd.createBuffer('bench y', M * N * 4);
-  const rand = (n: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898) * 0.5);
-  dev.queue.writeBuffer(x, 0, rand(M * K));
-  dev.queue.writeBuffer(w, 0, rand(N * K));
-  const results: { variant: string; weights: string; gflops: number }[] = [];
-  // Software adapters run workgroup-tiled kernels 5–10× slower (specs/webgpu-without-a-gpu.md §5):
-  // they are never the peak there, and timing them would dominate the benchmark.
-  const variants = fwd.gpu.software ? (['blocked'] as const) : (['blocked', 'tiled'] as const);
-  for (const variant of variants) {
-    for (const wDtype of ['f32', 'f16'] as const) {
-      const times: number[] = [];
-      for (let rep = 0; rep < 7; rep++) {
-        const rec = fwd.recorder('bench matmul');
-        fwd.encodeMatmul(rec, { x, w, wDtype, y, M, N, K, variant });
-        const t0 = now();
-        await rec.submit();
-        await dev.queue.onSubmittedWorkDone();
-        if (rep >= 2) times.push(now() - t0); // the first runs compile and warm up
-      }
-      times.sort((a, b) => a - b);
-      const median = times[Math.floor(times.length / 2)]!;
-      results.push({ variant, weights: wDtype, gflops: (2 * M * N * K) / (median / 1000) / 1e9 });
-    }
-  }
-  x.destroy();
-  w.destroy();
-  y.destroy();
-  return results;
 }
 
 export async function benchEngineForward(opts: Record<string, string> = {}) {
@@ -104,7 +68,9 @@ export async function benchEngineForward(opts: Record<string, string> = {}) {
     });
     const b1 = fastest(runs.b1);
     const b8 = fastest(runs.b8);
-    const matmul = await matmulPeak(engine.internals, M, N, K);
+    // Software adapters run workgroup-tiled kernels 5–10× slower (specs/webgpu-without-a-gpu.md §5):
+    // they are never the peak there, and timing them would dominate the benchmark.
+    const matmul = await matmulPeak(engine.internals, M, N, K, engine.gpu.software ? ['blocked'] : ['blocked', 'tiled']);
     const best = matmul.reduce((a, b) => (b.gflops > a.gflops ? b : a));
     return {
       adapter: { ...gpu.adapterInfo, software: gpu.software, f16: gpu.f16 },

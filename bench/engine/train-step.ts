@@ -20,18 +20,12 @@
 //   weights      auto|f16|f32 (default auto; full mode needs f32)
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, now, num } from './common.ts';
+import { benchCheckpoint, matmulPeak, median, now, num } from './common.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
-import type { Qwen3Forward } from '../../src/engine/forward.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import type { LoraTarget, ScoreSequence } from '../../src/engine/types.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 /** [in, out] of each linear of one layer. */
 function linearShapes(cfg: ModelConfig): Record<LoraTarget, [number, number]> {
@@ -58,33 +52,6 @@ export function trainStepFlops(cfg: ModelConfig, T: number, Ts: number, mode: 'l
     }
   }
   return { matmulFlops: matmul, modelFlops: 6 * (P * T + cfg.vocabSize * cfg.hiddenSize * Ts) };
-}
-
-/** Best GFLOP/s of the engine's forward matmul kernels (variants × weight dtypes) at (M, N, K). */
-async function matmulPeak(fwd: Qwen3Forward, M: number, N: number, K: number) {
-  const dev = fwd.device;
-  const x = fwd.createBuffer('bench x', M * K * 4);
-  const w = fwd.createBuffer('bench W', N * K * 4);
-  const y = fwd.createBuffer('bench y', M * N * 4);
-  dev.queue.writeBuffer(x, 0, Float32Array.from({ length: M * K }, (_, i) => Math.sin(i) * 0.5));
-  dev.queue.writeBuffer(w, 0, Float32Array.from({ length: N * K }, (_, i) => Math.cos(i) * 0.5));
-  const results: { variant: string; weights: string; gflops: number }[] = [];
-  for (const variant of ['blocked', 'tiled'] as const) {
-    for (const wDtype of ['f32', 'f16'] as const) {
-      const times: number[] = [];
-      for (let rep = 0; rep < 6; rep++) {
-        const rec = fwd.recorder('bench matmul');
-        fwd.encodeMatmul(rec, { x, w, wDtype, y, M, N, K, variant });
-        const t0 = now();
-        await rec.submit();
-        await dev.queue.onSubmittedWorkDone();
-        if (rep >= 2) times.push(now() - t0); // the first runs compile and warm up
-      }
-      results.push({ variant, weights: wDtype, gflops: (2 * M * N * K) / (median(times) / 1000) / 1e9 });
-    }
-  }
-  for (const b of [x, w, y]) b.destroy();
-  return results;
 }
 
 export async function benchTrainStep(opts: Record<string, string> = {}) {
@@ -126,7 +93,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
     const achieved = flops.matmulFlops / (stepMs / 1000) / 1e9;
     // The step's dominant GEMM shape: T rows through the MLP's (D → F) linear.
     const [M, N, K] = [T, cfg.intermediateSize, cfg.hiddenSize];
-    const peak = await matmulPeak(engine.internals, M, N, K);
+    const peak = await matmulPeak(engine.internals, M, N, K, ['blocked', 'tiled']);
     const best = peak.reduce((a, b) => (b.gflops > a.gflops ? b : a));
     return {
       adapter: { ...gpu.adapterInfo, software: gpu.software, f16: gpu.f16 },
