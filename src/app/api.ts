@@ -3,6 +3,7 @@ import type { StepEvent } from './worker-api.ts';
 
 // Type-only: erased at build time, so the page never bundles the SQLite store.
 import type { RunSummary, StepRecord } from '../../env-server/runs.ts';
+import { TASK_BY_METADATA, taskFromMetadata } from '../rl/env-task.ts';
 
 export type { RunSummary, StepRecord };
 
@@ -44,22 +45,13 @@ export const api = {
   envMetadata: (base: string) => call<Record<string, unknown>>('GET', `${base}/metadata`),
 };
 
-const TASK_BY_METADATA: Record<string, string> = {
-  EchoEnvironment: 'echo',
-  OpenSpielEnvironment: 'catch',
-  TextArenaEnvironment: 'wordle',
-};
-
 /**
  * The trainer task (TRL example) an environment serves: a built-in name as is; a proxied upstream
  * (any name) by the environment class its /metadata reports.
  */
 export async function taskForEnv(name: string): Promise<string> {
-  if (Object.values(TASK_BY_METADATA).includes(name)) return name;
-  const meta = await api.envMetadata(`/envs/${encodeURIComponent(name)}`);
-  const task = TASK_BY_METADATA[String(meta.name)];
-  if (!task) throw new Error(`Environment '${name}' reports ${String(meta.name)}; the trainer has tool wrappers for ${Object.keys(TASK_BY_METADATA).join(', ')} only`);
-  return task;
+  if ((Object.values(TASK_BY_METADATA) as string[]).includes(name)) return name;
+  return taskFromMetadata(`${location.origin}/envs/${encodeURIComponent(name)}`);
 }
 
 /** Write tokens of the runs this browser created: only the creator's tab may write to a run. */

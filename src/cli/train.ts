@@ -15,13 +15,15 @@ import { EXAMPLES } from '../rl/prompts.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
+import { taskFromMetadata } from '../rl/env-task.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
-  --model DIR             Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
+  --model DIR|REPO        Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
+                          or a Hugging Face repo id (downloaded with progress, cached)
   --env NAME|URL          task: echo, catch, wordle, multi (TRL's examples), catch-compact (catch with
                           one-word observations for tiny models); built-in env-server in-process,
-                          or an OpenEnv base URL ending in /echo, /catch or /wordle
+                          or any OpenEnv base URL (the task is told by its /metadata)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
   --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle)
   --sft-episodes N        episodes the solver plays (default 64)
@@ -99,12 +101,16 @@ const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
 /** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
 const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
 
-/** `--env`: a task name (in-process env-server) or an OpenEnv base URL whose last segment names the env. */
-function resolveEnv(env: string): { name: string; task: ChatTemplateTask; url: string | null } {
+/**
+ * `--env`: a task name (in-process env-server) or an OpenEnv base URL; a URL whose last segment is
+ * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata.
+ */
+async function resolveEnv(env: string): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
   if (/^(https?|wss?):\/\//.test(env)) {
-    const name = new URL(env).pathname.replace(/\/+$/, '').split('/').pop() ?? '';
-    if (!BUILTIN[name]) throw new Error(`--env ${env}: the URL must end in /echo, /catch or /wordle so the env's tools are known`);
-    return { name, task: TASKS[name]!, url: env.replace(/\/+$/, '') };
+    const url = env.replace(/\/+$/, '');
+    const last = new URL(url).pathname.split('/').pop() ?? '';
+    const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
+    return { name, task: TASKS[name]!, url };
   }
   const task = TASKS[env];
   if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
@@ -164,7 +170,7 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const { name, task, url } = resolveEnv(args.env);
+  const { name, task, url } = await resolveEnv(args.env);
   const config = await buildConfig(task, args);
 
   let resume: TrainerCheckpoint | undefined;
