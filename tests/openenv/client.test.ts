@@ -3,30 +3,13 @@
 // close the socket, and withEpisode's one-connection-per-episode retries.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { connect, OpenEnvError, withEpisode, wsUrl } from '../../src/openenv/index.ts';
 import { eventually, expectNoLeaks, RawClient, Servers, wsBase } from '../server/helpers.ts';
 
 const servers = new Servers();
-const extraClosers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   await servers.closeAll();
-  await Promise.all(extraClosers.splice(0).map((close) => close()));
 });
-
-async function rawWsServer(onConnection: (ws: WebSocket) => void): Promise<{ base: string; clients: Set<WebSocket> }> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-  wss.on('connection', onConnection);
-  extraClosers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const client of wss.clients) client.terminate();
-        wss.close(() => resolve());
-      }),
-  );
-  return { base: `http://127.0.0.1:${(wss.address() as { port: number }).port}`, clients: wss.clients };
-}
 
 describe('wsUrl (§7)', () => {
   it.each([
@@ -92,7 +75,7 @@ describe('OpenEnvSession', () => {
   });
 
   it('a reply timeout rejects with TIMEOUT and closes the socket', async () => {
-    const { base, clients } = await rawWsServer(() => {});
+    const { base, clients } = await servers.rawWs(() => {});
     const session = await connect(base, { timeoutMs: 200 });
     await expect(session.reset()).rejects.toMatchObject({ code: 'TIMEOUT', message: `No reply to 'reset' from ${wsUrl(base)} within 200 ms (code: TIMEOUT)` });
     expect(session.closed).toBe(true);
@@ -107,7 +90,7 @@ describe('OpenEnvSession', () => {
   });
 
   it('a frame that is not OpenEnv JSON is a PROTOCOL error', async () => {
-    const { base } = await rawWsServer((ws) => ws.on('message', (data) => (String(data).includes('"close"') ? ws.close(1000) : ws.send('hello'))));
+    const { base } = await servers.rawWs((ws) => ws.on('message', (data) => (String(data).includes('"close"') ? ws.close(1000) : ws.send('hello'))));
     const session = await connect(base);
     await expect(session.state()).rejects.toMatchObject({ code: 'PROTOCOL' });
     await session.close();

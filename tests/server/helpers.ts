@@ -2,7 +2,7 @@
 // server start/stop bookkeeping, and the no-leak check each test ends with.
 
 import { expect } from 'vitest';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { createEnvServer, type EnvServer, type EnvServerOptions } from '../../env-server/server.ts';
 
 const WAIT_MS = 5000;
@@ -133,6 +133,7 @@ export async function expectNoLeaks(server: EnvServer): Promise<void> {
 /** Starts servers and closes them all (after the leak check) at the end of a test. */
 export class Servers {
   private readonly started: EnvServer[] = [];
+  private readonly raw: WebSocketServer[] = [];
 
   async start(options: EnvServerOptions = {}): Promise<EnvServer> {
     const server = await createEnvServer({ port: 0, ...options });
@@ -140,7 +141,25 @@ export class Servers {
     return server;
   }
 
+  /** A bare WebSocket server on loopback that behaves as `onConnection` says (a misbehaving peer). */
+  async rawWs(onConnection: (ws: WebSocket) => void): Promise<{ base: string; clients: Set<WebSocket> }> {
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+    wss.on('connection', onConnection);
+    this.raw.push(wss);
+    return { base: `http://127.0.0.1:${(wss.address() as { port: number }).port}`, clients: wss.clients };
+  }
+
   async closeAll(): Promise<void> {
-    await Promise.all(this.started.splice(0).map((s) => s.close()));
+    await Promise.all([
+      ...this.started.splice(0).map((s) => s.close()),
+      ...this.raw.splice(0).map(
+        (wss) =>
+          new Promise<void>((resolve) => {
+            for (const client of wss.clients) client.terminate();
+            wss.close(() => resolve());
+          }),
+      ),
+    ]);
   }
 }

@@ -4,7 +4,6 @@
 
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
 import type { EnvServer } from '../../env-server/server.ts';
 import { eventually, expectNoLeaks, expectSameJson, RawClient, Servers, withTimeout, wsBase } from './helpers.ts';
 
@@ -22,19 +21,6 @@ async function upstreamServer(maxConcurrentEnvs = 8): Promise<{ server: EnvServe
   return { server, opens: () => lines.filter((l) => l.startsWith('session open')).length };
 }
 
-async function rawWsServer(onConnection: (ws: import('ws').WebSocket) => void): Promise<string> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
-  wss.on('connection', onConnection);
-  extraClosers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const client of wss.clients) client.terminate();
-        wss.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(wss.address() as { port: number }).port}`;
-}
 
 async function closedPort(): Promise<number> {
   const tcp = createTcpServer();
@@ -210,7 +196,7 @@ describe('proxy failures reach the client as SESSION_ERROR naming the upstream',
   });
 
   it('upstream dies mid-session', async () => {
-    const base = await rawWsServer((ws) => {
+    const { base } = await servers.rawWs((ws) => {
       ws.once('message', () => {
         ws.send('{"type":"observation","data":{"observation":{},"reward":null,"done":false}}');
         setTimeout(() => ws.terminate(), 20);
@@ -230,7 +216,7 @@ describe('proxy failures reach the client as SESSION_ERROR naming the upstream',
   });
 
   it('upstream closes with a non-1000 code and reason', async () => {
-    const base = await rawWsServer((ws) => ws.once('message', () => ws.close(1011, 'env crashed')));
+    const { base } = await servers.rawWs((ws) => ws.once('message', () => ws.close(1011, 'env crashed')));
     const proxy = await servers.start({ envs: {}, upstreams: { flaky: [base] } });
     const c = await RawClient.open(wsBase(proxy, 'flaky'));
     c.send('{"type":"reset"}');
@@ -240,7 +226,7 @@ describe('proxy failures reach the client as SESSION_ERROR naming the upstream',
   });
 
   it('an upstream that stops replying is reported, not waited on forever', async () => {
-    const base = await rawWsServer(() => {});
+    const { base } = await servers.rawWs(() => {});
     const proxy = await servers.start({ envs: {}, proxySessionTimeoutSec: 0.3, upstreams: { stuck: [base] } });
     const c = await RawClient.open(wsBase(proxy, 'stuck'));
     c.send('{"type":"reset"}');
