@@ -6,6 +6,10 @@
 //   GET  /api/runs/:id/export              the whole run as one JSON file
 //   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
 //   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
+//   GET  /api/runs[?limit=N&offset=M]      the runs list, newest first → {runs, total}
+//   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
+//   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
+//   GET  /api/runs/:id/artifacts/:bundle/:name   one file, as a download
 // Reads need only the id (the share link); writes need the token returned at creation.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
@@ -40,6 +44,17 @@ const asObject = (v: unknown, what: string): Record<string, unknown> => {
   return v as Record<string, unknown>;
 };
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** An integer query parameter within [min, max], its default when absent; anything else is a 400 naming it. */
+function queryInt(url: URL, name: string, fallback: number, min: number, max: number): number {
+  const text = url.searchParams.get(name);
+  if (text === null) return fallback;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new RunStoreError(`"${name}" must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`, 400);
+  return n;
+}
+
 export function runsHandler(store: RunStore) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -56,7 +71,27 @@ export function runsHandler(store: RunStore) {
           model: asObject(body.model ?? {}, '"model"'),
           env: asObject(body.env ?? {}, '"env"'),
         });
+        if (body.parent !== undefined) store.setParent(created.id, created.writeToken, body.parent);
         send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
+      } else if (parts.length === 0 && method === 'GET') {
+        send(res, 200, store.list({ limit: queryInt(url, 'limit', 50, 1, 200), offset: queryInt(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER) }));
+      } else if (parts.length === 2 && parts[1] === 'artifacts' && method === 'GET') {
+        send(res, 200, { artifacts: store.artifacts(parts[0]) });
+      } else if (parts.length === 3 && parts[1] === 'artifacts' && method === 'POST') {
+        const body = asObject(await readJson(req), 'The artifact upload');
+        if (!Array.isArray(body.files)) throw new RunStoreError('"files" must be an array of {name, base64}', 400);
+        const files = body.files.map((f: unknown, i: number) => {
+          const file = asObject(f, `files[${i}]`);
+          if (typeof file.base64 !== 'string' || !BASE64.test(file.base64)) throw new RunStoreError(`files[${i}].base64 must be a base64 string`, 400);
+          return { name: file.name, data: Buffer.from(file.base64, 'base64') };
+        });
+        store.putArtifacts(parts[0], token, parts[2], files);
+        send(res, 200, { ok: true });
+      } else if (parts.length === 4 && parts[1] === 'artifacts' && method === 'GET') {
+        const data = store.artifact(parts[0], parts[2], parts[3]);
+        const type = parts[3].endsWith('.json') ? 'application/json' : 'application/octet-stream';
+        res.writeHead(200, { 'content-type': type, 'content-length': data.length, 'content-disposition': `attachment; filename="${parts[3]}"` });
+        res.end(data);
       } else if (parts.length === 1 && parts[0] === 'import' && method === 'POST') {
         const created = store.import(await readJson(req));
         send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });

@@ -23,7 +23,56 @@ export interface RunSummary {
   env: Record<string, unknown>;
   error: string | null;
   lastStep: number | null;
+  /** Still marked running/paused/created, but its writer has been silent longer than the store's limit. */
+  interrupted?: boolean;
+  /** The run this one was forked from, if any. */
+  parent?: string | null;
 }
+
+/** One row of the runs list (GET /api/runs): what a person scans to find a run again. */
+export interface RunListEntry {
+  id: string;
+  name: string;
+  status: RunStatus;
+  interrupted: boolean;
+  /** The trainer task (env.task, else env.name) and the model's name. */
+  task: string;
+  model: string;
+  trainMode: string;
+  /** Steps stored (SFT included) and the steps the config plans (null when unknown). */
+  steps: number;
+  totalSteps: number | null;
+  /** Best GRPO step of the run by mean reward / by success rate (null before any). */
+  bestReward: number | null;
+  bestSuccessRate: number | null;
+  createdAt: string;
+  updatedAt: string;
+  parent: string | null;
+  /** Files kept with the run (adapter, full model, trainer checkpoint). */
+  artifacts: string[];
+}
+
+/** Files kept with a run, by bundle: the PEFT adapter, a fully fine-tuned model, the trainer checkpoint. */
+export const ARTIFACT_BUNDLES = ['adapter', 'model', 'checkpoint'] as const;
+export type ArtifactBundle = (typeof ARTIFACT_BUNDLES)[number];
+const ARTIFACT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export interface ArtifactInfo {
+  bundle: ArtifactBundle;
+  name: string;
+  bytes: number;
+  updatedAt: string;
+}
+
+export interface RunStoreOptions {
+  /** A running/paused run with no write for this long is shown as interrupted (default 5 minutes). */
+  staleAfterMs?: number;
+  /** Bytes of artifacts one run may keep, all bundles together (default 48 MiB). */
+  maxArtifactBytes?: number;
+}
+
+export const DEFAULT_STALE_AFTER_MS = 5 * 60_000;
+export const DEFAULT_MAX_ARTIFACT_BYTES = 48 * 1024 * 1024;
 
 export interface StepRecord {
   step: number;
@@ -70,6 +119,18 @@ CREATE TABLE IF NOT EXISTS steps (
   metrics TEXT NOT NULL,
   PRIMARY KEY (run_id, step)
 );
+CREATE TABLE IF NOT EXISTS run_parents (
+  run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  parent_id TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  bundle TEXT NOT NULL,
+  name TEXT NOT NULL,
+  data BLOB NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, bundle, name)
+);
 CREATE TABLE IF NOT EXISTS rollouts (
   run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
@@ -99,8 +160,12 @@ function finiteMetrics(metrics: Record<string, unknown>, where: string): Record<
 
 export class RunStore {
   private db: Database.Database;
+  private readonly staleAfterMs: number;
+  private readonly maxArtifactBytes: number;
 
-  constructor(file: string) {
+  constructor(file: string, options: RunStoreOptions = {}) {
+    this.staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
+    this.maxArtifactBytes = options.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
     if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
@@ -138,7 +203,99 @@ export class RunStore {
       env: JSON.parse(row.env as string),
       error: row.error,
       lastStep: last.s,
+      interrupted: this.isInterrupted(row.status as RunStatus, row.updated_at as string),
+      parent: this.parentOf(id),
     };
+  }
+
+  /** A live status whose writer stopped writing (tab closed, crashed, machine restarted) reads as interrupted. */
+  private isInterrupted(status: RunStatus, updatedAt: string): boolean {
+    const live = status === 'running' || status === 'paused' || status === 'created';
+    return live && Date.now() - Date.parse(updatedAt) > this.staleAfterMs;
+  }
+
+  private parentOf(id: string): string | null {
+    const row = this.db.prepare('SELECT parent_id FROM run_parents WHERE run_id = ?').get(id) as { parent_id: string } | undefined;
+    return row?.parent_id ?? null;
+  }
+
+  /** Records the run a fork started from (the parent must exist; it stays readable by its own id). */
+  setParent(id: string, token: string | undefined, parent: unknown): void {
+    this.authorize(id, token);
+    if (typeof parent !== 'string' || !this.db.prepare('SELECT 1 FROM runs WHERE id = ?').get(parent)) {
+      throw new RunStoreError(`"parent" must be the id of a stored run, got ${JSON.stringify(parent)}`, 400);
+    }
+    this.db.prepare('INSERT OR REPLACE INTO run_parents (run_id, parent_id) VALUES (?, ?)').run(id, parent);
+  }
+
+  /** Newest first: the home page's list of runs. `limit` 1–200, `offset` ≥ 0 (checked by the caller's route). */
+  list(opts: { limit: number; offset: number }): { runs: RunListEntry[]; total: number } {
+    const total = (this.db.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+    const rows = this.db.prepare(
+      `SELECT r.id, r.name, r.status, r.created_at, r.updated_at, r.config, r.model, r.env, p.parent_id,
+         (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS steps,
+         (SELECT MAX(json_extract(s.metrics, '$.reward')) FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0) AS best_reward,
+         (SELECT MAX(json_extract(s.metrics, '$.success_rate')) FROM steps s WHERE s.run_id = r.id) AS best_success,
+         (SELECT group_concat(a.bundle || '/' || a.name, ',') FROM artifacts a WHERE a.run_id = r.id) AS artifacts
+       FROM runs r LEFT JOIN run_parents p ON p.run_id = r.id
+       ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`,
+    ).all(opts.limit, opts.offset) as Record<string, string | number | null>[];
+    const runs = rows.map((row): RunListEntry => {
+      const config = JSON.parse(row.config as string) as Record<string, unknown>;
+      const model = JSON.parse(row.model as string) as Record<string, unknown>;
+      const env = JSON.parse(row.env as string) as Record<string, unknown>;
+      const planned = [config.max_steps, config.sft_steps ?? 0];
+      return {
+        id: row.id as string,
+        name: row.name as string,
+        status: row.status as RunStatus,
+        interrupted: this.isInterrupted(row.status as RunStatus, row.updated_at as string),
+        task: String(env.task ?? env.name ?? ''),
+        model: String(model.name ?? model.id ?? model.source ?? ''),
+        trainMode: String(config.train_mode ?? 'lora'),
+        steps: row.steps as number,
+        totalSteps: planned.every((n) => Number.isInteger(n) && (n as number) >= 0) ? (planned[0] as number) + (planned[1] as number) : null,
+        bestReward: (row.best_reward as number | null) ?? null,
+        bestSuccessRate: (row.best_success as number | null) ?? null,
+        createdAt: row.created_at as string,
+        updatedAt: row.updated_at as string,
+        parent: (row.parent_id as string | null) ?? null,
+        artifacts: row.artifacts ? String(row.artifacts).split(',') : [],
+      };
+    });
+    return { runs, total };
+  }
+
+  /** Replaces one bundle of files kept with the run; the run's artifacts together stay under the size limit. */
+  putArtifacts(id: string, token: string | undefined, bundle: unknown, files: { name: unknown; data: Buffer }[]): void {
+    this.authorize(id, token);
+    if (!ARTIFACT_BUNDLES.includes(bundle as ArtifactBundle)) throw new RunStoreError(`Unknown artifact bundle ${JSON.stringify(bundle)}; expected one of ${ARTIFACT_BUNDLES.join(', ')}`, 400);
+    if (files.length === 0) throw new RunStoreError('An artifact upload needs at least one file', 400);
+    for (const f of files) if (typeof f.name !== 'string' || !ARTIFACT_NAME.test(f.name)) throw new RunStoreError(`Artifact file name ${JSON.stringify(f.name)} is not allowed (letters, digits, . _ -)`, 400);
+    const others = (this.db.prepare('SELECT COALESCE(SUM(length(data)), 0) AS n FROM artifacts WHERE run_id = ? AND bundle != ?').get(id, bundle) as { n: number }).n;
+    const size = files.reduce((n, f) => n + f.data.length, 0);
+    if (others + size > this.maxArtifactBytes) {
+      throw new RunStoreError(`The ${bundle} files (${size} bytes) do not fit the run store's limit of ${this.maxArtifactBytes} bytes per run (${others} bytes already kept); download them from the training tab instead`, 413);
+    }
+    const now = new Date().toISOString();
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM artifacts WHERE run_id = ? AND bundle = ?').run(id, bundle);
+      const ins = this.db.prepare('INSERT INTO artifacts (run_id, bundle, name, data, updated_at) VALUES (?, ?, ?, ?, ?)');
+      for (const f of files) ins.run(id, bundle, f.name, f.data, now);
+    })();
+  }
+
+  artifacts(id: string): ArtifactInfo[] {
+    this.get(id);
+    const rows = this.db.prepare('SELECT bundle, name, length(data) AS bytes, updated_at FROM artifacts WHERE run_id = ? ORDER BY bundle, name').all(id) as { bundle: ArtifactBundle; name: string; bytes: number; updated_at: string }[];
+    return rows.map((r) => ({ bundle: r.bundle, name: r.name, bytes: r.bytes, updatedAt: r.updated_at }));
+  }
+
+  artifact(id: string, bundle: string, name: string): Buffer {
+    this.get(id);
+    const row = this.db.prepare('SELECT data FROM artifacts WHERE run_id = ? AND bundle = ? AND name = ?').get(id, bundle, name) as { data: Buffer } | undefined;
+    if (!row) throw new RunStoreError(`Run ${id} keeps no ${bundle} file named ${JSON.stringify(name)}`, 404);
+    return row.data;
   }
 
   private authorize(id: string, token: string | undefined): void {
@@ -199,7 +356,7 @@ export class RunStore {
   }
 
   export(id: string): RunExport {
-    const { id: _id, lastStep: _last, ...run } = this.get(id);
+    const { id: _id, lastStep: _last, interrupted: _interrupted, parent: _parent, ...run } = this.get(id);
     const rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? ORDER BY step, idx').all(id) as { step: number; idx: number; data: string }[];
     return {
       format: 'webgrpo-run',
