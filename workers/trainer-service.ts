@@ -26,6 +26,7 @@ import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model
 import { RunControl } from './run-control.ts';
 import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
+import { exportFullModel, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
 import { runTask, sftExamples, type RunTask } from './run-task.ts';
 
 const MIB = 1024 * 1024;
@@ -186,6 +187,22 @@ export class TrainerService implements TrainerWorkerApi {
       { name: 'adapter_config.json', bytes: new TextEncoder().encode(JSON.stringify(adapterConfig, null, 2) + '\n') },
       { name: 'adapter_model.safetensors', bytes: weights },
     ];
+  }
+
+  async exportModel(): Promise<NamedFile[]> {
+    const { engine, loaded } = this.ready();
+    return exportFullModel(engine, loaded);
+  }
+
+  async exportCheckpoint(runId: string): Promise<NamedFile[] | null> {
+    const stored = await this.options.checkpoints.load(runId);
+    return stored ? packCheckpoint(stored) : null;
+  }
+
+  async importCheckpoint(runId: string, files: NamedFile[]): Promise<number> {
+    const ckpt = unpackCheckpoint(files);
+    await this.options.checkpoints.save(runId, ckpt);
+    return ckpt.runStep;
   }
 
   async evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]> {

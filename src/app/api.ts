@@ -2,10 +2,17 @@
 import type { StepEvent } from './worker-api.ts';
 
 // Type-only: erased at build time, so the page never bundles the SQLite store.
-import type { RunSummary, StepRecord } from '../../env-server/runs.ts';
+import type { ArtifactInfo, RunListEntry, RunSummary, StepRecord } from '../../env-server/runs.ts';
 import { TASK_BY_METADATA, taskFromMetadata } from '../rl/env-task.ts';
 
-export type { RunSummary, StepRecord };
+export type { ArtifactInfo, RunListEntry, RunSummary, StepRecord };
+
+/** Bytes as base64, in chunks (String.fromCharCode of a whole model would overflow the call stack). */
+function toBase64(bytes: Uint8Array): string {
+  let text = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
 
 export class ApiError extends Error {
   constructor(message: string, readonly status: number) {
@@ -30,7 +37,7 @@ async function call<T>(method: string, path: string, body?: unknown, token?: str
 }
 
 export const api = {
-  createRun: (run: { name: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown> }) =>
+  createRun: (run: { name: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown>; parent?: string }) =>
     call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs', run),
   getRun: (id: string, after = -1) => call<{ run: RunSummary; steps: StepRecord[] }>('GET', `/api/runs/${encodeURIComponent(id)}?after=${after}`),
   rollouts: (id: string, lastSteps = 5) =>
@@ -40,6 +47,17 @@ export const api = {
   setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
   importRun: (text: string) => call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs/import', text),
   exportUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/export`,
+  listRuns: (limit = 50, offset = 0) => call<{ runs: RunListEntry[]; total: number }>('GET', `/api/runs?limit=${limit}&offset=${offset}`),
+  artifacts: (id: string) => call<{ artifacts: ArtifactInfo[] }>('GET', `/api/runs/${encodeURIComponent(id)}/artifacts`),
+  artifactUrl: (id: string, bundle: string, name: string) => `/api/runs/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(bundle)}/${encodeURIComponent(name)}`,
+  /** Keeps files with the run (JSON with base64, as every write to the run store is JSON). */
+  putArtifacts: (id: string, token: string, bundle: string, files: { name: string; bytes: Uint8Array }[]) =>
+    call('POST', `/api/runs/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(bundle)}`, { files: files.map((f) => ({ name: f.name, base64: toBase64(f.bytes) })) }, token),
+  async artifactBytes(id: string, bundle: string, name: string): Promise<Uint8Array> {
+    const res = await fetch(api.artifactUrl(id, bundle, name));
+    if (!res.ok) throw new ApiError(`Could not fetch ${bundle}/${name} of run ${id}: HTTP ${res.status}`, res.status);
+    return new Uint8Array(await res.arrayBuffer());
+  },
   envs: () => call<{ envs: { name: string; kind: string; url?: string }[] }>('GET', '/envs'),
   envHealth: (base: string) => call<{ status: string }>('GET', `${base}/health`),
   envMetadata: (base: string) => call<Record<string, unknown>>('GET', `${base}/metadata`),

@@ -39,3 +39,14 @@ export function splitSpecialTokens(text: string): { text: string; special: boole
   if (last < text.length) out.push({ text: text.slice(last), special: false });
   return out;
 }
+
+/** "just now", "5 min ago", "3 h ago", else the date: how long ago a run was touched. */
+export function formatAgo(iso: string, now = Date.now()): string {
+  const t = Date.parse(iso);
+  if (!Number.isFinite(t)) return '—';
+  const s = Math.max(0, (now - t) / 1000);
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return new Date(t).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+}

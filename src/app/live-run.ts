@@ -1,9 +1,42 @@
 // Drives the run this tab trains: starts the worker's trainer, mirrors every step into the UI store
-// and the run store (so share links see it live), and records the final status.
+// and the run store (so share links see it live), keeps the run marked alive while it trains or waits
+// paused, records the final status, and keeps the trained files with the run (downloadable from any
+// view of it, after a reload too).
 import { api, ownedRuns } from './api.ts';
+import { successRate } from './run-metrics.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
-import type { RunOptions } from './worker-api.ts';
+import type { RunOptions, StepEvent } from './worker-api.ts';
+
+/** The store calls a run interrupted after minutes of silence; a step can take longer on a software GPU. */
+const HEARTBEAT_MS = 60_000;
+
+function withSuccessRate(e: StepEvent): StepEvent {
+  const rate = e.phase === 'grpo' ? successRate(e.rollouts) : null;
+  return rate === null ? e : { ...e, metrics: { ...e.metrics, success_rate: rate } };
+}
+
+/**
+ * Keeps the trained weights (the LoRA adapter, or in full mode the whole model) and the trainer
+ * checkpoint with the run. A file over the store's size limit is reported, not fatal: the training
+ * tab can still download it.
+ */
+export async function keepRunFiles(runId: string, token: string, config: Record<string, unknown>): Promise<void> {
+  const w = trainer();
+  const problems: string[] = [];
+  const keep = async (bundle: string, files: { name: string; bytes: Uint8Array }[] | null) => {
+    if (!files) return;
+    try {
+      await api.putArtifacts(runId, token, bundle, files);
+    } catch (err) {
+      problems.push(`${bundle}: ${(err as Error).message}`);
+    }
+  };
+  await keep(config.train_mode === 'full' ? 'model' : 'adapter', config.train_mode === 'full' ? await w.exportModel() : await w.exportAdapter());
+  await keep('checkpoint', await w.exportCheckpoint(runId));
+  useUi.getState().set({ filesVersion: useUi.getState().filesVersion + 1 });
+  if (problems.length) throw new Error(`Not kept with the run: ${problems.join('; ')}`);
+}
 
 export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }): Promise<void> {
   const ui = useUi.getState();
@@ -12,18 +45,35 @@ export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: st
   const { token, ...runOpts } = opts;
   // Steps are posted in order; a failed post is retried with the next one rather than lost.
   let pending: Promise<unknown> = Promise.resolve();
+  const post = (what: () => Promise<unknown>, onError: (err: Error) => void = () => undefined) => {
+    pending = pending.then(what).catch(onError);
+  };
+  const saveFiles = () =>
+    post(() => keepRunFiles(opts.runId, token, opts.config), (err) => useUi.getState().set({ statusMessage: err.message }));
+  let lastWrite = Date.now();
+  const heartbeat = setInterval(() => {
+    const { status } = useUi.getState();
+    if ((status === 'running' || status === 'paused') && Date.now() - lastWrite >= HEARTBEAT_MS) {
+      lastWrite = Date.now();
+      post(() => api.setStatus(opts.runId, token, status));
+    }
+  }, HEARTBEAT_MS / 4);
   try {
     await trainer().train(
       runOpts,
       proxy({
         onProgress: (p) => useUi.getState().set({ progress: p }),
-        onStep: (e) => {
+        onStep: (raw) => {
+          const e = withSuccessRate(raw);
           useUi.getState().addStep(e);
-          pending = pending.then(() => api.appendStep(opts.runId, token, e)).catch((err) => useUi.getState().set({ statusMessage: `Could not save step ${e.step}: ${(err as Error).message}` }));
+          lastWrite = Date.now();
+          post(() => api.appendStep(opts.runId, token, e), (err) => useUi.getState().set({ statusMessage: `Could not save step ${e.step}: ${err.message}` }));
         },
         onStatus: (s) => {
           useUi.getState().set({ status: s.status, statusMessage: s.message ?? null });
-          pending = pending.then(() => api.setStatus(opts.runId, token, s.status, s.message)).catch(() => undefined);
+          lastWrite = Date.now();
+          post(() => api.setStatus(opts.runId, token, s.status, s.message));
+          if (s.status === 'paused' || s.status === 'finished' || s.status === 'stopped') saveFiles();
           if (s.status === 'finished' || s.status === 'stopped' || s.status === 'failed') ownedRuns.setActive(null);
         },
       }),
@@ -32,6 +82,8 @@ export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: st
     const message = (err as Error).message;
     useUi.getState().set({ status: 'failed', statusMessage: message });
     await api.setStatus(opts.runId, token, 'failed', message).catch(() => undefined);
+  } finally {
+    clearInterval(heartbeat);
   }
   await pending;
 }

@@ -2,6 +2,7 @@
 import { create } from 'zustand';
 import type { LoadProgress } from '../model/types.ts';
 import type { ModelInfo, ProbeResult, RolloutView, StepEvent } from './worker-api.ts';
+import type { ModelSource } from './model-loader.ts';
 import type { StepRecord } from './api.ts';
 
 export type RunStatus = 'idle' | 'loading' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
@@ -11,6 +12,11 @@ export interface UiState {
   model: ModelInfo | null;
   modelError: string | null;
   progress: LoadProgress | null;
+  /** Where the loaded model came from (stored with each run, so a resume can load it again). */
+  modelSource: ModelSource | null;
+  modelLoading: boolean;
+  /** Bumped whenever files were kept with the live run (the run view lists them again). */
+  filesVersion: number;
   /** The run this tab is training (null when only viewing). */
   liveRunId: string | null;
   status: RunStatus;
@@ -31,6 +37,9 @@ export const useUi = create<UiState>((set) => ({
   model: null,
   modelError: null,
   progress: null,
+  modelSource: null,
+  modelLoading: false,
+  filesVersion: 0,
   liveRunId: null,
   status: 'idle',
   statusMessage: null,

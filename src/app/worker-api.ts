@@ -97,5 +97,11 @@ export interface TrainerWorkerApi {
   /** Step of the checkpoint kept for this run, or null. */
   checkpointStep(runId: string): Promise<number | null>;
   exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]>;
+  /** The fully fine-tuned model in Hugging Face layout (train_mode = full): config, model.safetensors, tokenizer. */
+  exportModel(): Promise<{ name: string; bytes: Uint8Array }[]>;
+  /** The run's kept trainer checkpoint packed as files (for the run store), or null when none is kept here. */
+  exportCheckpoint(runId: string): Promise<{ name: string; bytes: Uint8Array }[] | null>;
+  /** Keeps a packed trainer checkpoint (e.g. from the run store) for this run, so it can resume here. */
+  importCheckpoint(runId: string, files: { name: string; bytes: Uint8Array }[]): Promise<number>;
   evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
 }

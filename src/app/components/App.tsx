@@ -1,8 +1,10 @@
-// Hash routes: `#/` sets up a run, `#/runs/<id>` shows one (live or read-only), anything else 404s.
+// Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists every run, `#/runs/<id>`
+// shows one (live or read-only), anything else 404s.
 import { useEffect, useState } from 'react';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import { NotFound } from './NotFound.tsx';
+import { RunsList } from './RunsList.tsx';
 import { RunView } from './RunView.tsx';
 import { SetupView } from './SetupView.tsx';
 
@@ -24,16 +26,21 @@ export function App() {
   }, []);
   const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
   const setup = hash === '' || hash === '#' || hash === '#/';
+  const list = hash === '#/runs' || hash === '#/runs/';
   return (
     <div className="app">
       <nav>
         <a href="#/" className="brand">webgrpo</a>
         <span className="muted">GRPO for tool-using agents, on WebGPU, in this tab</span>
+        <a href="#/" className={setup ? 'nav-link active' : 'nav-link'}>new run</a>
+        <a href="#/runs" className={list ? 'nav-link active' : 'nav-link'} data-testid="nav-runs">your runs</a>
         <span className="adapter" data-testid="adapter">
           {probe?.adapter ? `${probe.adapter.vendor || probe.adapter.architecture || 'GPU'} ${probe.adapter.architecture}${probe.adapter.isFallbackAdapter ? ' (software)' : ''}${probe.f16 ? ' · f16' : ''}` : probe?.webgpu === false ? 'no WebGPU' : ''}
         </span>
       </nav>
-      <main>{setup ? <SetupView /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}</main>
+      <main>
+        {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+      </main>
     </div>
   );
 }

@@ -1,9 +1,14 @@
-// A uPlot line chart of one or more metrics against the training step. Missing values (NaN, null)
-// are gaps. A band series pair (mean ± std) is drawn as dashed bounds.
+// A uPlot line chart of one or more metrics against the training step. Every chart of a run shares
+// one step axis (counted from 1, as the progress bar and the rollout tabs count) with the SFT warm-up
+// shaded and labelled apart from GRPO. The title carries the latest value; the legend shows values
+// only while the pointer is over the chart. Missing values (NaN, null) are gaps. A band series pair
+// (mean ± std) is drawn as dashed bounds.
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { StepRecord } from '../api.ts';
+import { formatNumber } from '../format.ts';
+import { distinctTickLabels } from './ticks.ts';
 
 export interface ChartSeries {
   label: string;
@@ -12,19 +17,29 @@ export interface ChartSeries {
   dash?: boolean;
 }
 
+/** The run's step axis: steps 1…total, the first `sftSteps` of them the SFT warm-up. */
+export interface StepAxis {
+  total: number;
+  sftSteps: number;
+}
+
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#be185d'];
 export const color = (i: number) => PALETTE[i % PALETTE.length];
 
-export function Chart({ title, steps, series, height = 180 }: { title: string; steps: StepRecord[]; series: ChartSeries[]; height?: number }) {
+const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
+
+export function Chart({ title, steps, series, axis, height = 180, format = formatNumber }: { title: string; steps: StepRecord[]; series: ChartSeries[]; axis: StepAxis; height?: number; format?: (v: number) => string }) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
+  const axisRef = useRef(axis);
+  axisRef.current = axis;
   const key = series.map((s) => s.label).join('|');
 
   const data = (): uPlot.AlignedData => [
-    steps.map((s) => s.step),
+    steps.map((s) => s.step + 1),
     ...series.map((s) => steps.map((st) => {
       const v = s.value(st.metrics);
-      return v === null || v === undefined || !Number.isFinite(v) ? null : v;
+      return finite(v) ? v : null;
     })),
   ];
 
@@ -35,14 +50,25 @@ export function Chart({ title, steps, series, height = 180 }: { title: string; s
       {
         width,
         height,
-        // Steps are integers: integer tick increments, and a visible range around a single point.
-        // A flat series (all rewards 0 early on) gets a ±1 band instead of uPlot's 0–100.
         scales: {
-          x: { time: false, range: (_u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) },
+          // The whole run's steps, so every chart lines up with the others and with the progress bar.
+          x: {
+            time: false,
+            range: (_u, min, max) => {
+              const hi = Math.max(axisRef.current.total, Number.isFinite(max) ? max : 1, 2);
+              return [Math.min(1, Number.isFinite(min) ? min : 1), hi];
+            },
+          },
+          // A flat series (all rewards 0 early on) gets a ±1 band instead of uPlot's 0–100.
           y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
         },
-        axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, {}],
+        axes: [
+          { label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => String(v)) },
+          { values: (_u, splits) => distinctTickLabels(splits), size: 56 },
+        ],
         legend: { live: true },
+        cursor: { points: { show: true } },
+        hooks: { drawClear: [(u) => drawPhases(u, axisRef.current)] },
         series: [{ label: 'step' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
       },
       data(),
@@ -65,11 +91,35 @@ export function Chart({ title, steps, series, height = 180 }: { title: string; s
     plot.current?.setData(data());
   });
 
-  const points = steps.filter((st) => series.some((s) => Number.isFinite(s.value(st.metrics) ?? NaN))).length;
+  const points = steps.filter((st) => series.some((s) => finite(s.value(st.metrics)))).length;
+  const latest = [...steps].reverse().map((st) => series[0]?.value(st.metrics)).find(finite);
   return (
     <figure className="chart" data-testid={`chart-${title}`} data-points={points}>
-      <figcaption>{title}{points === 0 && steps.length > 0 ? <span className="muted"> — not logged in this run</span> : null}</figcaption>
+      <figcaption>
+        {title}
+        {latest !== undefined && <span className="current" data-testid="chart-current">{format(latest)}</span>}
+        {points === 0 && steps.length > 0 ? <span className="muted"> — not logged yet</span> : null}
+      </figcaption>
       <div ref={host} />
     </figure>
   );
+}
+
+/** Shades the SFT warm-up and labels both phases, under the series. */
+function drawPhases(u: uPlot, axis: StepAxis): void {
+  if (axis.sftSteps <= 0) return;
+  const { ctx } = u;
+  const { left, top, width, height } = u.bbox;
+  const split = Math.min(left + width, Math.max(left, u.valToPos(axis.sftSteps + 0.5, 'x', true)));
+  const dpr = devicePixelRatio || 1;
+  ctx.save();
+  ctx.fillStyle = 'rgba(245, 158, 11, 0.12)';
+  ctx.fillRect(left, top, split - left, height);
+  ctx.font = `${11 * dpr}px system-ui, sans-serif`;
+  ctx.fillStyle = '#92400e';
+  ctx.textBaseline = 'top';
+  if (split - left > 40 * dpr) ctx.fillText('SFT warm-up', left + 4 * dpr, top + 3 * dpr);
+  ctx.fillStyle = '#1e40af';
+  if (left + width - split > 40 * dpr) ctx.fillText('GRPO', split + 4 * dpr, top + 3 * dpr);
+  ctx.restore();
 }

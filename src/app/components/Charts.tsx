@@ -1,8 +1,10 @@
-// The dashboard of a run: every metric people watch while GRPO learns, with TRL's names.
+// The dashboard of a run: the task's success rate first (what a person watches a demo for), then every
+// metric people watch while GRPO learns, with TRL's names, all on the run's one step axis.
 import type { StepRecord } from '../api.ts';
-import { Chart, color, type ChartSeries } from './Chart.tsx';
+import { Chart, color, type ChartSeries, type StepAxis } from './Chart.tsx';
 
 const m = (name: string) => (x: Record<string, number | null>) => x[name];
+const percent = (v: number) => `${Math.round(v * 100)}%`;
 
 function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   const fns = new Set<string>();
@@ -15,43 +17,53 @@ function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   ];
 }
 
-export function Charts({ steps }: { steps: StepRecord[] }) {
-  const grpo = steps.filter((s) => !s.metrics.phase_sft);
+export function Charts({ steps, axis, task }: { steps: StepRecord[]; axis: StepAxis; task: string }) {
+  const hasSuccess = steps.some((s) => s.metrics.success_rate !== undefined && s.metrics.success_rate !== null);
   return (
-    <div className="charts">
-      <Chart title="reward" steps={grpo} series={rewardSeries(grpo)} />
-      <Chart title="loss" steps={steps} series={[{ label: 'loss', value: m('loss'), color: color(0) }]} />
-      <Chart title="kl" steps={grpo} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
-      <Chart title="entropy" steps={grpo} series={[{ label: 'entropy', value: m('entropy'), color: color(2) }]} />
-      <Chart
-        title="clip ratio"
-        steps={grpo}
-        series={[
-          { label: 'region', value: m('clip_ratio/region_mean'), color: color(0) },
-          { label: 'low', value: m('clip_ratio/low_mean'), color: color(1) },
-          { label: 'high', value: m('clip_ratio/high_mean'), color: color(2) },
-        ]}
-      />
-      <Chart
-        title="completion length"
-        steps={grpo}
-        series={[
-          { label: 'mean', value: m('completions/mean_length'), color: color(0) },
-          { label: 'min', value: m('completions/min_length'), color: color(1), dash: true },
-          { label: 'max', value: m('completions/max_length'), color: color(2), dash: true },
-        ]}
-      />
-      <Chart
-        title="tools"
-        steps={grpo}
-        series={[
-          { label: 'call frequency', value: m('tools/call_frequency'), color: color(0) },
-          { label: 'failure frequency', value: m('tools/failure_frequency'), color: color(1) },
-        ]}
-      />
-      <Chart title="tokens/s" steps={steps} series={[{ label: 'tokens/s', value: m('tokens_per_second'), color: color(3) }]} />
-      <Chart title="step time (s)" steps={steps} series={[{ label: 'step_time', value: m('step_time'), color: color(4) }]} />
-      <Chart title="GPU memory (MiB)" steps={steps} series={[{ label: 'gpu memory', value: m('gpu_memory_mib'), color: color(5) }]} />
-    </div>
+    <>
+      <div className="charts headline">
+        {hasSuccess && (
+          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
+        )}
+        <Chart title="reward" steps={steps} axis={axis} height={220} series={rewardSeries(steps)} />
+      </div>
+      <div className="charts">
+        <Chart title="loss" steps={steps} axis={axis} series={[{ label: 'loss', value: m('loss'), color: color(0) }]} />
+        <Chart title="kl" steps={steps} axis={axis} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
+        <Chart title="entropy" steps={steps} axis={axis} series={[{ label: 'entropy', value: m('entropy'), color: color(2) }]} />
+        <Chart
+          title="clip ratio"
+          steps={steps}
+          axis={axis}
+          series={[
+            { label: 'region', value: m('clip_ratio/region_mean'), color: color(0) },
+            { label: 'low', value: m('clip_ratio/low_mean'), color: color(1) },
+            { label: 'high', value: m('clip_ratio/high_mean'), color: color(2) },
+          ]}
+        />
+        <Chart
+          title="completion length"
+          steps={steps}
+          axis={axis}
+          series={[
+            { label: 'mean', value: m('completions/mean_length'), color: color(0) },
+            { label: 'min', value: m('completions/min_length'), color: color(1), dash: true },
+            { label: 'max', value: m('completions/max_length'), color: color(2), dash: true },
+          ]}
+        />
+        <Chart
+          title="tools"
+          steps={steps}
+          axis={axis}
+          series={[
+            { label: 'call frequency', value: m('tools/call_frequency'), color: color(0) },
+            { label: 'failure frequency', value: m('tools/failure_frequency'), color: color(1) },
+          ]}
+        />
+        <Chart title="tokens/s" steps={steps} axis={axis} series={[{ label: 'tokens/s', value: m('tokens_per_second'), color: color(3) }]} />
+        <Chart title="step time (s)" steps={steps} axis={axis} series={[{ label: 'step_time', value: m('step_time'), color: color(4) }]} />
+        <Chart title="GPU memory (MiB)" steps={steps} axis={axis} series={[{ label: 'gpu memory', value: m('gpu_memory_mib'), color: color(5) }]} />
+      </div>
+    </>
   );
 }

@@ -1,5 +1,6 @@
-// TRL's config keys with their defaults and one-line help, edited as text and validated by the
-// same code the CLI uses (src/rl/config.ts).
+// TRL's config keys with their defaults and one-line help, edited as text and checked as the user
+// types (src/app/config-fields.ts, which defers to the CLI's own checks): a field's error sits beside
+// it, in place of its help, and the field is outlined.
 import { CONFIG_KEYS, DEFAULT_CONFIG, type GRPOConfig } from '../../rl/config.ts';
 
 const GROUPS: { title: string; keys: (keyof GRPOConfig)[] }[] = [
@@ -13,7 +14,7 @@ const GROUPS: { title: string; keys: (keyof GRPOConfig)[] }[] = [
 
 const show = (v: unknown) => (v === null ? 'null' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
-export function ConfigForm({ values, onChange, error }: { values: Record<string, string>; onChange: (key: string, text: string) => void; error: string | null }) {
+export function ConfigForm({ values, onChange, errors, error }: { values: Record<string, string>; onChange: (key: string, text: string) => void; errors: Record<string, string>; error: string | null }) {
   return (
     <section className="panel config">
       <h3>Config <span className="muted">(TRL GRPOConfig names)</span></h3>
@@ -22,17 +23,23 @@ export function ConfigForm({ values, onChange, error }: { values: Record<string,
           <legend>{g.title}</legend>
           {g.keys.map((k) => {
             const spec = CONFIG_KEYS[k];
+            const bad = errors[k];
+            const note = `note-${k}`;
             return (
-              <label key={k} className="config-row" title={spec.help}>
+              <label key={k} className={bad ? 'config-row invalid' : 'config-row'} title={spec.help}>
                 <code>{k}</code>
                 {spec.choices ? (
                   <select value={values[k] ?? show(DEFAULT_CONFIG[k])} onChange={(e) => onChange(k, e.target.value)}>
                     {spec.choices.map((c) => <option key={c}>{c}</option>)}
                   </select>
                 ) : (
-                  <input aria-label={k} value={values[k] ?? show(DEFAULT_CONFIG[k])} onChange={(e) => onChange(k, e.target.value)} />
+                  <input aria-label={k} aria-invalid={bad ? true : undefined} aria-describedby={note} value={values[k] ?? show(DEFAULT_CONFIG[k])} onChange={(e) => onChange(k, e.target.value)} />
                 )}
-                <span className="help">{spec.help}</span>
+                {bad ? (
+                  <span id={note} className="field-error" role="alert" data-testid={`field-error-${k}`}>{bad}</span>
+                ) : (
+                  <span id={note} className="help">{spec.help}</span>
+                )}
               </label>
             );
           })}
@@ -41,27 +48,6 @@ export function ConfigForm({ values, onChange, error }: { values: Record<string,
       {error && <p className="error" role="alert">{error}</p>}
     </section>
   );
-}
-
-/** Turns the form's text values into typed config values (the validation happens in configFromObject). */
-export function parseFormValues(values: Record<string, string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, text] of Object.entries(values)) {
-    const spec = CONFIG_KEYS[k as keyof GRPOConfig];
-    if (!spec) continue;
-    const t = text.trim();
-    if (t === 'null' && spec.nullable) out[k] = null;
-    else if (spec.kind === 'int' || spec.kind === 'number') out[k] = t === '' ? NaN : Number(t);
-    else if (spec.kind === 'bool') out[k] = t === 'true';
-    else if (spec.kind === 'json') {
-      try {
-        out[k] = JSON.parse(t);
-      } catch {
-        throw new Error(`${k}: not valid JSON: ${t}`);
-      }
-    } else out[k] = t;
-  }
-  return out;
 }
 
 export const formValuesOf = (config: Record<string, unknown>): Record<string, string> =>

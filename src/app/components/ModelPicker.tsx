@@ -2,18 +2,17 @@
 // tiny built-in model that needs no network. Shows the memory plan against the adapter's limits.
 import { useState } from 'react';
 import { useUi } from '../store.ts';
-import { trainer, proxy } from '../trainer-client.ts';
+import { loadModel } from '../model-loader.ts';
 import type { ModelChoice } from '../worker-api.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';
 
 export function ModelPicker() {
-  const { model, modelError, progress, probe, set } = useUi();
+  const { model, modelError, progress, probe, set, modelLoading: busy } = useUi();
   const [kind, setKind] = useState<'tiny' | 'hub' | 'files'>('tiny');
   const [repo, setRepo] = useState('Qwen/Qwen3-0.6B');
   const [revision, setRevision] = useState('main');
   const [files, setFiles] = useState<File[]>([]);
-  const [busy, setBusy] = useState(false);
 
   async function load() {
     const choice: ModelChoice = kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
@@ -21,16 +20,8 @@ export function ModelPicker() {
       set({ modelError: 'Pick a folder with config.json, model.safetensors and tokenizer files first.' });
       return;
     }
-    setBusy(true);
-    set({ modelError: null, model: null, progress: null });
-    try {
-      const info = await trainer().loadModel(choice, proxy({ onProgress: (p) => set({ progress: p }) }));
-      set({ model: info, progress: null });
-    } catch (err) {
-      set({ modelError: (err as Error).message, progress: null });
-    } finally {
-      setBusy(false);
-    }
+    // The error lands in the store (shown below); nothing else to do here.
+    await loadModel(choice).catch(() => undefined);
   }
 
   const pct = progress && progress.totalBytes > 0 ? progress.loadedBytes / progress.totalBytes : 0;

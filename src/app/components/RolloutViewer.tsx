@@ -1,5 +1,6 @@
 // Conversations of recent steps, grouped as GRPO groups them: the prompt, the model's turns, tool
-// calls, environment responses, reward and advantage. Special tokens are drawn faintly.
+// calls, environment responses, reward and advantage. Special tokens are drawn faintly. Steps, groups
+// and rollouts are numbered from 1, as the progress bar and the charts' step axis count.
 import { useState } from 'react';
 import type { RolloutView } from '../worker-api.ts';
 import { formatNumber, splitSpecialTokens } from '../format.ts';
@@ -18,7 +19,7 @@ function Rollout({ r }: { r: RolloutView }) {
   return (
     <div className="rollout" data-testid="rollout">
       <button className="rollout-head" onClick={() => setOpen(!open)}>
-        <span>#{r.index}</span>
+        <span>#{r.index + 1}</span>
         <span className="reward">reward {formatNumber(r.reward)}</span>
         <span className={adv > 0 ? 'adv pos' : adv < 0 ? 'adv neg' : 'adv'}>advantage {formatNumber(adv)}</span>
         <span className="calls">{r.turns.filter((t) => t.role === 'tool').length} tool calls</span>
@@ -53,12 +54,12 @@ export function RolloutViewer({ steps }: { steps: { step: number; rollouts: Roll
     <div className="rollout-viewer">
       <div className="step-tabs">
         {steps.map((s) => (
-          <button key={s.step} className={s.step === current.step ? 'active' : ''} onClick={() => setWhich(s.step)}>step {s.step}</button>
+          <button key={s.step} className={s.step === current.step ? 'active' : ''} onClick={() => setWhich(s.step)}>step {s.step + 1}</button>
         ))}
       </div>
       {[...groups.entries()].map(([g, rs]) => (
         <section key={g} className="group">
-          <h4>group {g}</h4>
+          <h4>group {g + 1}</h4>
           <div className="prompt"><Text text={rs[0].turns.find((t) => t.role === 'prompt')?.text ?? ''} /></div>
           {rs.map((r) => <Rollout key={r.index} r={{ ...r, turns: r.turns.filter((t) => t.role !== 'prompt') }} />)}
         </section>

@@ -1,9 +1,11 @@
 // One run: live (this tab trains it) or read-only (a share link). Charts, progress, rollouts,
-// controls, share/export/fork, adapter download and a greedy evaluation against the base model.
+// controls, share/export/fork, the files kept with the run (adapter, full model, checkpoint) for any
+// viewer, one-click resume of an interrupted run, and (LoRA only) a greedy evaluation against the base.
 import { useEffect, useState } from 'react';
-import { api, ApiError, ownedRuns, type RunSummary, type StepRecord } from '../api.ts';
-import { formatDuration, formatNumber } from '../format.ts';
-import { startLiveRun } from '../live-run.ts';
+import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
+import { formatBytes, formatDuration, formatNumber } from '../format.ts';
+import { keepRunFiles } from '../live-run.ts';
+import { looksInterrupted, resumeRun } from '../resume.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import type { EvalRow, RolloutView } from '../worker-api.ts';
@@ -44,6 +46,22 @@ export function RunView({ id }: { id: string }) {
   const [evalRows, setEvalRows] = useState<EvalRow[] | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
+  const [files, setFiles] = useState<ArtifactInfo[]>([]);
+  /** Pause/stop pressed and not yet answered by the worker (it stops at the next step boundary). */
+  const [requested, setRequested] = useState<'pause' | 'stop' | null>(null);
+  const filesVersion = useUi((s) => s.filesVersion);
+
+  // The files kept with the run: listed for every viewer, again whenever this tab kept new ones.
+  useEffect(() => {
+    let stop = false;
+    api.artifacts(id).then((r) => !stop && setFiles(r.artifacts), () => undefined);
+    return () => {
+      stop = true;
+    };
+  }, [id, filesVersion, run?.status]);
+
+  // The worker answered the request (or the run ended): the "pausing…" note has done its job.
+  useEffect(() => setRequested(null), [ui.status]);
 
   // Read-only (or after a reload): poll the run store while the run is going.
   useEffect(() => {
@@ -83,16 +101,21 @@ export function RunView({ id }: { id: string }) {
   const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
   const shownRollouts = live ? ui.rollouts : rollouts;
   const owned = ownedRuns.get(id);
-  const interrupted = !live && owned && ownedRuns.active() === id && run && (run.status === 'running' || run.status === 'paused');
+  const interrupted = !live && run !== null && looksInterrupted(run, ownedRuns.active());
   const done = shownSteps.length ? shownSteps[shownSteps.length - 1].step + 1 : 0;
-  const total = live ? ui.totalSteps : Number(run?.config.max_steps ?? 0) + Number(run?.config.sft_steps ?? 0);
+  const sftPlanned = Number(run?.config.sft_steps ?? 0);
+  const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
+  const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
   const t = ui.stepStartedAt;
   const perStep = t.length > 1 ? (t[t.length - 1] - t[0]) / 1000 / (t.length - 1) : NaN;
-  const status = live ? ui.status : run?.status ?? '…';
+  const status = interrupted ? 'interrupted' : live ? ui.status : run?.status ?? '…';
   // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
   const envPath = String(run?.env.name ?? '');
   const envTask = String(run?.env.task ?? envPath);
   const lastMetrics = shownSteps.length ? shownSteps[shownSteps.length - 1].metrics : {};
+  const full = run?.config.train_mode === 'full';
+  const sftDone = shownSteps.filter((s) => s.metrics.phase_sft).length;
+  const axis = { total, sftSteps: Math.max(sftDone, Number.isFinite(sftPlanned) ? sftPlanned : 0) };
 
   async function act(label: string, fn: () => Promise<void>) {
     setBusy(label);
@@ -106,6 +129,20 @@ export function RunView({ id }: { id: string }) {
     }
   }
 
+  const training = live && (status === 'running' || status === 'paused');
+  const progressLabel = (() => {
+    if (!live) return '';
+    if (done === 0 && status === 'loading') return 'starting…';
+    const of = total ? `step ${done} of ${total}` : `step ${done}`;
+    const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
+    if (requested === 'stop') return `${of} · stopping after this step…`;
+    if (requested === 'pause') return `${of} · pausing after this step…`;
+    if (status === 'running' && total && Number.isFinite(perStep)) return `${of}${phase} · ${formatDuration(perStep * (total - done))} left`;
+    if (status === 'running' && done === 0) return `${of} · first step running…`;
+    return `${of}${phase} · ${status}`;
+  })();
+
+  const byBundle = (b: string) => files.filter((f) => f.bundle === b);
   return (
     <div className="run">
       <header className="run-head">
@@ -115,47 +152,74 @@ export function RunView({ id }: { id: string }) {
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>
-          {run && <button onClick={() => { sessionStorage.setItem('webgrpo.fork', JSON.stringify(run.config)); location.hash = '#/'; }}>fork</button>}
+          {run && (
+            <button
+              data-testid="fork"
+              title="a new run with this run's model, environment and config"
+              onClick={() => { sessionStorage.setItem('webgrpo.fork', JSON.stringify({ parent: id, name: run.name, config: run.config, model: run.model, env: run.env })); location.hash = '#/'; }}
+            >fork</button>
+          )}
         </div>
       </header>
-      {!live && !owned && <p className="muted">Read-only view of a shared run.</p>}
+      <p className="muted run-meta">
+        {envTask && <>task <b>{envTask}</b> · </>}model <b>{String(run?.model.name ?? '?')}</b>{full ? ' (full fine-tuning)' : ' (LoRA)'}
+        {run?.parent && <> · forked from <a href={`#/runs/${run.parent}`} data-testid="parent-link">run {run.parent.slice(0, 8)}</a></>}
+        {!live && !owned && <> · <span>Read-only view of a shared run.</span></>}
+      </p>
       {ui.statusMessage && live && <p className={status === 'failed' ? 'error' : 'muted'} role="status">{ui.statusMessage}</p>}
       {run?.error && !live && <p className="error">{run.error}</p>}
       {error && <p className="error" role="alert">{error}</p>}
       {interrupted && (
-        <div className="banner">
-          This run was interrupted (tab closed or crashed).
-          <button disabled={!ui.model} onClick={() => act('resume', () => startLiveRun({ runId: id, token: owned!, config: run!.config, envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, sftSteps: 0, resume: true }))}>
-            resume from the last checkpoint
-          </button>
-          {!ui.model && <span className="muted"> (load the same model on the setup page first)</span>}
+        <div className="banner" data-testid="interrupted-banner">
+          This run was interrupted (its tab was closed, reloaded or crashed) at step {done}{total ? ` of ${total}` : ''}.
+          {owned ? (
+            <button className="primary" disabled={!!busy || ui.modelLoading || ui.liveRunId !== null} onClick={() => act('resume', () => resumeRun(run!, owned))}>
+              {busy === 'resume' ? (ui.modelLoading ? 'loading the model…' : 'resuming…') : 'resume from the last checkpoint'}
+            </button>
+          ) : (
+            <span className="muted"> Only the browser that started it can resume it; fork it to train again.</span>
+          )}
         </div>
       )}
       {live && (
         <div className="controls">
-          <ProgressBar fraction={total ? done / total : 0} label={`step ${done} / ${total || '?'} · ${formatDuration(perStep * (total - done))} left`} />
-          <button disabled={status !== 'running'} onClick={() => trainer().pause()}>pause</button>
-          <button disabled={status !== 'paused'} onClick={() => trainer().resume()}>resume</button>
-          <button disabled={status !== 'running' && status !== 'paused'} onClick={() => trainer().stop()}>stop</button>
+          <ProgressBar fraction={total ? done / total : 0} label={progressLabel} />
+          <button disabled={status !== 'running' || requested !== null} onClick={() => { setRequested('pause'); void trainer().pause(); }} data-testid="pause">
+            {requested === 'pause' ? 'pausing…' : 'pause'}
+          </button>
+          <button disabled={status !== 'paused'} onClick={() => void trainer().resume()} data-testid="resume">resume</button>
+          <button disabled={!training || requested === 'stop'} onClick={() => { setRequested('stop'); void trainer().stop(); }} data-testid="stop">
+            {requested === 'stop' ? 'stopping…' : 'stop'}
+          </button>
         </div>
       )}
       <div className="summary">
-        {['reward', 'reward_std', 'loss', 'kl', 'entropy', 'tools/call_frequency'].map((k) => (
+        {['reward', 'success_rate', 'loss', 'kl', 'entropy', 'tools/call_frequency'].filter((k) => k !== 'success_rate' || lastMetrics[k] !== undefined).map((k) => (
           <span key={k}><code>{k}</code> {formatNumber(lastMetrics[k])}</span>
         ))}
       </div>
-      <Charts steps={shownSteps} />
+      <Charts steps={shownSteps} axis={axis} task={envTask} />
       <h3>Rollouts</h3>
       <RolloutViewer steps={shownRollouts} />
       {live && (status === 'finished' || status === 'stopped' || status === 'paused') && (
         <section className="panel">
           <h3>Trained model</h3>
-          <button disabled={!!busy} data-testid="download-adapter" onClick={() => act('adapter', async () => {
-            for (const f of await trainer().exportAdapter()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
-          })}>download LoRA adapter (PEFT)</button>
-          <button disabled={!!busy} onClick={() => act('eval', async () => {
-            setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, episodes: 8, config: run?.config ?? {} }));
-          })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
+          {full ? (
+            <button disabled={!!busy} data-testid="download-model" onClick={() => act('model', async () => {
+              for (const f of await trainer().exportModel()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+            })}>{busy === 'model' ? 'exporting…' : 'download model (safetensors, Hugging Face layout)'}</button>
+          ) : (
+            <>
+              <button disabled={!!busy} data-testid="download-adapter" onClick={() => act('adapter', async () => {
+                for (const f of await trainer().exportAdapter()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+              })}>download LoRA adapter (PEFT)</button>
+              <button disabled={!!busy} onClick={() => act('eval', async () => {
+                setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, episodes: 8, config: run?.config ?? {} }));
+              })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
+            </>
+          )}
+          {owned && <button disabled={!!busy} onClick={() => act('keep', () => keepRunFiles(id, owned, run?.config ?? {}))}>{busy === 'keep' ? 'saving…' : 'save files with the run again'}</button>}
+          {full && <p className="muted">Full fine-tuning changed every weight, so there is no separate adapter, and no untouched base in this tab to compare against: evaluate the downloaded model against its base elsewhere.</p>}
           {evalRows && (
             <table className="eval" data-testid="eval-table">
               <thead><tr><th>policy</th><th>episodes</th><th>mean reward</th><th>success</th><th>tool calls</th></tr></thead>
@@ -166,6 +230,23 @@ export function RunView({ id }: { id: string }) {
           )}
         </section>
       )}
+      <section className="panel files" data-testid="saved-files">
+        <h3>Files kept with this run</h3>
+        {files.length === 0 ? (
+          <p className="muted">{live && training ? 'The trained weights and the checkpoint are kept here when the run pauses or ends.' : 'None: this run kept no weights (it ended before saving, or they were over the size limit).'}</p>
+        ) : (
+          <ul>
+            {(['adapter', 'model', 'checkpoint'] as const).filter((b) => byBundle(b).length).map((b) => (
+              <li key={b}>
+                <b>{b === 'adapter' ? 'LoRA adapter (PEFT)' : b === 'model' ? 'fully fine-tuned model (Hugging Face layout)' : 'trainer checkpoint (to resume)'}</b>:{' '}
+                {byBundle(b).map((f) => (
+                  <a key={f.name} className="file" href={api.artifactUrl(id, f.bundle, f.name)} download={f.name} data-testid={`file-${f.bundle}-${f.name}`}>{f.name} <span className="muted">({formatBytes(f.bytes)})</span></a>
+                ))}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
     </div>
   );
 }

@@ -1,54 +1,94 @@
-// Set up a run: model, environment, config (with presets), SFT warm-up; then start it.
-import { useState } from 'react';
-import { configFromObject, DEFAULT_CONFIG } from '../../rl/config.ts';
+// Set up a run: model, environment, config (with presets), SFT warm-up; then start it. Recent runs
+// are listed on top, so a returning user finds (and resumes) them here. A fork arrives with the
+// parent's model, environment and config, and the new run records its parent.
+import { useEffect, useMemo, useState } from 'react';
+import { DEFAULT_CONFIG } from '../../rl/config.ts';
 import { api, ownedRuns, taskForEnv } from '../api.ts';
+import { checkFields } from '../config-fields.ts';
+import { ensureRunModel } from '../model-loader.ts';
 import { PRESETS, TINY_MODEL_OVERRIDES } from '../presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
-import { ConfigForm, formValuesOf, parseFormValues } from './ConfigForm.tsx';
+import { ConfigForm, formValuesOf } from './ConfigForm.tsx';
 import { EnvPicker, type EnvSelection } from './EnvPicker.tsx';
 import { ModelPicker } from './ModelPicker.tsx';
+import { RunsList } from './RunsList.tsx';
 import { startLiveRun } from '../live-run.ts';
 
+/** What "fork" on a run view hands to the setup page (sessionStorage 'webgrpo.fork'). */
+export interface ForkSeed {
+  parent: string;
+  name: string;
+  config: Record<string, unknown>;
+  model: Record<string, unknown>;
+  env: Record<string, unknown>;
+}
+
+function takeFork(): ForkSeed | null {
+  const text = sessionStorage.getItem('webgrpo.fork');
+  sessionStorage.removeItem('webgrpo.fork');
+  if (!text) return null;
+  const seed = JSON.parse(text) as Partial<ForkSeed>;
+  return seed.parent && seed.config ? { parent: seed.parent, name: seed.name ?? 'run', config: seed.config, model: seed.model ?? {}, env: seed.env ?? {} } : null;
+}
+
+function presetValues(name: BuiltinEnvName, modelName: string | undefined): Record<string, string> {
+  const tiny = modelName === 'built-in tiny' ? TINY_MODEL_OVERRIDES : {};
+  return formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS[name].config, ...tiny });
+}
+
 export function SetupView() {
-  const { model, probe } = useUi();
-  const [env, setEnv] = useState<EnvSelection | null>(null);
-  const [values, setValues] = useState<Record<string, string>>(() => {
-    // "fork" on a run view hands its config over to a new run.
-    const fork = sessionStorage.getItem('webgrpo.fork');
-    sessionStorage.removeItem('webgrpo.fork');
-    return formValuesOf(fork ? JSON.parse(fork) : { ...DEFAULT_CONFIG, ...PRESETS.catch.config, ...TINY_MODEL_OVERRIDES });
+  const { model, probe, modelSource, modelLoading } = useUi();
+  const [fork] = useState(takeFork);
+  const [env, setEnv] = useState<EnvSelection | null>(() => {
+    const name = fork?.env.name;
+    return typeof name === 'string' && name ? { name, url: `${location.origin}/envs/${name}` } : null;
   });
-  const [configError, setConfigError] = useState<string | null>(null);
+  const [preset, setPreset] = useState<BuiltinEnvName | null>(fork ? null : 'catch');
+  const [values, setValues] = useState<Record<string, string>>(() =>
+    fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS.catch.config, ...TINY_MODEL_OVERRIDES }),
+  );
+  const [startError, setStartError] = useState<string | null>(null);
+  const [forkError, setForkError] = useState<string | null>(null);
   const [sftJsonl, setSftJsonl] = useState<string | undefined>(undefined);
   const [starting, setStarting] = useState(false);
   const [importError, setImportError] = useState<string | null>(null);
+  const checked = useMemo(() => checkFields(values), [values]);
+  const invalid = Object.keys(checked.errors);
+
+  // A fork trains the parent's model: load it (a picked folder has to be picked again).
+  useEffect(() => {
+    if (fork) ensureRunModel(fork.model).catch((err) => setForkError((err as Error).message));
+  }, [fork]);
 
   function applyPreset(name: BuiltinEnvName) {
-    const tiny = model?.name === 'built-in tiny' ? TINY_MODEL_OVERRIDES : {};
-    setValues(formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS[name].config, ...tiny }));
+    setValues(presetValues(name, model?.name));
+    setPreset(name);
     setEnv({ name, url: `${location.origin}/envs/${name}` });
   }
 
+  // The selected preset, and whether the fields still hold its values.
+  const presetEdited = preset !== null && Object.entries(presetValues(preset, model?.name)).some(([k, v]) => values[k] !== v);
+
   async function start() {
-    if (!model || !env) return;
-    let config: Record<string, unknown>;
-    try {
-      config = { ...configFromObject(parseFormValues(values)) };
-      setConfigError(null);
-    } catch (err) {
-      setConfigError((err as Error).message);
-      return;
-    }
+    if (!model || !env || !checked.config) return;
+    const config: Record<string, unknown> = { ...checked.config };
     setStarting(true);
+    setStartError(null);
     try {
       const task = await taskForEnv(env.name);
-      const created = await api.createRun({ name: `${env.name} · ${model.name}`, config, model: { name: model.name, params: model.params, weightDtype: model.weightDtype }, env: { name: env.name, task } });
+      const created = await api.createRun({
+        name: `${env.name} · ${model.name}`,
+        config,
+        model: { name: model.name, params: model.params, weightDtype: model.weightDtype, ...(modelSource ? { source: modelSource } : {}) },
+        env: { name: env.name, task },
+        ...(fork ? { parent: fork.parent } : {}),
+      });
       ownedRuns.set(created.id, created.writeToken);
       location.hash = `#/runs/${created.id}`;
       void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
     } catch (err) {
-      setConfigError((err as Error).message);
+      setStartError((err as Error).message);
     } finally {
       setStarting(false);
     }
@@ -63,19 +103,32 @@ export function SetupView() {
     }
   }
 
+  const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : !env ? 'Pick an environment.' : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
   return (
     <div className="setup">
       {probe && !probe.webgpu && (
         <p className="error banner" role="alert">WebGPU is not available in this browser: {probe.error}. Use a recent Chrome or Edge with a GPU (chrome://gpu shows WebGPU status).</p>
       )}
+      <div className="wide"><RunsList title="Recent runs" pageSize={5} compact /></div>
+      {fork && (
+        <p className="banner wide" data-testid="fork-banner">
+          Fork of <a href={`#/runs/${fork.parent}`}>{fork.name}</a>: same model ({String(fork.model.name ?? '?')}), environment ({String(fork.env.name ?? '?')}) and config; change what you like and start.
+          {forkError && <span className="error"> {forkError}</span>}
+        </p>
+      )}
       <ModelPicker />
       <EnvPicker value={env} onChange={setEnv} />
       <section className="panel">
         <h3>Presets</h3>
-        {Object.values(PRESETS).map((p) => (
-          <button key={p.env} onClick={() => applyPreset(p.env)} title={p.description}>{p.label}</button>
-        ))}
-        <p className="muted">{env ? PRESETS[env.name as BuiltinEnvName]?.description ?? '' : ''}</p>
+        <div className="presets" role="group" aria-label="presets">
+          {Object.values(PRESETS).map((p) => (
+            <button key={p.env} className={preset === p.env ? 'preset selected' : 'preset'} aria-pressed={preset === p.env} onClick={() => applyPreset(p.env)} title={p.description}>
+              {preset === p.env ? '✓ ' : ''}{p.label}
+            </button>
+          ))}
+          {preset && <span className="muted" data-testid="preset-state">{presetEdited ? `${preset}, edited` : `${preset} preset`}</span>}
+        </div>
+        <p className="muted">{preset ? PRESETS[preset].description : env ? PRESETS[env.name as BuiltinEnvName]?.description ?? '' : ''}</p>
         {env?.name === 'catch' && model?.name === 'built-in tiny' && (
           <p className="muted">With the built-in tiny model, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
         )}
@@ -83,10 +136,11 @@ export function SetupView() {
         <p className="muted">By default transcripts come from the built-in scripted solver of the chosen environment. Or upload JSONL, one message list per line.</p>
         <input type="file" accept=".jsonl,.json,.txt" onChange={async (e) => { const f = e.target.files?.[0]; setSftJsonl(f ? await f.text() : undefined); }} />
       </section>
-      <ConfigForm values={values} onChange={(k, t) => setValues({ ...values, [k]: t })} error={configError} />
+      <ConfigForm values={values} onChange={(k, t) => setValues({ ...values, [k]: t })} errors={checked.errors} error={checked.formError} />
       <div className="actions">
-        <button className="primary" disabled={!model || !env || starting || !model.fits} onClick={start} data-testid="start-run">Start training</button>
-        {!model && <span className="muted">Load a model first.</span>}
+        <button className="primary" disabled={blocker !== null || starting} onClick={start} data-testid="start-run">{starting ? 'Starting…' : 'Start training'}</button>
+        {blocker && <span className={invalid.length ? 'error' : 'muted'} data-testid="start-blocker">{blocker}</span>}
+        {startError && <span className="error" role="alert">{startError}</span>}
         <label className="import">
           Import a run (JSON): <input type="file" accept=".json" onChange={(e) => e.target.files?.[0] && importRun(e.target.files[0])} />
         </label>

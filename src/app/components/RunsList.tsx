@@ -1,0 +1,96 @@
+// The runs the store keeps, newest first: what each trained (task, model), how far it got, how well it
+// did, and when. Interrupted runs this browser started resume with one click (the model is loaded again
+// automatically); every run opens to its charts, rollouts and kept files.
+import { useEffect, useState } from 'react';
+import { api, ownedRuns, type RunListEntry } from '../api.ts';
+import { formatAgo, formatNumber } from '../format.ts';
+import { looksInterrupted, resumeRun } from '../resume.ts';
+import { useUi } from '../store.ts';
+
+export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
+  const [page, setPage] = useState(0);
+  const [data, setData] = useState<{ runs: RunListEntry[]; total: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const modelLoading = useUi((s) => s.modelLoading);
+  const liveRunId = useUi((s) => s.liveRunId);
+
+  useEffect(() => {
+    let stop = false;
+    api.listRuns(pageSize, page * pageSize).then((d) => !stop && setData(d), (e) => !stop && setError(`Cannot list runs: ${(e as Error).message}`));
+    return () => {
+      stop = true;
+    };
+  }, [page, pageSize, liveRunId]);
+
+  if (error) return <section className="panel runs"><h3>{title}</h3><p className="error" role="alert">{error}</p></section>;
+  if (!data || (compact && data.total === 0)) return null;
+  const active = ownedRuns.active();
+
+  async function resume(id: string) {
+    setBusy(id);
+    setError(null);
+    try {
+      const token = ownedRuns.get(id);
+      if (!token) throw new Error('Only the browser that started a run can resume it');
+      await resumeRun((await api.getRun(id, Number.MAX_SAFE_INTEGER)).run, token);
+    } catch (err) {
+      setError(`Could not resume: ${(err as Error).message}`);
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  const pages = Math.max(1, Math.ceil(data.total / pageSize));
+  return (
+    <section className="panel runs" data-testid="runs-list">
+      <h3>
+        {title} <span className="muted">({data.total})</span>
+        {compact && data.total > pageSize && <a className="more" href="#/runs">all runs →</a>}
+      </h3>
+      {data.total === 0 ? (
+        <p className="muted">No runs yet: set one up below and press Start.</p>
+      ) : (
+        <table className="runs-table">
+          <thead>
+            <tr><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num">best reward</th><th className="num">best success</th><th>started</th><th>last update</th><th /></tr>
+          </thead>
+          <tbody>
+            {data.runs.map((r) => {
+              const interrupted = looksInterrupted(r, active);
+              const status = interrupted ? 'interrupted' : liveRunId === r.id ? 'training here' : r.status;
+              const canResume = interrupted && ownedRuns.get(r.id) !== null;
+              return (
+                <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
+                  <td><a href={`#/runs/${r.id}`}>{r.name}</a>{r.parent && <span className="muted" title={`forked from run ${r.parent}`}> ⑂</span>}</td>
+                  <td><span className={`status ${interrupted ? 'interrupted' : r.status}`} data-testid="run-row-status">{status}</span></td>
+                  <td>{r.task}</td>
+                  <td>{r.model}{r.trainMode === 'full' ? <span className="muted"> (full)</span> : null}</td>
+                  <td className="num">{r.steps}{r.totalSteps !== null ? ` / ${r.totalSteps}` : ''}</td>
+                  <td className="num">{formatNumber(r.bestReward)}</td>
+                  <td className="num">{r.bestSuccessRate === null ? '—' : `${Math.round(r.bestSuccessRate * 100)}%`}</td>
+                  <td title={r.createdAt}>{formatAgo(r.createdAt)}</td>
+                  <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
+                  <td>
+                    {canResume && (
+                      <button className="primary small" disabled={busy !== null || modelLoading || liveRunId !== null} onClick={() => resume(r.id)} data-testid="resume-run">
+                        {busy === r.id ? 'loading model…' : 'resume'}
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {!compact && pages > 1 && (
+        <div className="pager">
+          <button disabled={page === 0} onClick={() => setPage(page - 1)}>← newer</button>
+          <span className="muted">page {page + 1} of {pages}</span>
+          <button disabled={page + 1 >= pages} onClick={() => setPage(page + 1)}>older →</button>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,28 @@
+// One-click resume of an interrupted run (after a reload, a crash, or from another browser that holds
+// the write token): loads the model the run used, finds its checkpoint (kept in this browser, else
+// the one kept with the run in the run store), and continues training it in this tab.
+import { api, type RunSummary } from './api.ts';
+import { startLiveRun } from './live-run.ts';
+import { ensureRunModel } from './model-loader.ts';
+import { useUi } from './store.ts';
+import { trainer } from './trainer-client.ts';
+
+/** Whether the run is marked live but nothing trains it: its writer went silent, or this tab was reloaded. */
+export function looksInterrupted(run: { id: string; status: string; interrupted?: boolean }, activeHere: string | null): boolean {
+  const liveStatus = run.status === 'running' || run.status === 'paused' || run.status === 'created';
+  if (!liveStatus || useUi.getState().liveRunId === run.id) return false;
+  return run.interrupted === true || activeHere === run.id;
+}
+
+export async function resumeRun(run: RunSummary, token: string): Promise<void> {
+  await ensureRunModel(run.model);
+  if ((await trainer().checkpointStep(run.id)) === null) {
+    const kept = (await api.artifacts(run.id)).artifacts.filter((a) => a.bundle === 'checkpoint');
+    if (kept.length === 0) throw new Error('No checkpoint of this run is kept in this browser or with the run, so it cannot continue; fork it to train again');
+    const files = await Promise.all(kept.map(async (a) => ({ name: a.name, bytes: await api.artifactBytes(run.id, 'checkpoint', a.name) })));
+    await trainer().importCheckpoint(run.id, files);
+  }
+  const envPath = String(run.env.name ?? '');
+  location.hash = `#/runs/${run.id}`;
+  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, envName: String(run.env.task ?? envPath), sftSteps: 0, resume: true });
+}

@@ -1,0 +1,54 @@
+// The setup form's checks and the page-side metrics and tick labels: plain functions, no browser.
+import { describe, expect, it } from 'vitest';
+import { checkFields, parseField } from '../../src/app/config-fields.ts';
+import { successRate } from '../../src/app/run-metrics.ts';
+import { distinctTickLabels } from '../../src/app/components/ticks.ts';
+import type { RolloutView } from '../../src/app/worker-api.ts';
+
+describe('setup form fields', () => {
+  it('says what is wrong with one field, in words, without the key', () => {
+    expect(parseField('learning_rate', 'abc')).toEqual({ error: 'expected a number' });
+    expect(parseField('learning_rate', '')).toEqual({ error: 'expected a number' });
+    expect(parseField('num_generations', '2.5')).toEqual({ error: 'expected a whole number' });
+    expect(parseField('mask_truncated_completions', 'yes')).toEqual({ error: 'expected true or false' });
+    expect(parseField('mask_truncated_completions', 'false')).toEqual({ value: false });
+    expect(parseField('num_generations', '1')).toEqual({ error: 'must be ≥ 2, got 1' });
+    expect(parseField('top_p', '0')).toEqual({ error: 'must be > 0, got 0' });
+    expect(parseField('lora_target_modules', '["q_proj", "nope"]')).toMatchObject({ error: expect.stringMatching(/unknown module 'nope'/) });
+    expect(parseField('chat_template_kwargs', '{oops')).toEqual({ error: 'not valid JSON' });
+    expect(parseField('epsilon_high', 'null')).toEqual({ value: null });
+    expect(parseField('learning_rate', 'null')).toEqual({ error: 'cannot be null here' });
+    expect(parseField('learning_rate', ' 5e-3 ')).toEqual({ value: 5e-3 });
+  });
+
+  it('collects every field error at once, and puts a cross-field error beside the field it names', () => {
+    const bad = checkFields({ learning_rate: 'abc', beta: 'x', num_generations: '4' });
+    expect(bad.config).toBeNull();
+    expect(bad.errors).toEqual({ learning_rate: 'expected a number', beta: 'expected a number' });
+    const cross = checkFields({ num_generations: '3', per_device_train_batch_size: '8' });
+    expect(cross.config).toBeNull();
+    expect(cross.formError).toMatch(/divisible by num_generations \(3\)/);
+    expect(Object.keys(cross.errors)).toEqual(['num_generations']);
+    const ok = checkFields({ num_generations: '4', per_device_train_batch_size: '8', learning_rate: '1e-3' });
+    expect(ok.errors).toEqual({});
+    expect(ok.config?.learning_rate).toBe(1e-3);
+  });
+});
+
+const view = (rewards: Record<string, number | null>, error?: string): RolloutView => ({ group: 0, index: 0, turns: [], reward: null, advantage: 0, rewards, ...(error ? { error } : {}) });
+
+describe('success rate', () => {
+  it('is the fraction of rollouts whose outcome (first) reward is positive; unscorable ones fail', () => {
+    expect(successRate([view({ caught: 1, progress: 0.2 }), view({ caught: 0, progress: 0.9 }), view({ caught: 1 }, 'env died'), view({ caught: null })])).toBe(0.25);
+    expect(successRate([])).toBeNull();
+  });
+});
+
+describe('axis tick labels', () => {
+  it('uses just enough digits that neighbouring labels differ', () => {
+    expect(distinctTickLabels([5.5451, 5.5452, 5.5453])).toEqual(['5.5451', '5.5452', '5.5453']);
+    expect(distinctTickLabels([0, 0.5, 1])).toEqual(['0', '0.5', '1']);
+    expect(distinctTickLabels([0, 1000, 2000])).toEqual(['0', '1000', '2000']);
+    expect(distinctTickLabels([0.00001, 0.00002])).toEqual(['1.0e-5', '2.0e-5']);
+  });
+});
