@@ -58,7 +58,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
           <tbody>
             {data.runs.map((r) => {
               const interrupted = looksInterrupted(r, active);
-              const status = interrupted ? 'interrupted' : liveRunId === r.id ? 'training here' : r.status;
+              const status = interrupted ? 'interrupted' : r.status;
               const canResume = interrupted && ownedRuns.get(r.id) !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>

@@ -123,7 +123,7 @@ export function SetupView() {
         <div className="presets" role="group" aria-label="presets">
           {Object.values(PRESETS).map((p) => (
             <button key={p.env} className={preset === p.env ? 'preset selected' : 'preset'} aria-pressed={preset === p.env} onClick={() => applyPreset(p.env)} title={p.description}>
-              {preset === p.env ? '✓ ' : ''}{p.label}
+              {preset === p.env ? <span aria-hidden="true">✓ </span> : null}{p.label}
             </button>
           ))}
           {preset && <span className="muted" data-testid="preset-state">{presetEdited ? `${preset}, edited` : `${preset} preset`}</span>}

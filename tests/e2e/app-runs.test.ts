@@ -1,0 +1,172 @@
+// Finding runs again, in headless Chromium (WebGPU on SwiftShader) against the app as `webgrpo start`
+// serves it: a field's error shows beside it as the user types; a finished run is listed on the home
+// page (status, task, model, steps, best reward) and its adapter, kept with the run, downloads from a
+// saved view in another browser; a run whose tab was reloaded mid-run shows as interrupted on the home
+// page and resumes there with one click (the model loads again by itself). Each run is one tiny group,
+// one or three GRPO steps. Screenshots of the home list, the setup form with an error and a run view go
+// to docs/screenshots/ (the README shows them).
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../browser/harness.ts';
+import { startAppServer, type AppServer } from './app-server.ts';
+import { E2E_RUN_CONFIG } from './run-config.ts';
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+/** Building the app, loading the model and a few tiny steps on SwiftShader: a minute alone, more on a loaded machine. */
+const TRAIN_TIMEOUT_MS = 240_000;
+const RUN = { ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1 };
+
+const formText = (value: unknown) => (typeof value === 'object' ? JSON.stringify(value) : String(value));
+
+describe('runs you can find again', { timeout: 600_000 }, () => {
+  let app: AppServer;
+  let browser: Browser;
+  let owner: BrowserContext;
+  let page: Page;
+  const logs: string[] = [];
+  let finishedId = '';
+
+  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
+    try {
+      return await what;
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
+    }
+  };
+  const fill = async (p: Page, config: Record<string, unknown>) => {
+    for (const [key, value] of Object.entries(config)) {
+      const input = p.getByLabel(key, { exact: true });
+      if ((await input.count()) === 1) await input.fill(formText(value));
+    }
+  };
+  const startRun = async (config: Record<string, unknown>): Promise<string> => {
+    await page.getByRole('button', { name: 'catch', exact: true }).click();
+    await fill(page, config);
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    return /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
+  };
+  const waitDone = async (p: Page) => {
+    await withLogs(expect.poll(() => p.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
+    const messages = await p.locator('[role=status], [role=alert], .error').allTextContents();
+    expect(await p.getByTestId('run-status').textContent(), messages.join('\n')).toBe('finished');
+  };
+
+  beforeAll(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    app = await startAppServer();
+    browser = await launchChromium();
+    owner = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    page = await owner.newPage();
+    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
+    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  it('shows a field error beside its field as the user types, and keeps Start disabled until it is fixed', async () => {
+    await page.goto(`${app.url}/`);
+    await page.getByTestId('load-model').click();
+    await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
+    const lr = page.getByLabel('learning_rate', { exact: true });
+    await lr.fill('abc');
+    const error = page.getByTestId('field-error-learning_rate');
+    expect(await error.textContent()).toBe('expected a number');
+    expect(await lr.getAttribute('aria-invalid')).toBe('true');
+    // Beside its field: in the same row, level with the input, not at the bottom of the form.
+    const row = page.locator('.config-row', { has: lr });
+    expect(await row.getByTestId('field-error-learning_rate').count()).toBe(1);
+    const [inputBox, errorBox] = [await lr.boundingBox(), await error.boundingBox()];
+    expect(Math.abs(inputBox!.y + inputBox!.height / 2 - (errorBox!.y + errorBox!.height / 2))).toBeLessThan(inputBox!.height);
+    expect(errorBox!.x).toBeGreaterThan(inputBox!.x + inputBox!.width);
+    await page.getByLabel('mask_truncated_completions', { exact: true }).fill('yes');
+    expect(await page.getByTestId('field-error-mask_truncated_completions').textContent()).toBe('expected true or false');
+    expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
+    expect(await page.getByTestId('start-blocker').textContent()).toMatch(/learning_rate, mask_truncated_completions/);
+    // Start stays in view with the form scrolled to the field.
+    expect(await page.getByTestId('start-run').isVisible()).toBe(true);
+    const start = await page.getByTestId('start-run').boundingBox();
+    expect(start!.y + start!.height).toBeLessThanOrEqual(900);
+    await lr.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SCREENSHOTS}setup-field-error.png` });
+    await lr.fill('5e-3');
+    await page.getByLabel('mask_truncated_completions', { exact: true }).fill('false');
+    expect(await page.getByTestId('field-error-learning_rate').count()).toBe(0);
+  });
+
+  it('lists a finished run on the home page with its task, model, steps and best reward', async () => {
+    finishedId = await startRun(RUN);
+    await waitDone(page);
+    // The adapter and the checkpoint are kept with the run once it ends.
+    await withLogs(expect.poll(() => page.getByTestId('file-adapter-adapter_model.safetensors').count(), { timeout: 60_000 }).toBe(1));
+    await page.screenshot({ path: `${SCREENSHOTS}run-view.png`, fullPage: true });
+    await page.goto(`${app.url}/#/`);
+    const row = page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`);
+    await row.waitFor({ timeout: 30_000 });
+    const cells = await row.locator('td').allTextContents();
+    expect(cells[1]).toBe('finished');
+    expect(cells[2]).toBe('catch');
+    expect(cells[3]).toBe('built-in tiny');
+    expect(cells[4]).toBe('1 / 1');
+    const stored = (await (await fetch(`${app.url}/api/runs/${finishedId}`)).json()) as { steps: { metrics: Record<string, number | null> }[] };
+    expect(Number(cells[5])).toBeCloseTo(stored.steps[0]!.metrics.reward!, 3);
+    await page.getByTestId('nav-runs').click();
+    await page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`).waitFor({ timeout: 30_000 });
+  });
+
+  it('downloads the adapter from the saved run in another browser (no training tab, no model loaded)', async () => {
+    const other = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    try {
+      const viewer = await other.newPage();
+      await viewer.goto(`${app.url}/#/runs/${finishedId}`);
+      const link = viewer.getByTestId('file-adapter-adapter_model.safetensors');
+      await link.waitFor({ timeout: 30_000 });
+      const got: Download[] = [];
+      viewer.on('download', (d) => got.push(d));
+      await link.click();
+      await viewer.getByTestId('file-adapter-adapter_config.json').click();
+      await expect.poll(() => got.length, { timeout: 30_000 }).toBe(2);
+      const files = new Map<string, Buffer>();
+      for (const d of got) files.set(d.suggestedFilename(), fs.readFileSync((await d.path())!));
+      const config = JSON.parse(files.get('adapter_config.json')!.toString('utf8'));
+      expect(config.peft_type).toBe('LORA');
+      expect(config.r).toBe(E2E_RUN_CONFIG.lora_r);
+      const weights = files.get('adapter_model.safetensors')!;
+      const header = JSON.parse(weights.subarray(8, 8 + Number(weights.readBigUInt64LE(0))).toString('utf8')) as Record<string, unknown>;
+      expect(Object.keys(header).filter((k) => k !== '__metadata__').every((k) => /\.lora_[AB]\.weight$/.test(k))).toBe(true);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('resumes a run interrupted by a reload from the home page, with one click', async () => {
+    const steps = 3;
+    await page.goto(`${app.url}/#/`);
+    const id = await startRun({ ...RUN, max_steps: steps, save_steps: 1 });
+    await withLogs(expect.poll(async () => Number(await page.getByTestId('chart-reward').getAttribute('data-points')), { timeout: TRAIN_TIMEOUT_MS, interval: 250 }).toBeGreaterThanOrEqual(1));
+    await page.goto(`${app.url}/#/`);
+    await page.reload();
+    // The reloaded tab has no model loaded; the home page marks the run and offers resume itself.
+    const row = page.locator(`[data-testid=run-row][data-run-id="${id}"]`);
+    await row.waitFor({ timeout: 30_000 });
+    expect(await row.getByTestId('run-row-status').textContent()).toBe('interrupted');
+    await page.screenshot({ path: `${SCREENSHOTS}home-runs.png` });
+    const posted: number[] = [];
+    page.on('request', (req) => {
+      if (req.method() === 'POST' && req.url().endsWith(`/api/runs/${id}/steps`)) posted.push((req.postDataJSON() as { step: number }).step);
+    });
+    await row.getByTestId('resume-run').click();
+    await page.waitForURL(new RegExp(`#/runs/${id}$`), { timeout: 120_000 });
+    await waitDone(page);
+    expect(posted.length).toBeGreaterThanOrEqual(1);
+    expect(posted.length).toBeLessThan(steps);
+    const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
+    expect(stored.run.status).toBe('finished');
+    expect(stored.steps.map((x) => x.step)).toEqual([...Array(steps).keys()]);
+  });
+});
