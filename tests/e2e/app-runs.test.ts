@@ -100,10 +100,12 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
   });
 
   it('lists a finished run on the home page with its task, model, steps and best reward', async () => {
-    finishedId = await startRun(RUN);
+    // An SFT step, then GRPO: the run view's charts mark both phases on one step axis.
+    finishedId = await startRun({ ...RUN, sft_steps: 1, max_steps: 2 });
     await waitDone(page);
     // The adapter and the checkpoint are kept with the run once it ends.
     await withLogs(expect.poll(() => page.getByTestId('file-adapter-adapter_model.safetensors').count(), { timeout: 60_000 }).toBe(1));
+    await page.mouse.move(0, 0);
     await page.screenshot({ path: `${SCREENSHOTS}run-view.png`, fullPage: true });
     await page.goto(`${app.url}/#/`);
     const row = page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`);
@@ -112,9 +114,11 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(cells[1]).toBe('finished');
     expect(cells[2]).toBe('catch');
     expect(cells[3]).toBe('built-in tiny');
-    expect(cells[4]).toBe('1 / 1');
+    expect(cells[4]).toBe('3 / 3');
     const stored = (await (await fetch(`${app.url}/api/runs/${finishedId}`)).json()) as { steps: { metrics: Record<string, number | null> }[] };
-    expect(Number(cells[5])).toBeCloseTo(stored.steps[0]!.metrics.reward!, 3);
+    const grpoRewards = stored.steps.filter((s) => !s.metrics.phase_sft).map((s) => s.metrics.reward!);
+    expect(grpoRewards).toHaveLength(2);
+    expect(Number(cells[5])).toBeCloseTo(Math.max(...grpoRewards), 3);
     await page.getByTestId('nav-runs').click();
     await page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`).waitFor({ timeout: 30_000 });
   });

@@ -50,5 +50,9 @@ describe('axis tick labels', () => {
     expect(distinctTickLabels([0, 0.5, 1])).toEqual(['0', '0.5', '1']);
     expect(distinctTickLabels([0, 1000, 2000])).toEqual(['0', '1000', '2000']);
     expect(distinctTickLabels([0.00001, 0.00002])).toEqual(['1.0e-5', '2.0e-5']);
+    // Never a rounded label that misstates its tick.
+    expect(distinctTickLabels([0, 0.25, 0.5, 0.75, 1])).toEqual(['0', '0.25', '0.5', '0.75', '1']);
+    expect(distinctTickLabels([0, 2.5, 5])).toEqual(['0', '2.5', '5']);
+    expect(distinctTickLabels([6.22278, 6.222785, 6.22279])).toEqual(['6.22278', '6.222785', '6.22279']);
   });
 });

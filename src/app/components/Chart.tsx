@@ -28,7 +28,7 @@ export const color = (i: number) => PALETTE[i % PALETTE.length];
 
 const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
 
-export function Chart({ title, steps, series, axis, height = 180, format = formatNumber }: { title: string; steps: StepRecord[]; series: ChartSeries[]; axis: StepAxis; height?: number; format?: (v: number) => string }) {
+export function Chart({ title, steps, series, axis, height = 180, format = formatNumber, yRange }: { title: string; steps: StepRecord[]; series: ChartSeries[]; axis: StepAxis; height?: number; format?: (v: number) => string; yRange?: [number, number] }) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const axisRef = useRef(axis);
@@ -54,17 +54,17 @@ export function Chart({ title, steps, series, axis, height = 180, format = forma
           // The whole run's steps, so every chart lines up with the others and with the progress bar.
           x: {
             time: false,
-            range: (_u, min, max) => {
-              const hi = Math.max(axisRef.current.total, Number.isFinite(max) ? max : 1, 2);
-              return [Math.min(1, Number.isFinite(min) ? min : 1), hi];
-            },
+            // Half a step of margin: the first tick is step 1, never a step 0 that does not exist.
+            range: (_u, _min, max) => [0.5, Math.max(axisRef.current.total, Number.isFinite(max) ? max : 1) + 0.5],
           },
           // A flat series (all rewards 0 early on) gets a ±1 band instead of uPlot's 0–100.
-          y: { range: (_u, min, max) => (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
+          // A rate has its own fixed 0–1 range.
+          y: { range: (_u, min, max) => yRange ?? (min === max ? [min - 1, max + 1] : uPlot.rangeNum(min, max, 0.1, true)) },
         },
         axes: [
-          { label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => String(v)) },
-          { values: (_u, splits) => distinctTickLabels(splits), size: 56 },
+          { label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) },
+          // Wide enough for the longest label (a narrow range needs many digits).
+          { values: (_u, splits) => distinctTickLabels(splits), size: (_u, values) => Math.max(40, 12 + 7 * Math.max(0, ...(values ?? []).map((v) => String(v).length))) },
         ],
         legend: { live: true },
         cursor: { points: { show: true } },
@@ -117,6 +117,8 @@ function drawPhases(u: uPlot, axis: StepAxis): void {
   ctx.fillRect(left, top, split - left, height);
   ctx.font = `${11 * dpr}px system-ui, sans-serif`;
   ctx.fillStyle = '#92400e';
+  // uPlot leaves the y axis's right alignment set on the context.
+  ctx.textAlign = 'left';
   ctx.textBaseline = 'top';
   if (split - left > 40 * dpr) ctx.fillText('SFT warm-up', left + 4 * dpr, top + 3 * dpr);
   ctx.fillStyle = '#1e40af';

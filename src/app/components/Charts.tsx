@@ -23,7 +23,7 @@ export function Charts({ steps, axis, task }: { steps: StepRecord[]; axis: StepA
     <>
       <div className="charts headline">
         {hasSuccess && (
-          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
+          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} yRange={[0, 1]} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
         )}
         <Chart title="reward" steps={steps} axis={axis} height={220} series={rewardSeries(steps)} />
       </div>
