@@ -64,7 +64,7 @@ export function Chart({ title, steps, series, axis, height = 180, format = forma
         axes: [
           { label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? String(v) : '')) },
           // Wide enough for the longest label (a narrow range needs many digits).
-          { values: (_u, splits) => distinctTickLabels(splits), size: (_u, values) => Math.max(40, 12 + 7 * Math.max(0, ...(values ?? []).map((v) => String(v).length))) },
+          { values: (_u, splits) => distinctTickLabels(splits), size: (_u, values) => Math.max(40, 20 + 8 * Math.max(0, ...(values ?? []).map((v) => String(v).length))) },
         ],
         legend: { live: true },
         cursor: { points: { show: true } },
