@@ -123,6 +123,56 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`).waitFor({ timeout: 30_000 });
   });
 
+  it('shows legend values only under the pointer, and the latest value beside the title', async () => {
+    await page.goto(`${app.url}/#/runs/${finishedId}`);
+    const chart = page.getByTestId('chart-reward');
+    await expect.poll(() => chart.getAttribute('data-points'), { timeout: 30_000 }).toBe('2');
+    await page.mouse.move(0, 0);
+    const value = chart.locator('.u-legend .u-value').first();
+    expect(await value.isVisible()).toBe(false);
+    expect(await chart.getByTestId('chart-current').textContent()).toMatch(/^-?\d/);
+    const box = (await chart.locator('.u-over').boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2);
+    await expect.poll(() => value.isVisible()).toBe(true);
+  });
+
+  it('answers pause and stop at once, and drops the time left once paused', async () => {
+    await page.goto(`${app.url}/#/`);
+    await startRun({ ...RUN, max_steps: 3 });
+    await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toBe('running');
+    await page.getByTestId('pause').click();
+    expect(await page.getByTestId('pause').textContent()).toBe('pausing…');
+    expect(await page.getByRole('progressbar').textContent()).toMatch(/pausing after this step/);
+    await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS }).toBe('paused'));
+    const label = await page.getByRole('progressbar').textContent();
+    expect(label).toMatch(/paused$/);
+    expect(label).not.toMatch(/left/);
+    await page.getByTestId('stop').click();
+    await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS }).toBe('stopped'));
+    expect(await page.getByRole('progressbar').textContent()).not.toMatch(/left|stopping/);
+  });
+
+  it('forks a run with its model, environment and config, and records the parent', async () => {
+    await page.goto(`${app.url}/#/runs/${finishedId}`);
+    await page.getByTestId('fork').click();
+    await page.getByTestId('fork-banner').waitFor({ timeout: 30_000 });
+    expect(await page.getByLabel('environment').inputValue()).toBe('catch');
+    expect(await page.getByLabel('max_steps', { exact: true }).inputValue()).toBe('2');
+    expect(await page.getByLabel('sft_steps', { exact: true }).inputValue()).toBe('1');
+    await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
+    await fill(page, { sft_steps: 0, max_steps: 1 });
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const id = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
+    expect(id).not.toBe(finishedId);
+    await waitDone(page);
+    expect(await page.getByTestId('parent-link').getAttribute('href')).toBe(`#/runs/${finishedId}`);
+    const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { parent: string; model: { name: string; source: unknown }; env: { name: string } } };
+    expect(stored.run.parent).toBe(finishedId);
+    expect(stored.run.model).toMatchObject({ name: 'built-in tiny', source: { kind: 'tiny' } });
+    expect(stored.run.env.name).toBe('catch');
+  });
+
   it('downloads the adapter from the saved run in another browser (no training tab, no model loaded)', async () => {
     const other = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     try {
