@@ -62,7 +62,10 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
               const canResume = interrupted && ownedRuns.get(r.id) !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
-                  <td><a href={`#/runs/${r.id}`}>{r.name}</a>{r.parent && <span className="muted" title={`forked from run ${r.parent}`}> ⑂</span>}</td>
+                  <td>
+                    <a href={`#/runs/${r.id}`}>{r.name}</a> <span className="muted run-id" title={r.id}>{r.id.slice(0, 6)}</span>
+                    {r.parent && <span className="tag" title={`forked from run ${r.parent}`}>fork</span>}
+                  </td>
                   <td><span className={`status ${interrupted ? 'interrupted' : r.status}`} data-testid="run-row-status">{status}</span></td>
                   <td>{r.task}</td>
                   <td>{r.model}{r.trainMode === 'full' ? <span className="muted"> (full)</span> : null}</td>

@@ -48,6 +48,8 @@ export function SetupView() {
   const [values, setValues] = useState<Record<string, string>>(() =>
     fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS.catch.config, ...TINY_MODEL_OVERRIDES }),
   );
+  /** The values the selected preset filled in: the fields differ from them once the user edits one. */
+  const [presetBase, setPresetBase] = useState(values);
   const [startError, setStartError] = useState<string | null>(null);
   const [forkError, setForkError] = useState<string | null>(null);
   const [sftJsonl, setSftJsonl] = useState<string | undefined>(undefined);
@@ -62,13 +64,15 @@ export function SetupView() {
   }, [fork]);
 
   function applyPreset(name: BuiltinEnvName) {
-    setValues(presetValues(name, model?.name));
+    const next = presetValues(name, model?.name);
+    setValues(next);
+    setPresetBase(next);
     setPreset(name);
     setEnv({ name, url: `${location.origin}/envs/${name}` });
   }
 
   // The selected preset, and whether the fields still hold its values.
-  const presetEdited = preset !== null && Object.entries(presetValues(preset, model?.name)).some(([k, v]) => values[k] !== v);
+  const presetEdited = preset !== null && Object.entries(presetBase).some(([k, v]) => values[k] !== v);
 
   async function start() {
     if (!model || !env || !checked.config) return;
