@@ -67,12 +67,12 @@ export interface ArtifactInfo {
 export interface RunStoreOptions {
   /** A running/paused run with no write for this long is shown as interrupted (default 5 minutes). */
   staleAfterMs?: number;
-  /** Bytes of artifacts one run may keep, all bundles together (default 48 MiB). */
+  /** Bytes of artifacts one run may keep, all bundles together (default 40 MiB: as base64 JSON it fits one request body). */
   maxArtifactBytes?: number;
 }
 
 export const DEFAULT_STALE_AFTER_MS = 5 * 60_000;
-export const DEFAULT_MAX_ARTIFACT_BYTES = 48 * 1024 * 1024;
+export const DEFAULT_MAX_ARTIFACT_BYTES = 40 * 1024 * 1024;
 
 export interface StepRecord {
   step: number;

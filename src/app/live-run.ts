@@ -3,10 +3,17 @@
 // paused, records the final status, and keeps the trained files with the run (downloadable from any
 // view of it, after a reload too).
 import { api, ownedRuns } from './api.ts';
+import { formatBytes } from './format.ts';
 import { successRate } from './run-metrics.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
 import type { RunOptions, StepEvent } from './worker-api.ts';
+
+/**
+ * What the run store keeps per run by default (env-server/runs.ts): bigger files are not even encoded
+ * for upload (a full 0.6B model would be gigabytes of base64 in the tab); the tab offers them instead.
+ */
+const KEEP_LIMIT_BYTES = 40 * 1024 * 1024;
 
 /** The store calls a run interrupted after minutes of silence; a step can take longer on a software GPU. */
 const HEARTBEAT_MS = 60_000;
@@ -26,13 +33,23 @@ export async function keepRunFiles(runId: string, token: string, config: Record<
   const problems: string[] = [];
   const keep = async (bundle: string, files: { name: string; bytes: Uint8Array }[] | null) => {
     if (!files) return;
+    const size = files.reduce((n, f) => n + f.bytes.length, 0);
+    if (size > KEEP_LIMIT_BYTES) {
+      problems.push(`${bundle}: ${formatBytes(size)} is more than the run store keeps (${formatBytes(KEEP_LIMIT_BYTES)}); download it from this tab`);
+      return;
+    }
     try {
       await api.putArtifacts(runId, token, bundle, files);
     } catch (err) {
       problems.push(`${bundle}: ${(err as Error).message}`);
     }
   };
-  await keep(config.train_mode === 'full' ? 'model' : 'adapter', config.train_mode === 'full' ? await w.exportModel() : await w.exportAdapter());
+  if (config.train_mode === 'full') {
+    // f32 weights: 4 bytes a parameter. Too big to keep, so not worth exporting here either.
+    const estimate = (useUi.getState().model?.params ?? 0) * 4;
+    if (estimate > KEEP_LIMIT_BYTES) problems.push(`model: about ${formatBytes(estimate)} is more than the run store keeps (${formatBytes(KEEP_LIMIT_BYTES)}); download it from this tab`);
+    else await keep('model', await w.exportModel());
+  } else await keep('adapter', await w.exportAdapter());
   await keep('checkpoint', await w.exportCheckpoint(runId));
   useUi.getState().set({ filesVersion: useUi.getState().filesVersion + 1 });
   if (problems.length) throw new Error(`Not kept with the run: ${problems.join('; ')}`);
