@@ -62,12 +62,12 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     page = await owner.newPage();
     page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
-  });
+  }, 300_000); // builds the app with Vite, then starts Chromium
 
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-  });
+  }, 60_000);
 
   it('shows a field error beside its field as the user types, and keeps Start disabled until it is fixed', async () => {
     await page.goto(`${app.url}/`);
@@ -171,6 +171,26 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(stored.run.parent).toBe(finishedId);
     expect(stored.run.model).toMatchObject({ name: 'built-in tiny', source: { kind: 'tiny' } });
     expect(stored.run.env.name).toBe('catch');
+  });
+
+  it('offers the full model, not a LoRA adapter, after full fine-tuning, and no evaluation against itself', async () => {
+    await page.goto(`${app.url}/#/`);
+    await page.getByRole('button', { name: 'catch', exact: true }).click();
+    await fill(page, RUN);
+    await page.locator('.config-row', { hasText: 'train_mode' }).locator('select').selectOption('full');
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    await waitDone(page);
+    expect(await page.getByTestId('download-model').count()).toBe(1);
+    expect(await page.getByTestId('download-adapter').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /evaluate/ }).count()).toBe(0);
+    await withLogs(expect.poll(() => page.getByTestId('file-model-model.safetensors').count(), { timeout: 60_000 }).toBe(1));
+    expect(await page.getByTestId('file-model-config.json').count()).toBe(1);
+    expect(await page.locator('[data-testid^=file-adapter-]').count()).toBe(0);
+    const got: Download[] = [];
+    page.on('download', (d) => got.push(d));
+    await page.getByTestId('download-model').click();
+    await withLogs(expect.poll(() => got.map((d) => d.suggestedFilename()).sort(), { timeout: 60_000 }).toEqual(expect.arrayContaining(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])));
   });
 
   it('downloads the adapter from the saved run in another browser (no training tab, no model loaded)', async () => {
