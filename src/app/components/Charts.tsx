@@ -18,7 +18,10 @@ function rewardSeries(steps: StepRecord[]): ChartSeries[] {
 }
 
 export function Charts({ steps, axis, task }: { steps: StepRecord[]; axis: StepAxis; task: string }) {
-  const hasSuccess = steps.some((s) => s.metrics.success_rate !== undefined && s.metrics.success_rate !== null);
+  // Shown from the start (no layout jump at the first GRPO step); left out only for a run whose GRPO
+  // steps logged no rollouts to count successes in (log_completions = false).
+  const grpoSteps = steps.filter((s) => !s.metrics.phase_sft);
+  const hasSuccess = grpoSteps.length === 0 || steps.some((s) => s.metrics.success_rate !== undefined && s.metrics.success_rate !== null);
   return (
     <>
       <div className="charts headline">
