@@ -119,7 +119,7 @@ export class TrainProgress implements Omit<EngineHooks, 'signal'> {
 
   onDecode(live: number): void {
     this.decodeSteps++;
-    this.status(`rollouts, ${this.decodeSteps} decode steps (${live} sequences still decoding)`);
+    this.status(`rollouts, ${this.decodeSteps} decode steps (${live} ${live === 1 ? "sequence" : "sequences"} still decoding)`);
   }
 
   onBackward(): void {
