@@ -1,10 +1,12 @@
-import { mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/render.ts';
+import { serializeCheckpoint } from '../../src/rl/checkpoint.ts';
+import { configFromObject } from '../../src/rl/config.ts';
 
 const require = createRequire(import.meta.url);
 const modelDir = mkdtempSync(join(tmpdir(), 'webgrpo-render-'));
@@ -89,6 +91,25 @@ describe('webgrpo render', () => {
     const { text } = await render(['--model', modelDir, '--env', 'echo']);
     expect(printed).toBe(text.endsWith('\n') ? text : `${text}\n`);
     expect(printed).toContain("<|im_start|>user\nTry to echo 'Hello World!' in the environment.<|im_end|>\n");
+  });
+
+  it('--adapter renders with its base model; --checkpoint with its run\'s chat_template_kwargs', async () => {
+    const adapterDir = join(modelDir, 'adapter');
+    mkdirSync(adapterDir);
+    writeFileSync(join(adapterDir, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', base_model_name_or_path: modelDir }));
+    const plain = await render(['--model', modelDir, '--env', 'echo']);
+    expect((await render(['--adapter', adapterDir, '--env', 'echo'])).ids).toEqual(plain.ids);
+
+    // A run trained with thinking on: its prompts have no empty <think> block.
+    const ckptDir = join(modelDir, 'checkpoint-2');
+    mkdirSync(ckptDir);
+    const config = configFromObject({ chat_template_kwargs: { enable_thinking: true } });
+    const files = serializeCheckpoint({ counters: { step: 2, generation: 2, numTokens: 0, totalSteps: 4 }, config, engine: { tensors: [], step: 2 } });
+    for (const [name, bytes] of files) writeFileSync(join(ckptDir, name), bytes);
+    const thinking = await render(['--model', modelDir, '--env', 'echo', '--checkpoint', ckptDir]);
+    expect(plain.text).toContain('<think>\n\n</think>');
+    expect(thinking.text).not.toContain('<think>\n\n</think>');
+    await expect(run(['--model', modelDir, '--env', 'echo', '--checkpoint', ckptDir, '--adapter', adapterDir])).rejects.toThrow('give --adapter or --checkpoint, not both');
   });
 
   it('rejects bad arguments with a clear message', async () => {
