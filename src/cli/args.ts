@@ -32,11 +32,28 @@ function rewrite(err: unknown): Error {
   }
 }
 
+/** `--max_steps -1` → `--max_steps=-1`: parseArgs would take a value starting with '-' for a flag. */
+function joinNegativeNumbers(argv: string[], options: OptionTable): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const name = /^--([^=]+)$/.exec(argv[i]!)?.[1];
+    const next = argv[i + 1];
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${argv[i]}=${next}`);
+      i++;
+    } else {
+      out.push(argv[i]!);
+    }
+  }
+  return out;
+}
+
 /** Strict parse of `argv` against `options` (+ --help); unknown flags and missing values throw by name. */
 export function parseCli(argv: string[], options: OptionTable, opts: { positionals?: boolean } = {}): Parsed {
   let out;
   try {
-    out = parseArgs({ args: argv, options: { ...options, ...HELP_OPTION }, strict: true, allowPositionals: opts.positionals ?? false });
+    const args = joinNegativeNumbers(argv, options);
+    out = parseArgs({ args, options: { ...options, ...HELP_OPTION }, strict: true, allowPositionals: opts.positionals ?? false });
   } catch (err) {
     throw rewrite(err);
   }
