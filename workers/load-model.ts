@@ -4,7 +4,7 @@
 
 import { openCheckpoint, REPO_ID, type OpenedCheckpoint } from '../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../src/model/tiny-model.ts';
-import { loadTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
+import { loadCheckpointTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import type { ModelChoice } from '../src/app/worker-api.ts';
 
@@ -57,12 +57,14 @@ async function openChoice(choice: ModelChoice, onProgress: (p: LoadProgress) => 
 /** Opens the checkpoint and its tokenizer; every failure names the model and the missing piece. */
 export async function loadModelChoice(choice: ModelChoice, onProgress: (p: LoadProgress) => void): Promise<LoadedModel> {
   const { checkpoint, name } = await openChoice(choice, onProgress);
-  const [tokenizerJson, tokenizerConfig] = await Promise.all([checkpoint.readText('tokenizer.json'), checkpoint.readText('tokenizer_config.json')]);
-  if (tokenizerJson === null || tokenizerConfig === null) {
-    const missing = [tokenizerJson === null ? 'tokenizer.json' : null, tokenizerConfig === null ? 'tokenizer_config.json' : null].filter(Boolean).join(' and ');
-    throw new ModelLoadError(`${name}: ${missing} missing (${checkpoint.location}); webgrpo needs the model's own tokenizer and chat template`);
+  let tokenizer: TextTokenizer;
+  try {
+    tokenizer = await loadCheckpointTokenizer(checkpoint, `${name} (${checkpoint.location})`);
+  } catch (err) {
+    throw new ModelLoadError((err as Error).message, { cause: err });
   }
-  const tokenizer = loadTokenizer(tokenizerJson, tokenizerConfig);
-  if (tokenizer.chatTemplate === null) throw new ModelLoadError(`${name}: tokenizer_config.json has no chat_template; the rollouts render conversations with it`);
+  if (Object.keys(tokenizer.chatTemplates).length === 0) {
+    throw new ModelLoadError(`${name}: no chat template (looked in chat_template.jinja, chat_template.json and tokenizer_config.json); the rollouts render conversations with it`);
+  }
   return { checkpoint, tokenizer, name };
 }

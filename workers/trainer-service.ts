@@ -9,7 +9,7 @@ import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import type { Engine } from '../src/engine/types.ts';
-import { writeSafetensors } from '../src/model/safetensors.ts';
+import { peftAdapterFiles } from '../src/engine/peft-adapter.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/checkpoint.ts';
 import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
@@ -178,15 +178,8 @@ export class TrainerService implements TrainerWorkerApi {
 
   async exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]> {
     const { engine, loaded } = this.ready();
-    const { adapterConfig, tensors } = await engine.exportAdapter(loaded.name);
-    const weights = writeSafetensors(
-      tensors.map((t) => ({ name: t.name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
-      { format: 'pt' },
-    );
-    return [
-      { name: 'adapter_config.json', bytes: new TextEncoder().encode(JSON.stringify(adapterConfig, null, 2) + '\n') },
-      { name: 'adapter_model.safetensors', bytes: weights },
-    ];
+    const files = peftAdapterFiles(await engine.exportAdapter(loaded.name));
+    return [...files].map(([name, bytes]) => ({ name, bytes }));
   }
 
   async exportModel(): Promise<NamedFile[]> {

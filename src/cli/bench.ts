@@ -4,48 +4,50 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseCli, str, type OptionTable } from './args.ts';
 
 type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
-const BENCHES: Record<string, { load: () => Promise<Bench>; help: string }> = {
+const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable }> = {
   'env-server': {
     load: async () => {
       const { benchEnvServer, parseBenchEnvServerArgs } = await import('../../bench/env-server/run.ts');
-      return (opts) => benchEnvServer(parseBenchEnvServerArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+      return (opts) => benchEnvServer(parseBenchEnvServerArgs(Object.entries(opts).flatMap(([k, v]) => (v === 'true' ? [`--${k}`] : [`--${k}`, v]))));
     },
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
+    options: { sessions: { type: 'string' }, steps: { type: 'string' }, cap: { type: 'string' }, env: { type: 'string' }, queue: { type: 'boolean' }, 'no-queue': { type: 'boolean' } },
   },
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
+    options: { matmulSize: { type: 'string' }, weights: { type: 'string' }, matmul: { type: 'string' }, attention: { type: 'string' } },
   },
   train: {
     load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
     help: 'train-step time and achieved GFLOP/s vs the matmul peak',
+    options: { mode: { type: 'string' }, weights: { type: 'string' } },
   },
 };
 
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Extra --KEY VALUE pairs are passed to the benchmark (e.g. --sessions 256 --steps 50).`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K; train --mode lora|full --weights.`;
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
+  const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';
+  const names = which === 'all' ? Object.keys(BENCHES) : [which];
+  for (const n of names) if (!BENCHES[n]) throw new Error(`unknown benchmark '${n}'\n\n${HELP}`);
+  // The flags of the benchmarks that run (all of them for `all`), each passed on as a string.
+  const options: OptionTable = Object.assign({ out: { type: 'string' } }, ...names.map((n) => BENCHES[n]!.options));
+  const p = parseCli(argv.slice(which === argv[0] ? 1 : 0), options);
+  if (p.help) {
     console.log(HELP);
     return 0;
   }
-  const which = argv[0] && !argv[0].startsWith('--') ? argv[0] : 'all';
-  const names = which === 'all' ? Object.keys(BENCHES) : [which];
-  for (const n of names) if (!BENCHES[n]) throw new Error(`unknown benchmark '${n}'\n\n${HELP}`);
+  const outDir = str(p, 'out') ?? null;
   const opts: Record<string, string> = {};
-  let outDir: string | null = null;
-  for (let i = which === argv[0] ? 1 : 0; i < argv.length; i++) {
-    const m = /^--(.+)$/.exec(argv[i]);
-    if (!m || argv[i + 1] === undefined) throw new Error(`expected --KEY VALUE, got '${argv[i]}'`);
-    if (m[1] === 'out') outDir = argv[++i];
-    else opts[m[1]] = argv[++i];
-  }
+  for (const [k, v] of Object.entries(p.values)) if (k !== 'out' && v !== undefined) opts[k] = String(v);
   const machine = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? '', memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` };
   for (const name of names) {
     console.error(`webgrpo bench: running ${name}…`);

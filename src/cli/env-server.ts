@@ -2,6 +2,7 @@
 // `--upstream` proxies until SIGINT/SIGTERM. Prints one JSON line with the URLs once listening.
 
 import { createEnvServer, type EnvServerOptions } from '../../env-server/server.ts';
+import { parseCli, str, type OptionTable, type Parsed as ParsedArgs } from './args.ts';
 
 const HELP = `usage: webgrpo env-server [options]
 
@@ -42,54 +43,51 @@ function parseUpstream(value: string | undefined): [string, string[]] {
   return [match[1], urls];
 }
 
+/** The flags (util.parseArgs table); `start` accepts them too. */
+export const ENV_SERVER_OPTIONS: OptionTable = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'max-concurrent-envs': { type: 'string' },
+  queue: { type: 'boolean' },
+  'queue-timeout': { type: 'string' },
+  'session-timeout': { type: 'string' },
+  'proxy-session-timeout': { type: 'string' },
+  'max-message-bytes': { type: 'string' },
+  upstream: { type: 'string', multiple: true },
+};
+
 export function parseEnvServerArgs(argv: string[]): Parsed {
+  const p = parseCli(argv, ENV_SERVER_OPTIONS);
+  return p.help ? { help: true } : { options: envServerOptions(p) };
+}
+
+/** Server options from parsed ENV_SERVER_OPTIONS flags, each checked by name. */
+export function envServerOptions(p: ParsedArgs): EnvServerOptions & { port: number } {
   const options: EnvServerOptions & { port: number } = { port: 8000, upstreams: {} };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const next = () => argv[++i];
-    switch (flag) {
-      case '--help':
-      case '-h':
-        return { help: true };
-      case '--host': {
-        const host = next();
-        if (!host) throw new Error('--host needs a value');
-        options.host = host;
-        break;
-      }
-      case '--port':
-        options.port = numberArg(flag, next(), { integer: true, min: 0 });
-        if (options.port > 65535) throw new Error(`--port: expected 0..65535, got ${options.port}`);
-        break;
-      case '--max-concurrent-envs':
-        options.maxConcurrentEnvs = numberArg(flag, next(), { integer: true, min: 1 });
-        break;
-      case '--queue':
-        options.queue = true;
-        break;
-      case '--queue-timeout':
-        options.queueTimeoutMs = numberArg(flag, next(), { integer: false, min: 0.001 }) * 1000;
-        break;
-      case '--session-timeout':
-        options.sessionTimeoutSec = numberArg(flag, next(), { integer: false, min: 0.001 });
-        break;
-      case '--proxy-session-timeout':
-        options.proxySessionTimeoutSec = numberArg(flag, next(), { integer: false, min: 0.001 });
-        break;
-      case '--max-message-bytes':
-        options.maxMessageBytes = numberArg(flag, next(), { integer: true, min: 1 });
-        break;
-      case '--upstream': {
-        const [name, urls] = parseUpstream(next());
-        if (options.upstreams![name]) throw new Error(`--upstream ${name} given twice; list replicas comma-separated`);
-        options.upstreams![name] = urls;
-        break;
-      }
-      default:
-        throw new Error(`unknown option '${flag}' (see --help)`);
-    }
+  const value = (name: string) => str(p, name);
+  const host = value('host');
+  if (host !== undefined) {
+    if (!host) throw new Error('--host needs a value');
+    options.host = host;
   }
-  return { options };
+  if (value('port') !== undefined) {
+    options.port = numberArg('--port', value('port'), { integer: true, min: 0 });
+    if (options.port > 65535) throw new Error(`--port: expected 0..65535, got ${options.port}`);
+  }
+  if (value('max-concurrent-envs') !== undefined) options.maxConcurrentEnvs = numberArg('--max-concurrent-envs', value('max-concurrent-envs'), { integer: true, min: 1 });
+  if (p.values.queue === true) options.queue = true;
+  if (value('queue-timeout') !== undefined) options.queueTimeoutMs = numberArg('--queue-timeout', value('queue-timeout'), { integer: false, min: 0.001 }) * 1000;
+  if (value('session-timeout') !== undefined) options.sessionTimeoutSec = numberArg('--session-timeout', value('session-timeout'), { integer: false, min: 0.001 });
+  if (value('proxy-session-timeout') !== undefined) {
+    options.proxySessionTimeoutSec = numberArg('--proxy-session-timeout', value('proxy-session-timeout'), { integer: false, min: 0.001 });
+  }
+  if (value('max-message-bytes') !== undefined) options.maxMessageBytes = numberArg('--max-message-bytes', value('max-message-bytes'), { integer: true, min: 1 });
+  for (const spec of (p.values.upstream as string[] | undefined) ?? []) {
+    const [name, urls] = parseUpstream(spec);
+    if (options.upstreams![name]) throw new Error(`--upstream ${name} given twice; list replicas comma-separated`);
+    options.upstreams![name] = urls;
+  }
+  return options;
 }
 
 export async function run(argv: string[]): Promise<number> {

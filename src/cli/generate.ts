@@ -1,15 +1,16 @@
-// `webgrpo generate --model DIR --prompt TEXT|--ids … --n N --max-new-tokens K --seed S`:
+// `webgrpo generate --model DIR --prompt TEXT|--ids … [--adapter DIR | --checkpoint DIR] --n N --max-new-tokens K --seed S`:
 // N sampled completions of one prompt, batched on the GPU, as JSON (ids, text, sampling logprobs).
 
 import { openCheckpoint } from '../model/checkpoint.ts';
-import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
+import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { Checkpoint } from '../model/types.ts';
-import { loadEngine } from '../engine/engine.ts';
-import { parseFlags, parseIds, parseNumber } from './score.ts';
+import { intOption, numOption, parseCli, str } from './args.ts';
+import { loadTrainedEngine, MODEL_HELP, MODEL_OPTIONS, modelArgs } from './model-args.ts';
+import { parseIds } from './score.ts';
 
 const HELP = `usage: webgrpo generate --model DIR (--prompt TEXT | --ids 1,2,3) [options]
 
-  --model DIR|REPO       checkpoint folder (Hugging Face layout), URL or Hub repo id
+${MODEL_HELP}
   --prompt TEXT          prompt text, encoded with the checkpoint's tokenizer (no chat template applied)
   --ids LIST             prompt as comma-separated token ids instead
   --n N                  completions to sample, decoded as one batch (default 1)
@@ -18,53 +19,49 @@ const HELP = `usage: webgrpo generate --model DIR (--prompt TEXT | --ids 1,2,3) 
   --temperature T        default 1; 0 = greedy
   --top-p P              default 1 (off)
   --top-k K              default 0 (off)
-  --stop-ids LIST        stop after any of these ids (default: the config's eos_token_id ids)
-  --weights f32|f16|auto weight storage on the GPU (default auto)`;
+  --stop-ids LIST        stop after any of these ids (default: the config's eos_token_id ids)`;
 
-function intFlag(flags: Map<string, string>, flag: string, dflt: number, min: number): number {
-  if (!flags.has(flag)) return dflt;
-  const v = parseNumber(flags.get(flag), flag);
-  if (!Number.isInteger(v) || v < min) throw new Error(`${flag} must be an integer ≥ ${min}, got ${v}`);
-  return v;
-}
-
-async function tokenizerOf(ckpt: Checkpoint): Promise<TextTokenizer | null> {
-  const json = await ckpt.readText('tokenizer.json');
-  const config = await ckpt.readText('tokenizer_config.json');
-  return json && config ? loadTokenizer(json, config) : null;
+async function tokenizerOf(ckpt: Checkpoint & { location: string }): Promise<TextTokenizer | null> {
+  // Token ids work without a tokenizer; text needs one.
+  if ((await ckpt.readText('tokenizer.json')) === null) return null;
+  return loadCheckpointTokenizer(ckpt, ckpt.location);
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, ['--model', '--prompt', '--ids', '--n', '--max-new-tokens', '--seed', '--temperature', '--top-p', '--top-k', '--stop-ids', '--weights']);
-  if (flags === 'help') {
+  const p = parseCli(argv, {
+    ...MODEL_OPTIONS,
+    prompt: { type: 'string' }, ids: { type: 'string' }, n: { type: 'string' }, 'max-new-tokens': { type: 'string' }, seed: { type: 'string' },
+    temperature: { type: 'string' }, 'top-p': { type: 'string' }, 'top-k': { type: 'string' }, 'stop-ids': { type: 'string' },
+  });
+  if (p.help) {
     console.log(HELP);
     return 0;
   }
-  const model = flags.get('--model');
-  if (!model) throw new Error(`--model is required\n\n${HELP}`);
-  if (flags.has('--prompt') === flags.has('--ids')) throw new Error('give exactly one of --prompt TEXT or --ids LIST');
-  const n = intFlag(flags, '--n', 1, 1);
-  const maxNewTokens = intFlag(flags, '--max-new-tokens', 32, 0);
-  const seed = intFlag(flags, '--seed', 0, 0);
-  const topK = intFlag(flags, '--top-k', 0, 0);
-  const temperature = flags.has('--temperature') ? parseNumber(flags.get('--temperature'), '--temperature') : 1;
-  const topP = flags.has('--top-p') ? parseNumber(flags.get('--top-p'), '--top-p') : 1;
-  const weights = flags.get('--weights') ?? 'auto';
-  if (!['f32', 'f16', 'auto'].includes(weights)) throw new Error(`--weights must be f32, f16 or auto, got '${weights}'`);
+  const prompt = str(p, 'prompt');
+  const idsText = str(p, 'ids');
+  if ((prompt === undefined) === (idsText === undefined)) throw new Error('give exactly one of --prompt TEXT or --ids LIST');
+  const n = intOption(p, 'n', 1, 1);
+  const maxNewTokens = intOption(p, 'max-new-tokens', 32, 0);
+  const seed = intOption(p, 'seed', 0, 0);
+  const topK = intOption(p, 'top-k', 0, 0);
+  const temperature = numOption(p, 'temperature', 1);
+  const topP = numOption(p, 'top-p', 1);
+  const args = await modelArgs(p, HELP);
 
-  const ckpt = await openCheckpoint(model);
+  const ckpt = await openCheckpoint(args.model);
   const tokenizer = await tokenizerOf(ckpt);
   let promptIds: number[];
-  if (flags.has('--prompt')) {
-    if (!tokenizer) throw new Error(`--prompt needs tokenizer.json and tokenizer_config.json in ${model}; use --ids instead`);
-    promptIds = tokenizer.encode(flags.get('--prompt')!);
+  if (prompt !== undefined) {
+    if (!tokenizer) throw new Error(`--prompt needs tokenizer.json and tokenizer_config.json in ${args.model}; use --ids instead`);
+    promptIds = tokenizer.encode(prompt);
     if (promptIds.length === 0) throw new Error('--prompt encodes to no tokens');
   } else {
-    promptIds = parseIds(flags.get('--ids')!);
+    promptIds = parseIds(idsText!);
   }
-  const stopIds = flags.has('--stop-ids') ? parseIds(flags.get('--stop-ids')!, '--stop-ids') : ckpt.config.eosTokenIds;
+  const stopIdsText = str(p, 'stop-ids');
+  const stopIds = stopIdsText !== undefined ? parseIds(stopIdsText, '--stop-ids') : ckpt.config.eosTokenIds;
 
-  const engine = await loadEngine(ckpt, { weightDtype: weights as 'f32' | 'f16' | 'auto' });
+  const { engine, trained } = await loadTrainedEngine(ckpt, args);
   try {
     const seqs = Array.from({ length: n }, () => engine.newSequence());
     const out = await engine.generate({
@@ -74,6 +71,7 @@ export async function run(argv: string[]): Promise<number> {
     });
     console.log(JSON.stringify({
       prompt_ids: promptIds,
+      ...(trained ?? {}),
       sampling: { temperature, top_p: topP, top_k: topK, seed },
       completions: out.map((o) => ({
         ids: o.tokens,

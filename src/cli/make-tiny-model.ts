@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import { makeTinyModel, TINY_DEFAULTS, type TinyModelOptions } from '../model/tiny-model.ts';
+import { parseCli, str, type OptionTable } from './args.ts';
 
 const HELP = `usage: webgrpo make-tiny-model --out DIR [options]
 
@@ -25,32 +26,35 @@ const HELP = `usage: webgrpo make-tiny-model --out DIR [options]
   --shards N             write N shards + model.safetensors.index.json (default 1)`;
 
 const INT_FLAGS: Record<string, keyof TinyModelOptions> = {
-  '--seed': 'seed', '--hidden': 'hidden', '--layers': 'layers', '--heads': 'heads', '--kv-heads': 'kvHeads',
-  '--head-dim': 'headDim', '--intermediate': 'intermediate', '--vocab': 'vocab', '--shards': 'shards',
+  seed: 'seed', hidden: 'hidden', layers: 'layers', heads: 'heads', 'kv-heads': 'kvHeads',
+  'head-dim': 'headDim', intermediate: 'intermediate', vocab: 'vocab', shards: 'shards',
 };
 
+const OPTIONS: OptionTable = Object.fromEntries(
+  ['out', ...Object.keys(INT_FLAGS), 'tie', 'store-lm-head', 'tokenizer', 'dtype', 'config-form'].map((k) => [k, { type: 'string' as const }]),
+);
+
 export function parseArgs(argv: string[]): { out: string; options: TinyModelOptions } | 'help' {
+  const p = parseCli(argv, OPTIONS);
+  if (p.help) return 'help';
   const options: Record<string, unknown> = {};
-  let out: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--help' || flag === '-h') return 'help';
-    const value = argv[i + 1];
-    if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value`);
-    i++;
-    if (flag === '--out') out = value;
-    else if (flag in INT_FLAGS) {
-      const n = Number(value);
-      if (!Number.isSafeInteger(n)) throw new Error(`${flag} must be an integer, got '${value}'`);
-      options[INT_FLAGS[flag]!] = n;
-    } else if (flag === '--tie' || flag === '--store-lm-head') {
-      if (value !== 'true' && value !== 'false') throw new Error(`${flag} must be true or false, got '${value}'`);
-      options[flag === '--tie' ? 'tie' : 'storeLmHead'] = value === 'true';
-    } else if (flag === '--tokenizer') options.tokenizer = value;
-    else if (flag === '--dtype') options.dtype = value;
-    else if (flag === '--config-form') options.configForm = value;
-    else throw new Error(`unknown option ${flag}\n\n${HELP}`);
+  for (const [flag, key] of Object.entries(INT_FLAGS)) {
+    const value = str(p, flag);
+    if (value === undefined) continue;
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isSafeInteger(n)) throw new Error(`--${flag} must be an integer, got '${value}'`);
+    options[key] = n;
   }
+  for (const [flag, key] of [['tie', 'tie'], ['store-lm-head', 'storeLmHead']] as const) {
+    const value = str(p, flag);
+    if (value === undefined) continue;
+    if (value !== 'true' && value !== 'false') throw new Error(`--${flag} must be true or false, got '${value}'`);
+    options[key] = value === 'true';
+  }
+  for (const [flag, key] of [['tokenizer', 'tokenizer'], ['dtype', 'dtype'], ['config-form', 'configForm']] as const) {
+    if (str(p, flag) !== undefined) options[key] = str(p, flag);
+  }
+  const out = str(p, 'out');
   if (!out) throw new Error(`--out DIR is required\n\n${HELP}`);
   return { out, options: options as TinyModelOptions };
 }

@@ -1,89 +1,86 @@
-// `webgrpo render --model DIR --env echo|catch|wordle [--prompt TEXT] [--env-url URL]`: prints
-// `{"text", "ids"}`, the exact first prompt the model sees for an example task — the env's reset
-// observation folded in, its tools in the system block, rendered with the rollout's chat template.
-// Without --env-url a built-in env-server runs in-process on 127.0.0.1 for the reset.
+// `webgrpo render --model DIR --env NAME|URL [--prompt TEXT] [--env-url URL] [--text]`: the exact
+// first prompt the model sees for a task — the env's reset observation folded in, its tools in the
+// system block, rendered with the rollout's chat template — as `{"text", "ids"}`, or with --text the
+// prompt text alone, raw, for reading. Every task `train` accepts works; without --env-url a
+// built-in env-server runs in-process on 127.0.0.1 for the reset.
 
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { loadTokenizer } from '../model/tokenizer.ts';
+import { REPO_ID } from '../model/checkpoint.ts';
+import type { CheckpointFiles } from '../model/files.ts';
+import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { envTools } from '../rl/env.ts';
-import { EXAMPLES } from '../rl/prompts.ts';
+import { openEnvEpisodes } from '../rl/envs/episode.ts';
 import { promptWithObservation, renderPrompt } from '../rl/rollout.ts';
 import { rolloutChatTemplate } from '../rl/templates/select.ts';
+import { parseCli, str } from './args.ts';
+import { modelArgs } from './model-args.ts';
+import { builtinEnvUrls, resolveEnv, TASKS } from './tasks.ts';
 
-const HELP = `usage: webgrpo render --model DIR --env echo|catch|wordle [--prompt TEXT] [--env-url URL]
+const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 
-  --model DIR      checkpoint folder with tokenizer.json and tokenizer_config.json
-  --env NAME       example task: echo, catch or wordle
-  --prompt TEXT    user message instead of the example's first prompt
-  --env-url URL    OpenEnv base URL of the env (e.g. http://127.0.0.1:8765/envs/catch);
-                   default: a built-in env-server started in-process
+  --model DIR|REPO  checkpoint folder (or Hub repo id) with the tokenizer files and chat template
+                    (default with --adapter: the adapter's base_model_name_or_path)
+  --env NAME|URL    task, as \`train --env\`: ${Object.keys(TASKS).join(', ')}, or an OpenEnv base URL
+  --prompt TEXT     user message instead of the task's first prompt
+  --env-url URL     OpenEnv base URL of the env the task plays (e.g. http://127.0.0.1:8765/envs/catch);
+                    default: a built-in env-server started in-process
+  --adapter DIR     a PEFT LoRA adapter: its base model's tokenizer renders the prompt
+  --checkpoint DIR  a trainer checkpoint: its run's chat_template_kwargs apply
+  --text            print the prompt text alone, raw (real newlines), instead of JSON
 
 Prints one JSON object: {"text": <prompt text>, "ids": <token ids>}.`;
 
-const ENVS = ['echo', 'catch', 'wordle'] as const;
-type EnvName = (typeof ENVS)[number];
-
-interface Args {
-  model: string;
-  env: EnvName;
-  prompt: string | null;
-  envUrl: string | null;
-}
-
-function parseArgs(argv: string[]): Args | 'help' {
-  const values: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    if (flag === '--help' || flag === '-h') return 'help';
-    if (!['--model', '--env', '--prompt', '--env-url'].includes(flag)) throw new Error(`unknown option '${flag}'\n\n${HELP}`);
-    const value = argv[++i];
-    if (value === undefined) throw new Error(`${flag} needs a value`);
-    values[flag] = value;
+/** The tokenizer's files only: a local folder, or a Hub repo read file by file (no weights download). */
+async function tokenizerFiles(model: string): Promise<CheckpointFiles> {
+  const { isDirectory, nodeFolderFiles } = await import('../model/node-files.ts');
+  if (await isDirectory(model)) return nodeFolderFiles(model);
+  if (REPO_ID.test(model) || /^https?:\/\//.test(model)) {
+    const { remoteCheckpointFiles } = await import('../model/hub.ts');
+    return remoteCheckpointFiles(/^https?:/.test(model) ? { baseUrl: model } : { repo: model }, { download: false });
   }
-  if (!values['--model']) throw new Error(`--model DIR is required\n\n${HELP}`);
-  const env = values['--env'];
-  if (!ENVS.includes(env as EnvName)) throw new Error(`--env must be one of ${ENVS.join(', ')}, got '${env ?? ''}'`);
-  return { model: values['--model'], env: env as EnvName, prompt: values['--prompt'] ?? null, envUrl: values['--env-url'] ?? null };
-}
-
-async function readModelFile(dir: string, file: string): Promise<string> {
-  try {
-    return await readFile(join(dir, file), 'utf8');
-  } catch (err) {
-    throw new Error(`cannot read ${file} in ${dir}: ${(err as Error).message}`);
-  }
+  throw new Error(`cannot read tokenizer.json in ${model}: not a folder, an http(s) URL or a Hub repo id`);
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const args = parseArgs(argv);
-  if (args === 'help') {
+  const p = parseCli(argv, {
+    model: { type: 'string' }, env: { type: 'string' }, prompt: { type: 'string' }, 'env-url': { type: 'string' },
+    adapter: { type: 'string' }, checkpoint: { type: 'string' }, text: { type: 'boolean' },
+  });
+  if (p.help) {
     console.log(HELP);
     return 0;
   }
-  const tokenizer = loadTokenizer(await readModelFile(args.model, 'tokenizer.json'), await readModelFile(args.model, 'tokenizer_config.json'));
-  const task = EXAMPLES[args.env];
-  const row = task.dataset(1)[0];
-  if (args.prompt !== null) row.prompt = [{ role: 'user', content: args.prompt }];
+  if (!str(p, 'model') && !str(p, 'adapter')) throw new Error(`--model DIR is required\n\n${HELP}`);
+  const envArg = str(p, 'env');
+  if (!envArg) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL)`);
+  const args = await modelArgs(p, HELP);
+  const { name, task, url: taskUrl } = await resolveEnv(envArg);
+  const tokenizer = await loadCheckpointTokenizer(await tokenizerFiles(args.model), args.model);
+  const row = task.dataset(1)[0]!;
+  const prompt = str(p, 'prompt');
+  if (prompt !== undefined) row.prompt = [{ role: 'user', content: prompt }];
+  const config = args.checkpoint ? args.checkpoint.ckpt.config : task.config;
 
+  const envUrl = str(p, 'env-url') ?? taskUrl;
   let server: { url: string; close(): Promise<void> } | null = null;
-  if (args.envUrl === null) {
+  if (envUrl === null) {
     const { createEnvServer } = await import('../../env-server/server.ts');
     server = await createEnvServer({ port: 0 });
   }
-  const url = args.envUrl ?? `${server!.url}/envs/${args.env}`;
-  const env = task.envFactory({ [args.env]: url })();
+  // With --env-url the task's own env (catch-compact plays catch) gets that URL.
+  const urls = envUrl === null ? builtinEnvUrls(server!.url) : { echo: envUrl, catch: envUrl, wordle: envUrl, [name]: envUrl };
+  const env = task.envFactory(urls, openEnvEpisodes())();
   try {
     const observation = await env.reset(row);
     const tools = envTools(env);
     const { text, ids } = renderPrompt({
       tokenizer,
-      template: rolloutChatTemplate(tokenizer, { hasTools: tools.length > 0 }),
+      template: task.template ?? rolloutChatTemplate(tokenizer, { hasTools: tools.length > 0 }),
       prompt: promptWithObservation(row, observation),
       tools,
-      chatTemplateKwargs: task.config.chat_template_kwargs as Record<string, unknown> | undefined,
+      chatTemplateKwargs: config.chat_template_kwargs as Record<string, unknown> | undefined,
     });
-    console.log(JSON.stringify({ text, ids }));
+    if (p.values.text === true) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+    else console.log(JSON.stringify({ text, ids }));
     return 0;
   } finally {
     await env.close?.();

@@ -1,21 +1,22 @@
-// `webgrpo score --model DIR --ids 1,2,3 [--temperature T] [--score-from N] [--grads OUT.safetensors]`:
+// `webgrpo score --model DIR --ids 1,2,3 [--adapter DIR | --checkpoint DIR] [--temperature T] [--score-from N] [--grads OUT.safetensors]`:
 // per-token log-probs and entropies of the given ids (position t scored from positions < t) as
-// JSON; with --grads, the full-fine-tuning gradients of the MEAN token log-prob under the
-// checkpoint's own tensor names, written as F32 safetensors.
+// JSON, with a trained adapter or checkpoint on the model if given; with --grads, the
+// full-fine-tuning gradients of the MEAN token log-prob under the checkpoint's own tensor names,
+// written as F32 safetensors.
 
 import { writeFile } from 'node:fs/promises';
 import { openCheckpoint } from '../model/checkpoint.ts';
 import { encodeFromFloat32, writeSafetensors } from '../model/safetensors.ts';
-import { loadEngine } from '../engine/engine.ts';
+import { intOption, numOption, parseCli, str } from './args.ts';
+import { loadTrainedEngine, MODEL_HELP, MODEL_OPTIONS, modelArgs } from './model-args.ts';
 
 const HELP = `usage: webgrpo score --model DIR --ids 1,2,3,… [options]
 
-  --model DIR|REPO       checkpoint folder (Hugging Face layout), URL or Hub repo id
+${MODEL_HELP}
   --ids LIST             comma-separated token ids (at least 2)
   --temperature T        logits are divided by T before log_softmax (default 1)
   --score-from N         first scored position (default 1: every token after the first)
-  --grads OUT            also write d(mean logprob)/dW of every parameter (full fine-tuning, f32) to OUT.safetensors
-  --weights f32|f16|auto weight storage on the GPU (default auto; --grads forces f32)`;
+  --grads OUT            also write d(mean logprob)/dW of every parameter (full fine-tuning, f32) to OUT.safetensors`;
 
 export function parseIds(text: string, flag = '--ids'): number[] {
   const ids = text.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
@@ -23,46 +24,24 @@ export function parseIds(text: string, flag = '--ids'): number[] {
   return ids;
 }
 
-export function parseNumber(text: string | undefined, flag: string): number {
-  const v = Number(text);
-  if (text === undefined || !Number.isFinite(v)) throw new Error(`${flag} needs a number, got '${text ?? ''}'`);
-  return v;
-}
-
-/** --flag value pairs; `allowed` lists the flags the command knows. */
-export function parseFlags(argv: string[], allowed: string[]): Map<string, string> | 'help' {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--help' || flag === '-h') return 'help';
-    if (!allowed.includes(flag)) throw new Error(`unknown option ${flag} (see --help)`);
-    const value = argv[i + 1];
-    if (value === undefined || (value.startsWith('--') && value.length > 2 && !/^--?\d/.test(value))) throw new Error(`${flag} needs a value`);
-    flags.set(flag, value);
-    i++;
-  }
-  return flags;
-}
-
 export async function run(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, ['--model', '--ids', '--temperature', '--score-from', '--grads', '--weights']);
-  if (flags === 'help') {
+  const p = parseCli(argv, { ...MODEL_OPTIONS, ids: { type: 'string' }, temperature: { type: 'string' }, 'score-from': { type: 'string' }, grads: { type: 'string' } });
+  if (p.help) {
     console.log(HELP);
     return 0;
   }
-  const model = flags.get('--model');
-  const idsText = flags.get('--ids');
-  if (!model || !idsText) throw new Error(`--model and --ids are required\n\n${HELP}`);
+  const idsText = str(p, 'ids');
+  if (!idsText) throw new Error(`--ids is required\n\n${HELP}`);
   const ids = parseIds(idsText);
   if (ids.length < 2) throw new Error('--ids needs at least 2 ids (the first one is never scored)');
-  const temperature = flags.has('--temperature') ? parseNumber(flags.get('--temperature'), '--temperature') : 1;
-  const scoreFrom = flags.has('--score-from') ? parseNumber(flags.get('--score-from'), '--score-from') : 1;
-  const gradsOut = flags.get('--grads');
-  const weights = flags.get('--weights') ?? 'auto';
-  if (!['f32', 'f16', 'auto'].includes(weights)) throw new Error(`--weights must be f32, f16 or auto, got '${weights}'`);
+  const temperature = numOption(p, 'temperature', 1);
+  const scoreFrom = intOption(p, 'score-from', 1, 1);
+  const gradsOut = str(p, 'grads');
+  const args = await modelArgs(p, HELP);
+  if (gradsOut && (args.adapter || args.checkpoint)) throw new Error('--grads (full fine-tuning gradients of the base model) cannot be combined with --adapter or --checkpoint');
 
-  const ckpt = await openCheckpoint(model);
-  const engine = await loadEngine(ckpt, { weightDtype: gradsOut ? 'f32' : (weights as 'f32' | 'f16' | 'auto') });
+  const ckpt = await openCheckpoint(args.model);
+  const { engine, trained } = await loadTrainedEngine(ckpt, { ...args, weights: gradsOut ? 'f32' : args.weights });
   try {
     const sequences = [{ ids, scoreFrom }];
     const out = await engine.score({ sequences, temperature });
@@ -70,6 +49,7 @@ export async function run(argv: string[]): Promise<number> {
       ids,
       score_from: scoreFrom,
       temperature,
+      ...(trained ?? {}),
       logprobs: Array.from(out.logprobs[0]!),
       entropies: Array.from(out.entropy[0]!),
     };

@@ -1,6 +1,7 @@
 // `webgrpo start`: the whole app in one process on one port — the built-in OpenEnv environments,
 // the run store (SQLite) and the built web UI. Builds the UI first when dist/ is missing or older
 // than its sources, so a fresh clone needs nothing but `npm install && npm start`.
+import { parseCli, str } from './args.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,26 +41,16 @@ Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-
 --upstream NAME=URL[,URL…], …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
-  let dataDir = process.env.WEBGRPO_DATA ?? path.join(os.homedir(), '.local', 'share', 'webgrpo');
-  let rebuild = false;
-  const serverArgs: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--help' || argv[i] === '-h') {
-      console.log(HELP);
-      return 0;
-    } else if (argv[i] === '--rebuild') rebuild = true;
-    else if (argv[i] === '--data') {
-      const v = argv[++i];
-      if (!v) throw new Error('--data needs a directory');
-      dataDir = v;
-    } else serverArgs.push(argv[i]);
-  }
-  const { parseEnvServerArgs } = await import('./env-server.ts');
-  const parsed = parseEnvServerArgs(serverArgs);
-  if ('help' in parsed) {
+  const { ENV_SERVER_OPTIONS, envServerOptions } = await import('./env-server.ts');
+  const p = parseCli(argv, { ...ENV_SERVER_OPTIONS, data: { type: 'string' }, rebuild: { type: 'boolean' } });
+  if (p.help) {
     console.log(HELP);
     return 0;
   }
+  if (str(p, 'data') === '') throw new Error('--data needs a directory');
+  const dataDir = str(p, 'data') ?? process.env.WEBGRPO_DATA ?? path.join(os.homedir(), '.local', 'share', 'webgrpo');
+  const rebuild = p.values.rebuild === true;
+  const parsed = { options: envServerOptions(p) };
   if (rebuild || distIsStale()) await buildApp();
 
   const { RunStore } = await import('../../env-server/runs.ts');

@@ -4,18 +4,19 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { peftAdapterFiles } from '../engine/peft-adapter.ts';
 import type { Engine } from '../engine/types.ts';
-import { writeSafetensors } from '../model/safetensors.ts';
-import { loadTokenizer } from '../model/tokenizer.ts';
-import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type TrainerCheckpoint } from '../rl/checkpoint.ts';
-import { applyConfigFlags, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
+import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
+import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/checkpoint.ts';
+import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
 import { jsonSafe } from '../rl/metrics.ts';
-import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
-import { EXAMPLES } from '../rl/prompts.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
-import { taskFromMetadata } from '../rl/env-task.ts';
+import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
+import { formatBytes, Progress, type ProgressTask } from './progress.ts';
+import { builtinEnvUrls, resolveEnv } from './tasks.ts';
+import { TrainProgress, watchedEngine } from './train-progress.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -33,7 +34,9 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --dataset-size N        rows of the example dataset (default: the example's)
   --weight-dtype auto|f16|f32  storage of the frozen weights (full fine-tuning needs f32)
 
-Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}.
+Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}; progress
+with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
+the adapter are saved under --output, their paths printed on stderr, and the exit code is 130/143.
 
 GRPOConfig flags (TRL names):
 ${configHelp()}`;
@@ -52,70 +55,70 @@ interface Args {
   flags: string[];
 }
 
+const OWN_OPTIONS: OptionTable = {
+  model: { type: 'string' },
+  env: { type: 'string' },
+  sft: { type: 'string' },
+  'sft-solver': { type: 'string' },
+  'sft-episodes': { type: 'string' },
+  config: { type: 'string' },
+  output: { type: 'string' },
+  resume: { type: 'string' },
+  'dataset-size': { type: 'string' },
+  'weight-dtype': { type: 'string' },
+};
+
+/** Every GRPOConfig key is a `--KEY value` flag (TRL's names), validated by applyConfigFlags. */
+const CONFIG_OPTIONS: OptionTable = Object.fromEntries(Object.keys(CONFIG_KEYS).map((k) => [k, { type: 'string' }]));
+
+/** A bool GRPOConfig flag may stand alone (`--log_completions`), as with TRL's argument parser. */
+function bareBoolsTrue(argv: string[]): string[] {
+  return argv.map((a, i) => {
+    const key = /^--([a-z0-9_]+)$/.exec(a)?.[1];
+    const next = argv[i + 1];
+    const bare = next === undefined || next.startsWith('--');
+    return key && CONFIG_KEYS[key as keyof GRPOConfig]?.kind === 'bool' && bare ? `${a}=true` : a;
+  });
+}
+
+/** `--learning-rate` → ` (did you mean --learning_rate?)` */
+function suggestion(message: string): string {
+  const flag = /unknown option '--([^']+)'/.exec(message)?.[1];
+  if (!flag) return '';
+  const norm = (k: string) => k.replace(/[-_]/g, '').toLowerCase();
+  const close = [...Object.keys(OWN_OPTIONS), ...Object.keys(CONFIG_KEYS)].find((k) => norm(k) === norm(flag));
+  return close ? ` (did you mean --${close}?)` : '';
+}
+
 function parseArgs(argv: string[]): Args | 'help' {
-  const args: Args = {
-    model: '', env: '', sft: null, sftSolver: null, sftEpisodes: 64, config: null, output: null, resume: null,
-    datasetSize: undefined, weightDtype: 'auto', flags: [],
-  };
-  const own = new Set(['--model', '--env', '--sft', '--sft-solver', '--sft-episodes', '--config', '--output', '--resume', '--dataset-size', '--weight-dtype']);
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--help' || flag === '-h') return 'help';
-    if (!own.has(flag)) {
-      args.flags.push(flag);
-      continue;
-    }
-    const value = argv[++i];
-    if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value`);
-    const int = () => {
-      const n = Number(value);
-      if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer, got '${value}'`);
-      return n;
-    };
-    switch (flag) {
-      case '--model': args.model = value; break;
-      case '--env': args.env = value; break;
-      case '--sft': args.sft = value; break;
-      case '--sft-solver': args.sftSolver = value; break;
-      case '--sft-episodes': args.sftEpisodes = int(); break;
-      case '--config': args.config = value; break;
-      case '--output': args.output = value; break;
-      case '--resume': args.resume = value; break;
-      case '--dataset-size': args.datasetSize = int(); break;
-      case '--weight-dtype':
-        if (value !== 'auto' && value !== 'f16' && value !== 'f32') throw new Error(`--weight-dtype must be auto, f16 or f32, got '${value}'`);
-        args.weightDtype = value;
-        break;
-    }
+  let p;
+  try {
+    p = parseCli(bareBoolsTrue(argv), { ...OWN_OPTIONS, ...CONFIG_OPTIONS });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}${suggestion((err as Error).message)}`);
   }
-  if (!args.model) throw new Error('--model DIR is required (see --help)');
-  if (!args.env) throw new Error('--env NAME|URL is required (see --help)');
-  return args;
+  if (p.help) return 'help';
+  const model = str(p, 'model');
+  const env = str(p, 'env');
+  if (!model) throw new Error('--model DIR is required (see --help)');
+  if (!env) throw new Error('--env NAME|URL is required (see --help)');
+  return {
+    model,
+    env,
+    sft: str(p, 'sft') ?? null,
+    sftSolver: str(p, 'sft-solver') ?? null,
+    sftEpisodes: intOption(p, 'sft-episodes', 64, 1),
+    config: str(p, 'config') ?? null,
+    output: str(p, 'output') ?? null,
+    resume: str(p, 'resume') ?? null,
+    datasetSize: str(p, 'dataset-size') === undefined ? undefined : intOption(p, 'dataset-size', 1, 1),
+    weightDtype: choiceOption(p, 'weight-dtype', ['auto', 'f16', 'f32'] as const, 'auto'),
+    flags: Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [`--${k}=${str(p, k)}`])),
+  };
 }
 
 /** Warm-up steps when transcripts are given but sft_steps is not. */
 const DEFAULT_SFT_STEPS = 50;
-
-const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
-
-/** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
-const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
-
-/**
- * `--env`: a task name (in-process env-server) or an OpenEnv base URL; a URL whose last segment is
- * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata.
- */
-async function resolveEnv(env: string): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
-  if (/^(https?|wss?):\/\//.test(env)) {
-    const url = env.replace(/\/+$/, '');
-    const last = new URL(url).pathname.split('/').pop() ?? '';
-    const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
-    return { name, task: TASKS[name]!, url };
-  }
-  const task = TASKS[env];
-  if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
-  return { name: env, task, url: null };
-}
 
 /** DEFAULT ← the example script's settings ← run.json ← flags. */
 async function buildConfig(task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
@@ -153,15 +156,25 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
 }
 
 async function exportAdapter(engine: Engine, baseModel: string, dir: string): Promise<string> {
-  const { adapterConfig, tensors } = await engine.exportAdapter(baseModel);
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
-  await writeFile(join(target, 'adapter_config.json'), JSON.stringify(adapterConfig, null, 2) + '\n');
-  const bytes = writeSafetensors(
-    tensors.map((t) => ({ name: t.name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
-  );
-  await writeFile(join(target, 'adapter_model.safetensors'), bytes);
+  for (const [name, bytes] of peftAdapterFiles(await engine.exportAdapter(baseModel))) await writeFile(join(target, name), bytes);
   return target;
+}
+
+/** Exit codes of a run stopped by a signal (128 + the signal's number), as shells report them. */
+const SIGNAL_EXIT: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
+
+/** Remembers where the last checkpoint went, to say so when the run is stopped. */
+function recordingStore(store: CheckpointStore): CheckpointStore & { last: string | null } {
+  const recording = {
+    last: null as string | null,
+    async save(step: number, files: Map<string, Uint8Array>) {
+      recording.last = await store.save(step, files);
+      return recording.last;
+    },
+  };
+  return recording;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -188,51 +201,93 @@ export async function run(argv: string[]): Promise<number> {
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadEngine } = await import('../engine/engine.ts');
   const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
-  const envUrls = url ? { [name]: url } : { echo: `${server!.url}/envs/echo`, catch: `${server!.url}/envs/catch`, wordle: `${server!.url}/envs/wordle` };
+  const envUrls = url ? { [name]: url } : builtinEnvUrls(server!.url);
+  const progress = new Progress();
   const ctrl = new AbortController();
-  const onSignal = () => ctrl.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  let stoppedBy: 'SIGINT' | 'SIGTERM' | null = null;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    if (stoppedBy) {
+      // A second Ctrl-C: the user does not want to wait for the save.
+      progress.line(`webgrpo train: ${signal} again, exiting without saving`);
+      process.exit(SIGNAL_EXIT[signal]);
+    }
+    stoppedBy = signal;
+    progress.line(`webgrpo train: ${signal}: stopping the current step and saving${args.output ? ` under ${args.output}` : ' (nothing to save: no --output)'}…`);
+    ctrl.abort();
+  };
+  const onInt = () => onSignal('SIGINT');
+  const onTerm = () => onSignal('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
   let engine: Engine | null = null;
   try {
     if (args.sftSolver) {
       const solve = SOLVERS[args.sftSolver];
       const solverUrl = envUrls[(args.sftSolver === 'catch-compact' ? 'catch' : args.sftSolver) as keyof typeof envUrls];
       if (!solve || !solverUrl) throw new Error(`--sft-solver: no scripted solver '${args.sftSolver}' for this env (have ${Object.keys(SOLVERS).join(', ')})`);
+      progress.line(`SFT warm-up transcripts: the ${args.sftSolver} solver plays ${args.sftEpisodes} episodes…`);
       transcripts = [...(transcripts ?? []), ...(await solve({ baseUrl: solverUrl, episodes: args.sftEpisodes, seed: config.seed }))];
       if (args.output) {
         await mkdir(args.output, { recursive: true });
         await writeFile(join(args.output, 'transcripts.jsonl'), transcriptsToJsonl(transcripts));
       }
     }
-    const ckpt = await openCheckpoint(args.model);
-    const tokenizerJson = await ckpt.readText('tokenizer.json');
-    const tokenizerConfig = await ckpt.readText('tokenizer_config.json');
-    if (tokenizerJson === null || tokenizerConfig === null) throw new Error(`${args.model}: tokenizer.json and tokenizer_config.json are required`);
-    const tokenizer = loadTokenizer(tokenizerJson, tokenizerConfig);
+    let download: ProgressTask | null = null;
+    const ckpt = await openCheckpoint(args.model, {
+      onProgress: (pr) => {
+        if (pr.phase !== 'download') return;
+        download ??= progress.task(`downloading ${args.model}`, pr.totalBytes, formatBytes);
+        download.update(pr.loadedBytes, undefined, pr.totalBytes);
+      },
+    });
+    (download as ProgressTask | null)?.end();
+    const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
-    engine = await loadEngine(ckpt, { weightDtype });
+    const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
+    engine = await loadEngine(ckpt, { weightDtype, onProgress: (pr) => upload.update(pr.loadedBytes) });
+    upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${engine.weightDtype} weights`);
+    if (ctrl.signal.aborted) {
+      progress.line('webgrpo train: stopped before training started; nothing to save');
+      return SIGNAL_EXIT[stoppedBy!];
+    }
+    const watch = new TrainProgress(progress, config.gradient_accumulation_steps);
+    const store = args.output ? recordingStore(folderCheckpointStore(args.output)) : undefined;
+    const sft = !resume && config.sft_steps > 0;
+    if (sft) watch.sftStarting(config.sft_steps);
+    else watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, (resume?.counters.step ?? 0) + 1);
     const events = runExample({
-      engine,
+      engine: watchedEngine(engine, { signal: ctrl.signal, onDecode: (live) => watch.onDecode(live), onBackward: () => watch.onBackward() }),
       tokenizer,
       task,
       envUrls,
       config,
       transcripts,
       datasetSize: args.datasetSize,
-      checkpointStore: args.output ? folderCheckpointStore(args.output) : undefined,
+      checkpointStore: store,
       resume,
       signal: ctrl.signal,
     });
-    for await (const e of events) printEvent(e, config.log_completions);
-    if (args.output && config.train_mode === 'lora' && !ctrl.signal.aborted) {
+    for await (const e of events) {
+      printEvent(e, config.log_completions);
+      watch.event(e);
+      if (e.phase === 'sft' && e.step === e.totalSteps) watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, 1);
+    }
+    if (stoppedBy) {
+      const saved: string[] = [];
+      if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
+      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output)}`);
+      if (!store?.last && args.output) saved.push('no trainer checkpoint (stopped during the SFT warm-up; a resume would skip the rest of it)');
+      progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
+      return SIGNAL_EXIT[stoppedBy];
+    }
+    if (args.output && config.train_mode === 'lora') {
       const adapter = await exportAdapter(engine, args.model, args.output);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
     return 0;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
     engine?.destroy();
     await server?.close();
   }

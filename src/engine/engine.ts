@@ -15,6 +15,7 @@ import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
 import { createTrainState } from './train/index.ts';
+import { readPeftAdapter, type AdapterSource, type PeftLoraSettings } from './peft-adapter.ts';
 import type {
   BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
   ScoreRequest, SequenceHandle, StepResult, TrainableMode,
@@ -145,6 +146,18 @@ export class WebGpuEngine implements Engine {
 
   readGrads(): Promise<NamedTensor[]> {
     return this.exclusive(() => this.trainSide().readGrads());
+  }
+
+  async loadAdapter(source: AdapterSource): Promise<PeftLoraSettings> {
+    this.checkAlive();
+    const adapter = await readPeftAdapter(source, this.config);
+    const { r, alpha, targetModules, useRslora } = adapter.settings;
+    this.setTrainable({ kind: 'lora', lora: { r, alpha, targetModules, useRslora, seed: 0 } });
+    // The trainable state format: each factor with zero AdamW moments (a fresh optimizer).
+    const zeros = (t: NamedTensor, suffix: string): NamedTensor => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+    const tensors = adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]);
+    await this.loadState({ tensors, step: 0 });
+    return adapter.settings;
   }
 
   destroy(): void {

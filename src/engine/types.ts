@@ -4,6 +4,7 @@
 
 import type { Gpu } from './gpu.ts';
 import type { ModelConfig } from '../model/types.ts';
+import type { AdapterSource, PeftLoraSettings } from './peft-adapter.ts';
 
 export type LoraTarget = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
 
@@ -13,6 +14,8 @@ export interface LoraConfig {
   targetModules: LoraTarget[];
   /** Seed of PEFT's init: A ~ kaiming-uniform(a=sqrt(5)), B = 0. */
   seed: number;
+  /** PEFT's use_rslora: scale = alpha / √r (default false: alpha / r). */
+  useRslora?: boolean;
 }
 
 export type TrainableMode = { kind: 'lora'; lora: LoraConfig } | { kind: 'full' } | { kind: 'none' };
@@ -130,6 +133,12 @@ export interface Engine {
   loadState(state: { tensors: NamedTensor[]; step: number }): Promise<void>;
   /** PEFT adapter: adapter_config.json object + tensors named as PEFT names them. */
   exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }>;
+  /**
+   * Loads a PEFT LoRA adapter (ours or one PEFT trained: a folder, picked files or in-memory files
+   * with adapter_config.json + adapter_model.safetensors) as the trainable LoRA; generate/score then
+   * run base + adapter. Fresh AdamW moments, step 0.
+   */
+  loadAdapter(source: AdapterSource): Promise<PeftLoraSettings>;
   /** Gradients of the trainable parameters under the checkpoint's own names (for `score --grads`). */
   readGrads(): Promise<NamedTensor[]>;
 

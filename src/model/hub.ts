@@ -10,6 +10,7 @@ import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint.ts';
 import { parseConfigText } from './config.ts';
 import type { CheckpointFiles } from './files.ts';
 import type { ModelConfig } from './types.ts';
+import { CHAT_TEMPLATE_FILES } from './tokenizer.ts';
 
 export const DEFAULT_ENDPOINT = 'https://huggingface.co';
 
@@ -59,13 +60,31 @@ function authHeaders(options: OpenCheckpointOptions): Record<string, string> {
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
+const isBrowser = typeof window !== 'undefined' || typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope !== 'undefined';
+
+/** What a user can check when a request never got an answer (the error itself says only "fetch failed"). */
+export function networkHint(url: string): string {
+  const host = new URL(url).host;
+  const offline = 'Are you offline, or behind a proxy or firewall?';
+  const endpoint = envVar('HF_ENDPOINT') ? ` HF_ENDPOINT is set to ${envVar('HF_ENDPOINT')}: is that server up?` : '';
+  const cached = ' A model downloaded before opens offline from the cache; a local folder works too.';
+  const browser = isBrowser ? ` In a browser this also shows when ${host} refuses the page's origin (CORS).` : '';
+  return `${offline}${endpoint}${browser}${cached}`;
+}
+
 /** Throws a HubError naming the URL for any non-success status. */
 function checkStatus(res: Response, url: string): void {
   if (res.ok) return;
   if (res.status === 401 || res.status === 403) {
-    throw new HubError(`HTTP ${res.status} for ${url}: access denied (a gated or private repo needs a token: set HF_TOKEN or pass token)`, url, res.status);
+    // The Hub answers 401 both for a repo that does not exist and for a gated/private one without a token.
+    throw new HubError(
+      `HTTP ${res.status} for ${url}: access denied (is the model id spelled right, owner/name? a gated or private repo ` +
+        `needs a token: set HF_TOKEN or pass token; for a gated one, also accept its license on its Hub page)`,
+      url,
+      res.status,
+    );
   }
-  if (res.status === 404) throw new HubError(`HTTP 404 for ${url}: not found (check the repo id, revision and file name)`, url, 404);
+  if (res.status === 404) throw new HubError(`HTTP 404 for ${url}: not found (check the model id, the revision and the file name)`, url, 404);
   throw new HubError(`HTTP ${res.status} ${res.statusText} for ${url}`, url, res.status);
 }
 
@@ -77,7 +96,7 @@ async function fetchOrFail(url: string, init: RequestInit): Promise<Response> {
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     const cause = (err as Error & { cause?: Error }).cause;
-    throw new HubError(`network error fetching ${url}: ${cause?.message ?? (err as Error).message}`, url);
+    throw new HubError(`network error fetching ${url}: ${cause?.message ?? (err as Error).message}. ${networkHint(url)}`, url);
   }
 }
 
@@ -215,7 +234,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** Side files fetched along with the weights; absent ones are fine. */
-const SIDE_FILES = ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];
+const SIDE_FILES = ['generation_config.json', 'tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES];
 const MANIFEST = 'webgrpo-download.json';
 
 interface Manifest {
@@ -240,7 +259,9 @@ export async function remoteCheckpointFiles(location: RemoteLocation, options: O
   if (manifestText !== null) {
     const manifest = JSON.parse(manifestText) as Manifest;
     const sizes = await Promise.all(manifest.files.map((f) => cache.completeSize(keyOf(f))));
-    if (sizes.every((s) => s !== null)) {
+    // A download made by an older webgrpo may not have looked for every side file (chat_template.jinja).
+    const asked = SIDE_FILES.every((f) => manifest.files.includes(f) || manifest.absent.includes(f));
+    if (asked && sizes.every((s) => s !== null)) {
       const total = sizes.reduce<number>((a, s) => a + s!, 0);
       options.onProgress?.({ phase: 'cache', loadedBytes: total, totalBytes: total });
       return withoutManifest(files, manifest);

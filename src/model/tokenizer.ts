@@ -16,8 +16,10 @@ export interface TextTokenizer {
   readonly eosTokenId: number;
   readonly eosToken: string;
   readonly padTokenId: number | null;
-  /** `chat_template` from tokenizer_config.json (null when the checkpoint has none). */
+  /** The default chat template (null when the checkpoint has none); see chatTemplates for named ones. */
   readonly chatTemplate: string | null;
+  /** Every chat template by name ('default', 'tool_use', …), as transformers keeps them. */
+  readonly chatTemplates: Readonly<Record<string, string>>;
   /** Number of ids the tokenizer can produce (base vocab + added tokens). */
   readonly size: number;
 }
@@ -43,7 +45,48 @@ function parseJson(text: string, file: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: string): TextTokenizer {
+/**
+ * `chat_template` as tokenizer_config.json (or chat_template.json) writes it: one string, or a list of
+ * `{"name", "template"}` (transformers' named templates). Returns templates by name; a lone string is 'default'.
+ */
+export function namedChatTemplates(value: unknown, file: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (typeof value === 'string') return { default: value };
+  if (Array.isArray(value)) {
+    const out: Record<string, string> = {};
+    for (const item of value) {
+      const { name, template } = (item ?? {}) as { name?: unknown; template?: unknown };
+      if (typeof name !== 'string' || typeof template !== 'string') throw new Error(`${file}: chat_template list entries must be {"name": string, "template": string}, got ${JSON.stringify(item)?.slice(0, 80)}`);
+      out[name] = template;
+    }
+    return out;
+  }
+  throw new Error(`${file}: chat_template must be a string or a list of {"name", "template"}, got ${typeof value}`);
+}
+
+export interface TokenizerSideFiles {
+  /** chat_template.jinja (transformers ≥ 4.43 save_pretrained; the only place transformers 5 writes it). */
+  chatTemplateJinja?: string | null;
+  /** chat_template.json (`{"chat_template": …}`, written by processors). */
+  chatTemplateJson?: string | null;
+}
+
+/**
+ * Where transformers finds the chat templates, highest priority first: chat_template.jinja, then
+ * chat_template.json, then tokenizer_config.json's `chat_template`. Named templates of lower files
+ * stay unless overridden.
+ */
+function chatTemplatesOf(config: Record<string, unknown>, side: TokenizerSideFiles): Record<string, string> {
+  const templates = namedChatTemplates(config.chat_template, 'tokenizer_config.json');
+  if (side.chatTemplateJson != null) {
+    const json = parseJson(side.chatTemplateJson, 'chat_template.json');
+    Object.assign(templates, namedChatTemplates(json.chat_template, 'chat_template.json'));
+  }
+  if (side.chatTemplateJinja != null) templates.default = side.chatTemplateJinja;
+  return templates;
+}
+
+export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: string, side: TokenizerSideFiles = {}): TextTokenizer {
   const tokenizerJson = parseJson(tokenizerJsonText, 'tokenizer.json');
   const config = parseJson(tokenizerConfigText, 'tokenizer_config.json');
   if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null) {
@@ -58,7 +101,7 @@ export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: st
   const padToken = tokenContent(config.pad_token, 'pad_token');
   const padTokenId = padToken === null ? null : tokenizer.token_to_id(padToken) ?? null;
   if (padToken !== null && padTokenId === null) throw new Error(`pad_token '${padToken}' is not in tokenizer.json`);
-  const chatTemplate = typeof config.chat_template === 'string' ? config.chat_template : null;
+  const chatTemplates = chatTemplatesOf(config, side);
   const cleanUpSpaces = config.clean_up_tokenization_spaces === true;
   const size = tokenizer.get_vocab(true).size;
 
@@ -74,7 +117,22 @@ export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: st
     eosTokenId,
     eosToken,
     padTokenId,
-    chatTemplate,
+    chatTemplate: chatTemplates.default ?? null,
+    chatTemplates,
     size,
   };
+}
+
+/** The files a tokenizer is made of, besides tokenizer.json and tokenizer_config.json. */
+export const CHAT_TEMPLATE_FILES = ['chat_template.jinja', 'chat_template.json'] as const;
+
+/**
+ * The tokenizer of a checkpoint (folder, Hub download, picked files, memory), with its chat templates
+ * from wherever transformers would find them. Throws naming the missing file.
+ */
+export async function loadCheckpointTokenizer(files: { readText(file: string): Promise<string | null> }, where: string): Promise<TextTokenizer> {
+  const [json, config, jinja, templateJson] = await Promise.all(['tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES].map((f) => files.readText(f)));
+  const missing = [json === null ? 'tokenizer.json' : null, config === null ? 'tokenizer_config.json' : null].filter(Boolean);
+  if (missing.length > 0) throw new Error(`${where}: ${missing.join(' and ')} missing; webgrpo needs the model's own tokenizer and chat template`);
+  return loadTokenizer(json!, config!, { chatTemplateJinja: jinja, chatTemplateJson: templateJson });
 }

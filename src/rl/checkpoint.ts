@@ -96,13 +96,15 @@ export interface CheckpointStore {
 export function folderCheckpointStore(dir: string): CheckpointStore {
   return {
     async save(step, files) {
-      const { mkdir, writeFile, rename } = await import('node:fs/promises');
+      const { mkdir, writeFile, rename, rm } = await import('node:fs/promises');
       const { join } = await import('node:path');
       const target = join(dir, `checkpoint-${step}`);
       const partial = `${target}.partial`;
       await mkdir(partial, { recursive: true });
       for (const [name, bytes] of files) await writeFile(join(partial, name), bytes);
-      // A crash mid-write must never leave a half checkpoint where resume would find it.
+      // A crash mid-write must never leave a half checkpoint where resume would find it. The same
+      // step saved again (save_steps, then a stop right after) replaces the earlier copy.
+      await rm(target, { recursive: true, force: true });
       await rename(partial, target);
       return target;
     },

@@ -193,7 +193,18 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     const g = counters.generation;
     const stepStart = performance.now();
     const rows = generationRows(opts.dataset, c, g);
-    const rollouts = await opts.rollouts({ rows, seed: hashInts(c.seed, Purpose.sampling, g), step: counters.step });
+    let rollouts: TrainerRollout[];
+    try {
+      rollouts = await opts.rollouts({ rows, seed: hashInts(c.seed, Purpose.sampling, g), step: counters.step });
+    } catch (err) {
+      // An abort may cut the rollouts short (the CLI's Ctrl-C): nothing of this generation was
+      // applied yet, so the state to save is the one after the last finished step.
+      if (opts.signal?.aborted) {
+        await saveCheckpoint();
+        return;
+      }
+      throw err;
+    }
     if (rollouts.length !== rows.length) throw new TrainingError(`the rollout loop returned ${rollouts.length} rollouts for ${rows.length} rows`);
     const N = rollouts.length;
     const masks = rollouts.map((r) => lossMask(r, c));
@@ -247,8 +258,15 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     let saveDue = false;
     let stepT0 = stepStart;
     let finished = false;
+    const stepAtGenerationStart = counters.step;
     for (let iter = 0; iter < c.num_iterations && !finished; iter++) {
       for (const idx of microBatches) {
+        // Stop between micro-batches only while no optimizer step of this generation was taken, so
+        // a checkpoint always sits on a generation boundary.
+        if (opts.signal?.aborted && counters.step === stepAtGenerationStart) {
+          await saveCheckpoint();
+          return;
+        }
         if (micro % GAS === 0) engine.zeroGrad();
         const seqs = idx.map((i) => sequences[i]!);
         const current = await engine.score({ sequences: seqs, temperature: c.temperature });

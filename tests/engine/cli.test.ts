@@ -94,6 +94,6 @@ describe('webgrpo score / generate', () => {
     await expect(runScore(['--model', dir, '--ids', '1'])).rejects.toThrow(/at least 2/);
     await expect(runScore(['--model', dir, '--ids', '1,x'])).rejects.toThrow(/--ids/);
     await expect(runGenerate(['--model', dir, '--ids', '1', '--prompt', 'a'])).rejects.toThrow(/exactly one/);
-    await expect(runGenerate(['--model', dir, '--ids', '1', '--bogus', '2'])).rejects.toThrow(/unknown option --bogus/);
+    await expect(runGenerate(['--model', dir, '--ids', '1', '--bogus', '2'])).rejects.toThrow(/unknown option '--bogus'/);
   });
 });

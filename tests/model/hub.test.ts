@@ -172,6 +172,8 @@ describe('Hub download', () => {
     await expect(openCheckpoint('tiny/single', { endpoint: `http://127.0.0.1:${port}`, cacheDir, retries: 0 })).rejects.toThrow(
       `network error fetching http://127.0.0.1:${port}/tiny/single/resolve/main/config.json`,
     );
+    // The bare "fetch failed" comes with what to check.
+    await expect(openCheckpoint('tiny/single', { endpoint: `http://127.0.0.1:${port}`, cacheDir, retries: 0 })).rejects.toThrow(/Are you offline.*cache/);
   });
 });
 

