@@ -31,6 +31,11 @@ export interface TrainerRollout {
   toolFailures: number;
   /** Set when the environment itself failed: the rollout is unscorable (all rewards NaN → advantage 0). */
   error?: string | null;
+  /** The episode or one of its env calls ran past its timeout (`error` says which). */
+  timedOut?: boolean;
+  /** Per completion token: 1 on turns that repeat a failing call (dropped from the loss with mask_stubborn_steps). */
+  stubbornMask?: readonly number[];
+  stubbornCalls?: number;
 }
 
 export interface GenerationRequest {
@@ -123,7 +128,12 @@ function lossMask(r: TrainerRollout, config: GRPOConfig): Float32Array {
   }
   // mask_truncated_completions drops cut-off episodes from the loss entirely.
   const keep = config.mask_truncated_completions && r.truncated ? 0 : 1;
-  return Float32Array.from(r.toolMask, (m) => m * keep);
+  const stubborn = config.mask_stubborn_steps ? r.stubbornMask : undefined;
+  if (stubborn && stubborn.length !== r.completionIds.length) {
+    throw new TrainingError(`a rollout has ${r.completionIds.length} completion ids but ${stubborn.length} stubborn_mask entries`);
+  }
+  // mask_stubborn_steps drops the turns that repeat a failing tool call (WebGym's stubborn steps).
+  return Float32Array.from(r.toolMask, (m, t) => m * keep * (stubborn ? 1 - stubborn[t]! : 1));
 }
 
 function scoreSequence(r: TrainerRollout): ScoreSequence {
@@ -231,6 +241,8 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
       truncated: r.truncated,
       toolCalls: r.toolCalls,
       toolFailures: r.toolFailures,
+      stubbornCalls: r.stubbornCalls ?? 0,
+      timedOut: r.timedOut ?? false,
     }));
     const sampleIdx = c.log_completions ? rollouts.map((_, i) => i) : rollouts.slice(0, G).map((_, i) => i);
     const completions: CompletionSample[] = sampleIdx.map((i) => ({
