@@ -1,4 +1,4 @@
-// `webgrpo bench [env-server|engine|train|all]`: runs the benchmarks in bench/ and prints one JSON
+// `webgrpo bench [env-server|engine|train|rollouts|all]`: runs the benchmarks in bench/ and prints one JSON
 // object per benchmark. With `--out DIR` each result is also written to DIR/<name>.json; the numbers
 // in BENCHMARKS.md come from these files (with the machine and adapter they name).
 import fs from 'node:fs';
@@ -22,6 +22,10 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string }> = {
   train: {
     load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
     help: 'train-step time and achieved GFLOP/s vs the matmul peak',
+  },
+  rollouts: {
+    load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
+    help: 'multi-turn catch episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
   },
 };
 
