@@ -7,7 +7,7 @@ import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import { envToolSchemas, type DatasetRow } from './env.ts';
-import type { ExampleTask } from './prompts.ts';
+import type { ChatTemplateTask } from './prompts.ts';
 import { rewardSources } from './rewards.ts';
 import { runRollouts } from './rollout.ts';
 import { tokenizeTranscript, trainSft, type SftEvent, type Transcript } from './sft.ts';
@@ -18,11 +18,7 @@ import { hashInts } from './random.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 
-/** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */
-export type ChatTemplateTask = ExampleTask & {
-  /** Rendering template; default: the checkpoint's own (swapped for the Qwen3 training variant with tools). */
-  template?: string;
-};
+export type { ChatTemplateTask } from './prompts.ts';
 
 export interface ExampleRunOptions {
   engine: Engine;
