@@ -14,8 +14,8 @@ import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/checkpoint.ts';
 import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
 import { jsonSafe } from '../src/rl/metrics.ts';
-import { runRollouts, type Rollout } from '../src/rl/rollout.ts';
-import { hashInts } from '../src/rl/random.ts';
+import type { Rollout } from '../src/rl/rollout.ts';
+import { envRolloutSource } from '../src/rl/rollout-source.ts';
 import { rewardWeights } from '../src/rl/rewards.ts';
 import { resetOptimizer, trainableMode } from '../src/rl/run-example.ts';
 import { trainSft } from '../src/rl/sft.ts';
@@ -342,17 +342,18 @@ class RunSession {
     // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
     else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState() }));
     for (;;) {
+      // The same rollout source as the CLI's runExample (games reseeded per generation, resets prefetched).
+      const source = envRolloutSource({ engine, tokenizer: loaded.tokenizer, envFactory: this.task.envFactory, episodes: this.task.episodes, config: c, template: this.task.template });
       const steps = trainGRPO({
         engine,
         config: c,
         dataset: this.task.dataset,
         rollouts: async (req) => {
-          // The env games are a function of (seed, generation), as in the CLI's runExample.
-          this.task.episodes.reseed(hashInts(req.seed, 0x5eed));
-          const rollouts = await runRollouts({ engine, tokenizer: loaded.tokenizer, rows: req.rows, envFactory: this.task.envFactory, config: c, seed: req.seed, template: this.task.template });
+          const rollouts = await source.rollouts(req);
           this.pendingRollouts = rollouts;
           return rollouts;
         },
+        prefetch: source.prefetch,
         rewardFuncs: this.task.rewardFuncs,
         checkpointStore: this.checkpointStore(),
         resume,

@@ -9,7 +9,7 @@
 import type { ToolCall } from '../model/chat-template.ts';
 import { renderChat, type ChatMessage } from '../model/chat-template.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import { EnvPool, envTools, type DatasetRow, type EnvFactory, type Tool } from './env.ts';
+import { EnvPool, envTools, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
 import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type RolloutEngine, type RolloutStats, type TurnRequest } from './episode.ts';
 import { parseResponse } from './parse.ts';
 import { runContinuous } from './rollout-continuous.ts';
@@ -59,6 +59,34 @@ export interface RunRolloutsOptions {
   batchWindowMs?: number;
   /** Filled with decode/env counters of this batch (benchmarks). */
   stats?: RolloutStats;
+  /** Resets already started for exactly these rows (prepareResets), e.g. while the previous generation trained. */
+  prefetched?: PreparedResets;
+}
+
+/** Resets in flight for one generation batch (prepareResets). */
+export interface PreparedResets {
+  rows: DatasetRow[];
+  /** Rollout slot i's env instance (the factory's pool). */
+  envs: ToolEnv[];
+  /** Each reset's observation, or its failure, or a timeout past `resetLimit`. Never rejects. */
+  outcomes: Promise<PromiseSettledResult<Bounded<string | null>>[]>;
+  /** ms; Infinity = none. */
+  resetLimit: number;
+}
+
+/**
+ * Starts one reset per row (pooled env instance per slot, TRL's order), bounded by env_call_timeout_s
+ * and episode_timeout_s. runRollouts calls it itself; a trainer calls it one generation ahead so that the
+ * resets' network time overlaps the optimizer step (at most one generation is prefetched).
+ */
+export function prepareResets(envFactory: EnvFactory, rows: DatasetRow[], config: Pick<RolloutConfig, 'episode_timeout_s' | 'env_call_timeout_s'>): PreparedResets {
+  rows.forEach((row, i) => {
+    if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
+  });
+  const resetLimit = Math.min(seconds(config.env_call_timeout_s, 'env_call_timeout_s'), seconds(config.episode_timeout_s, 'episode_timeout_s'));
+  const envs = poolFor(envFactory).take(rows.length);
+  const outcomes = Promise.allSettled(rows.map(async (row, i) => bounded(Promise.resolve().then(() => envs[i]!.reset(row)), resetLimit)));
+  return { rows, envs, outcomes, resetLimit };
 }
 
 const pools = new WeakMap<EnvFactory, EnvPool>();
@@ -183,7 +211,6 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   const maxModelLen = engine.config.maxPositionEmbeddings;
   const kwargs = config.chat_template_kwargs ?? null;
   const stats = opts.stats ?? emptyRolloutStats();
-  const envs = poolFor(opts.envFactory).take(rows.length);
 
   const templates = new Map<boolean, string>();
   const templateFor = (hasTools: boolean): string => {
@@ -194,13 +221,13 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   };
   const suffixCtx = (): SuffixContext => ({ tokenizer, template: templateFor(true), chatTemplateKwargs: kwargs });
 
-  rows.forEach((row, i) => {
-    if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
-  });
-  // 1. Reset every env (one connection per episode, all at once) and render its prompt.
-  const deadline = t0 + episodeMs;
-  const resetLimit = Math.min(callMs, episodeMs);
-  const observations = await Promise.allSettled(rows.map(async (row, i) => bounded(Promise.resolve().then(() => envs[i].reset(row)), resetLimit)));
+  // 1. Reset every env (one connection per episode, all at once) — or take the resets prefetched while
+  // the previous generation trained — and render each prompt.
+  const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config);
+  if (resets.rows !== rows) throw new Error('runRollouts: the prefetched resets were started for other rows');
+  const { envs, resetLimit } = resets;
+  const observations = await resets.outcomes;
+  const deadline = performance.now() + episodeMs;
   const episodes: Episode[] = rows.map((row, i) => {
     const env = envs[i];
     const tools = envTools(env);

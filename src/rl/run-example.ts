@@ -9,12 +9,11 @@ import type { GRPOConfig } from './config.ts';
 import { envToolSchemas, type DatasetRow } from './env.ts';
 import type { ChatTemplateTask } from './prompts.ts';
 import { rewardSources } from './rewards.ts';
-import { runRollouts } from './rollout.ts';
+import { envRolloutSource } from './rollout-source.ts';
 import { tokenizeTranscript, trainSft, type SftEvent, type Transcript } from './sft.ts';
 import { seededEpisodes } from './solvers.ts';
 import { rolloutChatTemplate } from './templates/select.ts';
 import { trainGRPO, type StepEvent } from './trainer.ts';
-import { hashInts } from './random.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 
@@ -85,6 +84,7 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
   }
 
   const dataset: DatasetRow[] = task.dataset(opts.datasetSize);
+  const source = envRolloutSource({ engine, tokenizer, envFactory, episodes: open, config: c, template });
   const events = trainGRPO({
     engine,
     config: c,
@@ -94,10 +94,8 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
     resume: opts.resume,
     signal: opts.signal,
     decode: (ids) => tokenizer.decode(ids),
-    rollouts: (req) => {
-      open.reseed(hashInts(req.seed, 0x5eed));
-      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory, config: c, seed: req.seed, template });
-    },
+    rollouts: source.rollouts,
+    prefetch: source.prefetch,
   });
   for await (const e of events) yield { phase: 'grpo', ...e };
 }

@@ -64,6 +64,12 @@ export interface TrainerOptions {
   signal?: AbortSignal;
   /** Token ids → text for logged completions; without it the completion messages are logged as JSON. */
   decode?: (ids: readonly number[]) => string;
+  /**
+   * Called once a generation's rewards are in, with the next generation's request (when the run goes on),
+   * so the rollout source can start its resets while this generation trains. The same request object is
+   * then passed to `rollouts`.
+   */
+  prefetch?: (next: GenerationRequest) => void;
 }
 
 export interface StepEvent {
@@ -195,6 +201,13 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     return opts.checkpointStore.save(counters.step, files);
   };
 
+  const generationRequest = (g: number, step: number): GenerationRequest => ({
+    rows: generationRows(opts.dataset, c, g),
+    seed: hashInts(c.seed, Purpose.sampling, g),
+    step,
+  });
+  let prefetched: { generation: number; request: GenerationRequest } | null = null;
+
   while (counters.step < counters.totalSteps) {
     if (opts.signal?.aborted) {
       await saveCheckpoint();
@@ -202,8 +215,10 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     }
     const g = counters.generation;
     const stepStart = performance.now();
-    const rows = generationRows(opts.dataset, c, g);
-    const rollouts = await opts.rollouts({ rows, seed: hashInts(c.seed, Purpose.sampling, g), step: counters.step });
+    const request = prefetched?.generation === g ? prefetched.request : generationRequest(g, counters.step);
+    prefetched = null;
+    const { rows } = request;
+    const rollouts = await opts.rollouts(request);
     if (rollouts.length !== rows.length) throw new TrainingError(`the rollout loop returned ${rollouts.length} rollouts for ${rows.length} rows`);
     const N = rollouts.length;
     const masks = rollouts.map((r) => lossMask(r, c));
@@ -221,6 +236,11 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     });
     for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
     const rewards = weightedRewardSum(R, weights);
+    // The rewards have read the envs' final state: the next generation's resets may start now.
+    if (opts.prefetch && counters.step + plan.stepsPerGen < counters.totalSteps && !opts.signal?.aborted) {
+      prefetched = { generation: g + 1, request: generationRequest(g + 1, counters.step + plan.stepsPerGen) };
+      opts.prefetch(prefetched.request);
+    }
     const { advantages, std } =
       c.multi_objective_aggregation === 'normalize_then_sum' ? normalizeThenSumAdvantages(R, weights, G) : groupAdvantages(rewards, G, c.scale_rewards);
 

@@ -197,6 +197,41 @@ describe('trainer loop with a fake engine', () => {
     }
   });
 
+  it('prefetch: the next generation is announced once the rewards are in, before this one trains, and then played', async () => {
+    const fake = new FakeEngine();
+    const log: string[] = [];
+    const announced: GenerationRequest[] = [];
+    const inner = fakeRollouts(fake);
+    const rewardLogged: RewardFunction = function frac_ones(args) {
+      log.push('rewards');
+      return fracOnes(args);
+    };
+    const engine = fake.asEngine();
+    const backward = engine.backward.bind(engine);
+    engine.backward = async (req) => {
+      if (log[log.length - 1] !== 'backward') log.push('backward');
+      return backward(req);
+    };
+    await collect(trainGRPO({
+      engine, config: config({ max_steps: 3 }), dataset, rewardFuncs: [rewardLogged],
+      rollouts: async (req) => {
+        log.push(`rollouts ${announced.includes(req) ? 'prefetched' : 'fresh'}`);
+        return inner(req);
+      },
+      prefetch: (next) => {
+        log.push('prefetch');
+        announced.push(next);
+      },
+    }));
+    // One optimizer step per generation here: 3 generations, the last one announces nothing.
+    expect(log).toEqual([
+      'rollouts fresh', 'rewards', 'prefetch', 'backward',
+      'rollouts prefetched', 'rewards', 'prefetch', 'backward',
+      'rollouts prefetched', 'rewards', 'backward',
+    ]);
+    expect(announced.map((r) => r.step)).toEqual([1, 2]);
+  });
+
   it('reports TRL metric names, tool frequencies, env rewards and completions with advantages', async () => {
     const fake = new FakeEngine();
     const funcs = rewardSources([fracOnes], new CountingEnv());
