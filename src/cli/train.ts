@@ -5,7 +5,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
-import { writeSafetensors } from '../model/safetensors.ts';
 import { loadTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type TrainerCheckpoint } from '../rl/checkpoint.ts';
 import { applyConfigFlags, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
@@ -13,6 +12,7 @@ import { jsonSafe } from '../rl/metrics.ts';
 import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
 import { EXAMPLES } from '../rl/prompts.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
+import { adapterFiles } from '../rl/run.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
@@ -153,14 +153,10 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
 }
 
 async function exportAdapter(engine: Engine, baseModel: string, dir: string): Promise<string> {
-  const { adapterConfig, tensors } = await engine.exportAdapter(baseModel);
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
-  await writeFile(join(target, 'adapter_config.json'), JSON.stringify(adapterConfig, null, 2) + '\n');
-  const bytes = writeSafetensors(
-    tensors.map((t) => ({ name: t.name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
-  );
-  await writeFile(join(target, 'adapter_model.safetensors'), bytes);
+  // The same files (and safetensors metadata) as the app's export: src/rl/run.ts adapterFiles.
+  for (const f of await adapterFiles(engine, baseModel)) await writeFile(join(target, f.name), f.bytes);
   return target;
 }
 

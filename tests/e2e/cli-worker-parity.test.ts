@@ -36,7 +36,7 @@ describe('one run, two front ends', () => {
 
   it('the CLI path and the worker path report the same metrics for the same seed and config', async () => {
     const envUrl = `${server.url}/envs/catch`;
-    const runConfig = { ...E2E_RUN_CONFIG, max_steps: 3 };
+    const runConfig: Record<string, unknown> = { ...E2E_RUN_CONFIG, max_steps: 3 };
 
     const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
     await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
