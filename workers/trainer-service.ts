@@ -325,6 +325,8 @@ class RunSession {
         config: c,
         task: this.task,
         onRollouts: (rollouts) => (this.pendingRollouts = rollouts),
+        // The sequence count the memory plan was checked for (memoryPlanFor).
+        maxBatchSize: generationBatchSize(c),
         checkpointStore: this.checkpointStore(),
         resume,
         signal: this.control.signal,

@@ -17,6 +17,8 @@ export interface RolloutSourceOptions {
   episodes?: { reseed(next: number): void };
   config: RolloutConfig;
   template?: string;
+  /** Continuous scheduler's decode batch cap: the sequence count the memory plan was checked for (default unbounded). */
+  maxBatchSize?: number;
 }
 
 export interface EnvRolloutSource {
@@ -47,7 +49,7 @@ export function envRolloutSource(opts: RolloutSourceOptions): EnvRolloutSource {
         resets = start(req);
       }
       const { engine, tokenizer, config, template } = opts;
-      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets });
+      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize });
     },
   };
 }

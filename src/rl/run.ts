@@ -94,12 +94,14 @@ export interface GrpoOptions {
   signal?: AbortSignal;
   /** Each generation's rollouts as soon as they are played (the app shows them with the next step). */
   onRollouts?: (rollouts: Rollout[]) => void;
+  /** Most sequences per decode step (the memory plan's sequence count); default unbounded. */
+  maxBatchSize?: number;
 }
 
 /** GRPO over the task's envs: one rollout source (reseeded games, prefetched resets) feeding trainGRPO. */
 export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
   const { engine, tokenizer, config, task } = o;
-  const source = envRolloutSource({ engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template });
+  const source = envRolloutSource({ engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template, maxBatchSize: o.maxBatchSize });
   yield* trainGRPO({
     engine,
     config,
