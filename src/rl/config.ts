@@ -204,7 +204,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   sft_learning_rate: { kind: 'number', min: 0, help: 'constant learning rate of the SFT warm-up' },
   sft_batch_size: { kind: 'int', min: 1, help: 'transcripts per SFT optimizer step' },
   rollout_scheduler: { kind: 'string', choices: ['lockstep', 'continuous'], help: 'continuous: each episode rejoins the next decode step when its env reply arrives; lockstep: every turn waits for all env replies (same tokens)' },
-  episode_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'wall-clock cap of one episode; past it the episode is closed as unscorable (null = none)' },
+  episode_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'wall-clock cap of one episode after its reset; past it the episode is closed as unscorable (null = none)' },
   env_call_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'cap on one env call (reset or one turn of tool calls); past it the episode is closed as unscorable (null = none)' },
   mask_stubborn_steps: { kind: 'bool', help: 'exclude turns that repeat a failing tool call more than stubborn_threshold times from the loss' },
   stubborn_threshold: { kind: 'int', min: 0, help: 'repeats of the same failing tool call allowed before its turns count as stubborn' },

@@ -104,7 +104,8 @@ export interface EpisodeDriver {
   fold(request: TurnRequest, out: Pick<GenerateOutput, 'tokens' | 'logprobs'>): void;
   /**
    * Runs the episode's pending calls (bounded by the call timeout and the episode deadline) and returns
-   * the next turn's request, or null when the episode is over. Never rejects.
+   * the next turn's request, or null when the episode is over. Env trouble never rejects (it ends the
+   * episode as unscorable); only a rollout bug does, e.g. a chat template that is not prefix-preserving.
    */
   toolTurn(episode: Episode): Promise<TurnRequest | null>;
   /** Ends an episode that ran past its deadline: unscorable, counted as timed out. */

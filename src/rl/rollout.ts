@@ -33,7 +33,7 @@ export interface RolloutConfig {
   chat_template_kwargs?: Record<string, unknown> | null;
   /** Default 'lockstep'. */
   rollout_scheduler?: RolloutScheduler;
-  /** Wall-clock cap of one episode, reset included; past it the episode is closed as unscorable. null = none. */
+  /** Wall-clock cap of one episode after its reset (the reset itself is capped by it too); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
   /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
   env_call_timeout_s?: number | null;
@@ -167,9 +167,8 @@ export function renderPrompt(input: PromptRenderInput): { text: string; ids: num
   return { text, ids: input.tokenizer.encode(text) };
 }
 
-
 /** Outcome of an env call raced against a time limit. */
-type Bounded<T> = { done: true; value: T } | { done: false };
+export type Bounded<T> = { done: true; value: T } | { done: false };
 
 /** Races `work` against `ms` (Infinity = no limit); a late result is dropped. */
 async function bounded<T>(work: Promise<T>, ms: number): Promise<Bounded<T>> {
