@@ -9,17 +9,14 @@ import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import type { Engine } from '../src/engine/types.ts';
-import { peftAdapterFiles } from '../src/engine/peft-adapter.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/checkpoint.ts';
 import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
 import { jsonSafe } from '../src/rl/metrics.ts';
-import { runRollouts, type Rollout } from '../src/rl/rollout.ts';
-import { hashInts } from '../src/rl/random.ts';
+import type { Rollout } from '../src/rl/rollout.ts';
 import { rewardWeights } from '../src/rl/rewards.ts';
-import { resetOptimizer, trainableMode } from '../src/rl/run-example.ts';
-import { trainSft } from '../src/rl/sft.ts';
-import { runPlan, trainGRPO, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
+import { adapterFiles, grpo, trainableMode, warmUp } from '../src/rl/run.ts';
+import { runPlan, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model.ts';
@@ -178,8 +175,7 @@ export class TrainerService implements TrainerWorkerApi {
 
   async exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]> {
     const { engine, loaded } = this.ready();
-    const files = peftAdapterFiles(await engine.exportAdapter(loaded.name));
-    return [...files].map(([name, bytes]) => ({ name, bytes }));
+    return adapterFiles(engine, loaded.name);
   }
 
   async exportModel(): Promise<NamedFile[]> {
@@ -285,17 +281,7 @@ class RunSession {
     let done = alreadyDone;
     while (done < this.sftTotal) {
       let t0 = performance.now();
-      const steps = trainSft({
-        engine,
-        examples,
-        steps: this.sftTotal - done,
-        batchSize: c.sft_batch_size,
-        learningRate: c.sft_learning_rate,
-        // A resumed warm-up draws fresh batches rather than replaying the first ones.
-        seed: c.seed + done,
-        optimizer: { beta1: c.adam_beta1, beta2: c.adam_beta2, eps: c.adam_epsilon, weightDecay: c.weight_decay, maxGradNorm: c.max_grad_norm },
-        signal: this.control.signal,
-      });
+      const steps = warmUp({ engine, config: c, examples, steps: this.sftTotal, done, signal: this.control.signal });
       for await (const e of steps) {
         const stepTime = (performance.now() - t0) / 1000;
         t0 = performance.now();
@@ -315,11 +301,8 @@ class RunSession {
         });
         done++;
       }
-      if (done === this.sftTotal) {
-        // GRPO gets its own optimizer after the warm-up, as two separate TRL trainers would.
-        await resetOptimizer(engine);
-        return 'done';
-      }
+      // warmUp() reset the optimizer for GRPO when the warm-up completed.
+      if (done === this.sftTotal) return 'done';
       await this.saveSftCheckpoint(done);
       if (!(await this.pausedThenResumed())) return 'stopped';
     }
@@ -352,22 +335,18 @@ class RunSession {
     // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
     else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState() }));
     for (;;) {
-      const steps = trainGRPO({
+      // The same orchestrator as the CLI (src/rl/run.ts): reseeded games, prefetched resets, trainGRPO.
+      const steps = grpo({
         engine,
+        tokenizer: loaded.tokenizer,
         config: c,
-        dataset: this.task.dataset,
-        rollouts: async (req) => {
-          // The env games are a function of (seed, generation), as in the CLI's runExample.
-          this.task.episodes.reseed(hashInts(req.seed, 0x5eed));
-          const rollouts = await runRollouts({ engine, tokenizer: loaded.tokenizer, rows: req.rows, envFactory: this.task.envFactory, config: c, seed: req.seed, template: this.task.template });
-          this.pendingRollouts = rollouts;
-          return rollouts;
-        },
-        rewardFuncs: this.task.rewardFuncs,
+        task: this.task,
+        onRollouts: (rollouts) => (this.pendingRollouts = rollouts),
+        // The sequence count the memory plan was checked for (memoryPlanFor).
+        maxBatchSize: generationBatchSize(c),
         checkpointStore: this.checkpointStore(),
         resume,
         signal: this.control.signal,
-        decode: (ids) => loaded.tokenizer.decode(ids),
       });
       let last = resume?.counters.step ?? 0;
       for await (const e of steps) {

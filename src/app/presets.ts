@@ -10,7 +10,7 @@ export interface Preset {
   description: string;
 }
 
-const COMMON = { chat_template_kwargs: { enable_thinking: false }, logging_steps: 1, log_completions: true };
+const COMMON = { chat_template_kwargs: { enable_thinking: false }, logging_steps: 1, log_completions: true, rollout_scheduler: 'continuous' };
 
 export const PRESETS: Record<BuiltinEnvName, Preset> = {
   echo: {

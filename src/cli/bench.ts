@@ -1,4 +1,4 @@
-// `webgrpo bench [env-server|engine|train|all]`: runs the benchmarks in bench/ and prints one JSON
+// `webgrpo bench [env-server|engine|train|rollouts|all]`: runs the benchmarks in bench/ and prints one JSON
 // object per benchmark. With `--out DIR` each result is also written to DIR/<name>.json; the numbers
 // in BENCHMARKS.md come from these files (with the machine and adapter they name).
 import fs from 'node:fs';
@@ -27,12 +27,17 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'train-step time and achieved GFLOP/s vs the matmul peak',
     options: { mode: { type: 'string' }, weights: { type: 'string' } },
   },
+  rollouts: {
+    load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
+    help: 'multi-turn catch episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
+    options: Object.fromEntries(['env', 'model', 'episodes', 'seed', 'sft-steps', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
+  },
 };
 
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K; train --mode lora|full --weights.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K; train --mode lora|full --weights;\n  rollouts --env URL --episodes N --scheduler lockstep|continuous|both --latency on|off --model DIR.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

@@ -4,13 +4,13 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { peftAdapterFiles } from '../engine/peft-adapter.ts';
 import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/checkpoint.ts';
 import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
 import { jsonSafe } from '../rl/metrics.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
+import { adapterFiles } from '../rl/run.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
@@ -158,7 +158,8 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
 async function exportAdapter(engine: Engine, baseModel: string, dir: string): Promise<string> {
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
-  for (const [name, bytes] of peftAdapterFiles(await engine.exportAdapter(baseModel))) await writeFile(join(target, name), bytes);
+  // The same files (and safetensors metadata) as the app's export: src/rl/run.ts adapterFiles.
+  for (const f of await adapterFiles(engine, baseModel)) await writeFile(join(target, f.name), f.bytes);
   return target;
 }
 

@@ -56,6 +56,9 @@ export async function generateBatch(fwd: Qwen3Forward, cache: KvCache, states: S
     if (seen.has(s.id)) throw new Error(`generate: sequence ${s.id} appears twice in one request`);
     seen.add(s.id);
     if (!Number.isInteger(item.maxNewTokens) || item.maxNewTokens < 0) throw new Error(`generate: item ${i} maxNewTokens must be an integer ≥ 0, got ${item.maxNewTokens}`);
+    if (item.stream !== undefined && !(Number.isInteger(item.stream) && item.stream >= 0 && item.stream <= 0xffffffff)) {
+      throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
+    }
     for (const t of item.append) {
       if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`generate: item ${i} appends token ${t}, outside the vocabulary [0, ${V})`);
     }
@@ -109,8 +112,8 @@ export async function generateBatch(fwd: Qwen3Forward, cache: KvCache, states: S
     const rowIndex = fwd.scratchBuffer('decode.rowIndex', B * 4);
     const rowInfo = fwd.scratchBuffer('decode.rowInfo', B * 8);
     fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(live.map((_, r) => r)));
-    // RNG stream = the item's index in the request; counter = the position the sampled token takes.
-    fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from(live.flatMap((i) => [i, states[i]!.length])));
+    // RNG stream = the item's own stream (default: its index in the request); counter = the position the sampled token takes.
+    fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from(live.flatMap((i) => [req.items[i]!.stream ?? i, states[i]!.length])));
     const h = fwd.encodeFinalHidden(rec, hidden, rowIndex, B);
     const logits = fwd.scratchBuffer('decode.logits', B * V * 4); // (B, V)
     fwd.encodeLogits(rec, h, B, logits);

@@ -39,6 +39,13 @@ export interface GenerateItem {
   /** Tokens appended (prefilled) before sampling: the prompt for a new sequence, tool-suffix ids later. */
   append: number[];
   maxNewTokens: number;
+  /**
+   * Sampling stream of this item (default: its index in the request). The sampled token at position p
+   * is a function of (seed, stream, p, logits) only, so a caller that gives each sequence its own stream
+   * gets the same tokens whatever batch the sequence is decoded in, and however its turns are split
+   * across generate() calls (continuous batching relies on it).
+   */
+  stream?: number;
 }
 
 export interface GenerateOutput {

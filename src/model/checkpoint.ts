@@ -2,11 +2,13 @@
 // model.safetensors.index.json) from any CheckpointFiles, reading only headers up front and each
 // tensor's byte range on demand.
 
-import type { DownloadCache } from './cache.ts';
+import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 import { parseConfigText } from './config.ts';
 import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
-import type { Checkpoint, LoadProgress, TensorInfo } from './types.ts';
+import type { Checkpoint, TensorInfo } from './types.ts';
+
+export { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 
 export const SINGLE_WEIGHTS_FILE = 'model.safetensors';
 export const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
@@ -33,30 +35,6 @@ export interface OpenedCheckpoint extends Checkpoint {
 /** Anything a checkpoint can be opened from; see openCheckpoint. */
 export type CheckpointSource = string | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;
 
-export interface OpenCheckpointOptions {
-  /** Hub endpoint for repo ids (default: HF_ENDPOINT in Node, else https://huggingface.co). */
-  endpoint?: string;
-  /** Hub revision (branch, tag or commit); default 'main'. */
-  revision?: string;
-  /** Access token for gated or private Hub repos (default: HF_TOKEN in Node). */
-  token?: string;
-  /**
-   * For Hub repos and URLs: download whole files into the local cache first (default true), so
-   * the second open needs no network; false reads each tensor with an HTTP Range request instead.
-   */
-  download?: boolean;
-  /** Node cache directory (default WEBGRPO_CACHE or ~/.cache/webgrpo/hub). */
-  cacheDir?: string;
-  /** The download cache to use instead of the default (the directory above in Node, OPFS in a browser). */
-  cache?: DownloadCache;
-  onProgress?: (p: LoadProgress) => void;
-  /** Abort a download. */
-  signal?: AbortSignal;
-  /** Automatic resumes of a download after a dropped connection (default 3). */
-  retries?: number;
-  /** Wait before the first automatic resume, doubled each time (default 500 ms). */
-  retryDelayMs?: number;
-}
 
 function isCheckpointFiles(x: unknown): x is CheckpointFiles {
   return typeof x === 'object' && x !== null && typeof (x as CheckpointFiles).read === 'function' && typeof (x as CheckpointFiles).size === 'function';
@@ -159,29 +137,6 @@ async function listWeightFiles(files: CheckpointFiles): Promise<{ files: string[
     if ((await files.size(shard)) === null) throw new Error(`${where}: shard '${shard}' named in ${WEIGHTS_INDEX_FILE} does not exist`);
   }
   return { files: shards, weightMap };
-}
-
-/** `{"metadata": {...}, "weight_map": {tensor: shard}}` → Map tensor → shard. */
-export function parseWeightIndex(text: string, file: string): Map<string, string> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
-  }
-  const weightMap = (json as { weight_map?: unknown } | null)?.weight_map;
-  if (weightMap === null || typeof weightMap !== 'object' || Array.isArray(weightMap)) {
-    throw new Error(`${file}: missing "weight_map" object`);
-  }
-  const out = new Map<string, string>();
-  for (const [name, shard] of Object.entries(weightMap as Record<string, unknown>)) {
-    if (typeof shard !== 'string' || !shard.endsWith('.safetensors') || shard.includes('/') || shard.includes('\\')) {
-      throw new Error(`${file}: weight_map['${name}'] must be a .safetensors file name in the same folder, got ${JSON.stringify(shard)}`);
-    }
-    out.set(name, shard);
-  }
-  if (out.size === 0) throw new Error(`${file}: weight_map is empty`);
-  return out;
 }
 
 /** Reads and validates one safetensors file's header with two small reads. */

@@ -6,7 +6,7 @@
 // - ranged: no cache, each tensor fetched with an HTTP Range request of its byte range.
 
 import { cachePrefix, defaultCache, type DownloadCache } from './cache.ts';
-import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint.ts';
+import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 import { parseConfigText } from './config.ts';
 import type { CheckpointFiles } from './files.ts';
 import type { ModelConfig } from './types.ts';

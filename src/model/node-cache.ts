@@ -5,7 +5,7 @@
 import { mkdir, open, rename, rm, stat, writeFile, readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { DownloadCache } from './cache.ts';
+import type { DownloadCache } from './download-cache.ts';
 import { nodeFolderFiles } from './node-files.ts';
 
 export function defaultCacheDir(): string {

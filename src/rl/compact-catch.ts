@@ -4,10 +4,10 @@
 // same reward) but says only where the ball is relative to the paddle (`left`, `right`, `above`) and
 // renders with a Qwen3-format template without the tools block, so a whole episode is ~330 tokens.
 
-import type { ChatTemplateTask } from './run-example.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
 import { catchActionId, catchReward, CATCH_COLS, CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from './envs/catch.ts';
 import { EpisodeSlot, type OpenEpisode } from './envs/episode.ts';
+import type { ChatTemplateTask } from './prompts.ts';
 import type { RewardFunction } from './rewards.ts';
 
 /** Qwen3's turn format (same tokens around turns, tool calls and tool responses) minus tools block and think block. */

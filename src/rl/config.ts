@@ -10,6 +10,7 @@ export type Aggregation = 'sum_then_normalize' | 'normalize_then_sum';
 export type SamplingLevel = 'token' | 'sequence';
 export type SchedulerType = 'linear' | 'constant' | 'cosine' | 'constant_with_warmup';
 export type TrainMode = 'lora' | 'full';
+export type RolloutSchedulerName = 'lockstep' | 'continuous';
 
 export interface GRPOConfig {
   // --- batch shape (TRL) ---
@@ -68,6 +69,12 @@ export interface GRPOConfig {
   sft_steps: number;
   sft_learning_rate: number;
   sft_batch_size: number;
+  // --- rollouts (webgrpo) ---
+  rollout_scheduler: RolloutSchedulerName;
+  episode_timeout_s: number | null;
+  env_call_timeout_s: number | null;
+  mask_stubborn_steps: boolean;
+  stubborn_threshold: number;
 }
 
 type Kind = 'int' | 'number' | 'bool' | 'string' | 'json';
@@ -138,6 +145,11 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   sft_steps: 0,
   sft_learning_rate: 1e-3,
   sft_batch_size: 8,
+  rollout_scheduler: 'continuous',
+  episode_timeout_s: null,
+  env_call_timeout_s: null,
+  mask_stubborn_steps: false,
+  stubborn_threshold: 2,
 });
 
 export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
@@ -191,6 +203,11 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   sft_steps: { kind: 'int', min: 0, help: 'SFT warm-up optimizer steps on transcripts before GRPO' },
   sft_learning_rate: { kind: 'number', min: 0, help: 'constant learning rate of the SFT warm-up' },
   sft_batch_size: { kind: 'int', min: 1, help: 'transcripts per SFT optimizer step' },
+  rollout_scheduler: { kind: 'string', choices: ['lockstep', 'continuous'], help: 'continuous: each episode rejoins the next decode step when its env reply arrives; lockstep: every turn waits for all env replies (same tokens)' },
+  episode_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'wall-clock cap of one episode after its reset; past it the episode is closed as unscorable (null = none)' },
+  env_call_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'cap on one env call (reset or one turn of tool calls); past it the episode is closed as unscorable (null = none)' },
+  mask_stubborn_steps: { kind: 'bool', help: 'exclude turns that repeat a failing tool call more than stubborn_threshold times from the loss' },
+  stubborn_threshold: { kind: 'int', min: 0, help: 'repeats of the same failing tool call allowed before its turns count as stubborn' },
 };
 
 export class ConfigError extends Error {

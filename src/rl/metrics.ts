@@ -14,6 +14,10 @@ export interface RolloutStats {
   truncated: boolean;
   toolCalls: number;
   toolFailures: number;
+  /** Calls that repeated a failing call beyond stubborn_threshold (default 0). */
+  stubbornCalls?: number;
+  /** The episode ran past episode_timeout_s / env_call_timeout_s (default false). */
+  timedOut?: boolean;
 }
 
 export interface StepMetricsInput {
@@ -56,13 +60,20 @@ function lengthMetrics(rollouts: RolloutStats[]): Metrics {
   };
 }
 
-/** tools/call_frequency = calls / completions; tools/failure_frequency = failures / calls (0 without calls). */
+/**
+ * tools/call_frequency = calls / completions; tools/failure_frequency = failures / calls;
+ * tools/stubborn_frequency = stubborn repeats / calls (0 without calls); rollouts/timed_out = episodes
+ * closed by a timeout in this step (webgrpo's names for the last two).
+ */
 export function toolMetrics(rollouts: RolloutStats[]): Metrics {
   const calls = rollouts.reduce((n, r) => n + r.toolCalls, 0);
   const failures = rollouts.reduce((n, r) => n + r.toolFailures, 0);
+  const stubborn = rollouts.reduce((n, r) => n + (r.stubbornCalls ?? 0), 0);
   return {
     'tools/call_frequency': rollouts.length === 0 ? 0 : calls / rollouts.length,
     'tools/failure_frequency': calls === 0 ? 0 : failures / calls,
+    'tools/stubborn_frequency': calls === 0 ? 0 : stubborn / calls,
+    'rollouts/timed_out': rollouts.filter((r) => r.timedOut).length,
   };
 }
 

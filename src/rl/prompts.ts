@@ -73,6 +73,12 @@ export interface ExampleTask {
   config: Record<string, unknown>;
 }
 
+/** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */
+export type ChatTemplateTask = ExampleTask & {
+  /** Rendering template; default: the checkpoint's own (swapped for the Qwen3 training variant with tools). */
+  template?: string;
+};
+
 /** TRL names reward metrics after the Python function; here the name is set explicitly. */
 function named(name: string, fn: RewardFunction): RewardFunction {
   Object.defineProperty(fn, 'name', { value: name });

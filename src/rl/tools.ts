@@ -12,6 +12,8 @@ export interface ToolTurnResult {
   messages: ToolMessage[];
   calls: number;
   failures: number;
+  /** The calls that failed (a tool error or a bad call), in the order they failed. */
+  failedCalls: ToolCall[];
   /** Set when the env failed; `messages` are then incomplete and must not be used. */
   envFailure?: EnvFailure;
 }
@@ -63,12 +65,14 @@ function toolMessage(name: string, result: unknown): ToolMessage {
 export async function executeToolCalls(tools: readonly Tool[], calls: readonly ToolCall[]): Promise<ToolTurnResult> {
   const byName = new Map(tools.map((t) => [t.declaration.name, t]));
   const messages: ToolMessage[] = [];
-  const pending: { name: string; run: () => unknown }[] = [];
+  const pending: { name: string; call: ToolCall; run: () => unknown }[] = [];
+  const failedCalls: ToolCall[] = [];
   let failures = 0;
-  const fail = (name: string, err: unknown): ToolTurnResult | null => {
-    if (err instanceof EnvFailure) return { messages, calls: calls.length, failures, envFailure: err };
+  const fail = (call: ToolCall, err: unknown): ToolTurnResult | null => {
+    if (err instanceof EnvFailure) return { messages, calls: calls.length, failures, failedCalls, envFailure: err };
     failures++;
-    messages.push(toolMessage(name, { error: errorText(err) }));
+    failedCalls.push(call);
+    messages.push(toolMessage(call.function.name, { error: errorText(err) }));
     return null;
   };
 
@@ -78,19 +82,19 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     // Sync tools first, then async ones (Python looks the name up in that order; a name is in one only).
     const problem = tool ? argumentError(tool, call.function.arguments) : `Tool ${name} not found.`;
     if (problem !== null) {
-      fail(name, new Error(problem));
+      fail(call, new Error(problem));
       continue;
     }
     const args = call.function.arguments as Record<string, unknown>;
     if (tool!.kind === 'async') {
       // Like a Python coroutine: bound now, run concurrently with the other async calls after the sync ones.
-      pending.push({ name, run: () => tool!.call(args) });
+      pending.push({ name, call, run: () => tool!.call(args) });
       continue;
     }
     try {
       messages.push(toolMessage(name, await tool!.call(args)));
     } catch (err) {
-      const stop = fail(name, err);
+      const stop = fail(call, err);
       if (stop) return stop;
     }
   }
@@ -99,9 +103,9 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     const outcome = settled[i];
     if (outcome.status === 'fulfilled') messages.push(toolMessage(pending[i].name, outcome.value));
     else {
-      const stop = fail(pending[i].name, outcome.reason);
+      const stop = fail(pending[i].call, outcome.reason);
       if (stop) return stop;
     }
   }
-  return { messages, calls: calls.length, failures };
+  return { messages, calls: calls.length, failures, failedCalls };
 }

@@ -1,7 +1,8 @@
 // The GRPO loop (specs/grpo-semantics.md §0): rows → G adjacent repeats → rollouts → rewards →
 // group advantages → (old / reference log-probs) → per micro-batch: score, loss, backward(dL/dlogp)
-// → AdamW step with the scheduled lr → one metrics event per optimizer step. The engine does the
-// tensor work; everything here is bookkeeping on small CPU arrays.
+// → AdamW step with the scheduled lr → one metrics event per optimizer step. One step reads top to
+// bottom as collectGeneration → optimizeGeneration → stepEvent. The engine does the tensor work;
+// everything here is bookkeeping on small CPU arrays.
 
 import type { Engine, ScoreSequence } from '../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
@@ -31,6 +32,11 @@ export interface TrainerRollout {
   toolFailures: number;
   /** Set when the environment itself failed: the rollout is unscorable (all rewards NaN → advantage 0). */
   error?: string | null;
+  /** The episode or one of its env calls ran past its timeout (`error` says which). */
+  timedOut?: boolean;
+  /** Per completion token: 1 on turns that repeat a failing call (dropped from the loss with mask_stubborn_steps). */
+  stubbornMask?: readonly number[];
+  stubbornCalls?: number;
 }
 
 export interface GenerationRequest {
@@ -59,6 +65,12 @@ export interface TrainerOptions {
   signal?: AbortSignal;
   /** Token ids → text for logged completions; without it the completion messages are logged as JSON. */
   decode?: (ids: readonly number[]) => string;
+  /**
+   * Called once a generation's rewards are in, with the next generation's request (when the run goes on),
+   * so the rollout source can start its resets while this generation trains. The same request object is
+   * then passed to `rollouts`.
+   */
+  prefetch?: (next: GenerationRequest) => void;
 }
 
 export interface StepEvent {
@@ -123,7 +135,12 @@ function lossMask(r: TrainerRollout, config: GRPOConfig): Float32Array {
   }
   // mask_truncated_completions drops cut-off episodes from the loss entirely.
   const keep = config.mask_truncated_completions && r.truncated ? 0 : 1;
-  return Float32Array.from(r.toolMask, (m) => m * keep);
+  const stubborn = config.mask_stubborn_steps ? r.stubbornMask : undefined;
+  if (stubborn && stubborn.length !== r.completionIds.length) {
+    throw new TrainingError(`a rollout has ${r.completionIds.length} completion ids but ${stubborn.length} stubborn_mask entries`);
+  }
+  // mask_stubborn_steps drops the turns that repeat a failing tool call (WebGym's stubborn steps).
+  return Float32Array.from(r.toolMask, (m, t) => m * keep * (stubborn ? 1 - stubborn[t]! : 1));
 }
 
 function scoreSequence(r: TrainerRollout): ScoreSequence {
@@ -153,199 +170,284 @@ function lastText(messages: readonly RewardMessage[]): string {
   return typeof last?.content === 'string' ? last.content : '';
 }
 
+/** What one run's steps share: options, plan, schedule, counters (mutated as steps complete). */
+interface RunState {
+  opts: TrainerOptions;
+  c: GRPOConfig;
+  plan: ReturnType<typeof runPlan>;
+  counters: TrainerCounters;
+  schedule: Schedule;
+  weights: number[];
+  rewardNames: string[];
+  /** Old log-probs are scored when the policy moves within a generation (ratios ≠ 1). */
+  needOld: boolean;
+  saveCheckpoint(): Promise<string | undefined>;
+  generationRequest(g: number, step: number): GenerationRequest;
+}
+
+/** One generation batch, played and scored, ready to optimize on. */
+interface Generation {
+  g: number;
+  startedAt: number;
+  rollouts: TrainerRollout[];
+  sequences: ScoreSequence[];
+  masks: Float32Array[];
+  advantages: ArrayLike<number>;
+  R: Float64Array[];
+  rewards: ArrayLike<number>;
+  std: ArrayLike<number>;
+  unscorable: { rollout: number; reason: string }[];
+  lossOpts: ReturnType<typeof lossOptionsFromConfig>;
+  logpOld: Float32Array[] | null;
+  logpRef: Float32Array[] | null;
+  microBatches: number[][];
+  stats: RolloutStats[];
+  completions: CompletionSample[];
+  /** The next generation's request, when it was announced to the rollout source (prefetch). */
+  next: GenerationRequest | null;
+}
+
 export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
   if (c.beta !== 0 && c.train_mode === 'full') {
     throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
   }
-  const G = c.num_generations;
-  const GAS = c.gradient_accumulation_steps;
   const plan = runPlan(c, opts.dataset.length);
-  const weights = rewardWeights(c.reward_weights, opts.rewardFuncs);
-  const rewardNames = opts.rewardFuncs.map((f) => f.name);
-  const needOld = c.num_iterations > 1 || plan.microPerGeneration > GAS;
-
   // On resume the run length comes from the current config (same config = same schedule; a larger
   // max_steps extends the run).
   const counters: TrainerCounters = opts.resume
     ? { ...opts.resume.counters, totalSteps: plan.totalSteps }
     : { step: 0, generation: 0, numTokens: 0, totalSteps: plan.totalSteps };
   if (opts.resume) await engine.loadState(opts.resume.engine);
-  const schedule: Schedule = {
-    type: c.lr_scheduler_type,
-    peak: c.learning_rate,
-    warmupSteps: warmupSteps(c.warmup_steps, c.warmup_ratio, counters.totalSteps),
-    totalSteps: counters.totalSteps,
+  const run: RunState = {
+    opts,
+    c,
+    plan,
+    counters,
+    schedule: {
+      type: c.lr_scheduler_type,
+      peak: c.learning_rate,
+      warmupSteps: warmupSteps(c.warmup_steps, c.warmup_ratio, counters.totalSteps),
+      totalSteps: counters.totalSteps,
+    },
+    weights: rewardWeights(c.reward_weights, opts.rewardFuncs),
+    rewardNames: opts.rewardFuncs.map((f) => f.name),
+    needOld: c.num_iterations > 1 || plan.microPerGeneration > c.gradient_accumulation_steps,
+    saveCheckpoint: async () => {
+      if (!opts.checkpointStore) return undefined;
+      const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState() });
+      return opts.checkpointStore.save(counters.step, files);
+    },
+    generationRequest: (g, step) => ({ rows: generationRows(opts.dataset, c, g), seed: hashInts(c.seed, Purpose.sampling, g), step }),
   };
 
-  const saveCheckpoint = async (): Promise<string | undefined> => {
-    if (!opts.checkpointStore) return undefined;
-    const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState() });
-    return opts.checkpointStore.save(counters.step, files);
-  };
-
+  // One generation at a time: play and score it, then take its optimizer steps (one event each).
+  let next: GenerationRequest | null = null;
   while (counters.step < counters.totalSteps) {
     if (opts.signal?.aborted) {
-      await saveCheckpoint();
+      await run.saveCheckpoint();
       return;
     }
-    const g = counters.generation;
-    const stepStart = performance.now();
-    const rows = generationRows(opts.dataset, c, g);
-    let rollouts: TrainerRollout[];
-    try {
-      rollouts = await opts.rollouts({ rows, seed: hashInts(c.seed, Purpose.sampling, g), step: counters.step });
-    } catch (err) {
-      // An abort may cut the rollouts short (the CLI's Ctrl-C): nothing of this generation was
-      // applied yet, so the state to save is the one after the last finished step.
-      if (opts.signal?.aborted) {
-        await saveCheckpoint();
+    const request: GenerationRequest = next ?? run.generationRequest(counters.generation, counters.step);
+    const generation = await collectGeneration(run, request);
+    if (!generation) {
+      await run.saveCheckpoint();
+      return;
+    }
+    next = generation.next;
+    yield* optimizeGeneration(run, generation);
+  }
+}
+
+/**
+ * Plays one generation batch and prepares it for the optimizer: rollouts → rewards (§9) → (prefetch of
+ * the next batch) → advantages (§10) → loss masks, old / reference log-probs, micro-batches, logs.
+ */
+async function collectGeneration(run: RunState, request: GenerationRequest): Promise<Generation | null> {
+  const { opts, c, plan, counters } = run;
+  const { engine } = opts;
+  const g = counters.generation;
+  const startedAt = performance.now();
+  const { rows } = request;
+  let rollouts: TrainerRollout[];
+  try {
+    rollouts = await opts.rollouts(request);
+  } catch (err) {
+    // An abort may cut the rollouts short (the CLI's Ctrl-C): nothing of this generation was
+    // applied yet, so the state to save is the one after the last finished step (null).
+    if (opts.signal?.aborted) return null;
+    throw err;
+  }
+  if (rollouts.length !== rows.length) throw new TrainingError(`the rollout loop returned ${rollouts.length} rollouts for ${rows.length} rows`);
+  const N = rollouts.length;
+  const masks = rollouts.map((r) => lossMask(r, c));
+  const unscorable = rollouts.flatMap((r, i) => (r.error ? [{ rollout: i, reason: r.error }] : []));
+  counters.numTokens += rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
+
+  // Rewards and advantages. An env failure makes every reward of that rollout NaN.
+  const R = await computeRewardMatrix(opts.rewardFuncs, {
+    prompts: rollouts.map((r) => [...r.prompt]),
+    completions: rollouts.map((r) => [...r.completion]),
+    completion_ids: rollouts.map((r) => [...r.completionIds]),
+    environments: rollouts.map((r) => r.env),
+    trainer_state: { global_step: counters.step },
+    ...columnsOf(rows),
+  });
+  for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
+  const rewards = weightedRewardSum(R, run.weights);
+  // The rewards have read the envs' final state: the next generation's resets may start now.
+  let next: GenerationRequest | null = null;
+  if (opts.prefetch && counters.step + plan.stepsPerGen < counters.totalSteps && !opts.signal?.aborted) {
+    next = run.generationRequest(g + 1, counters.step + plan.stepsPerGen);
+    opts.prefetch(next);
+  }
+  const G = c.num_generations;
+  const { advantages, std } =
+    c.multi_objective_aggregation === 'normalize_then_sum' ? normalizeThenSumAdvantages(R, run.weights, G) : groupAdvantages(rewards, G, c.scale_rewards);
+
+  const sequences = rollouts.map(scoreSequence);
+  const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
+  const B = c.per_device_train_batch_size;
+  const logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
+  const logpRef = c.beta !== 0 ? await scoreAll(engine, sequences, B, c.temperature, false) : null;
+
+  // TRL shuffles the generation batch before splitting it into micro-batches.
+  const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
+  const microBatches = Array.from({ length: plan.microPerGeneration }, (_, j) => order.slice(j * B, (j + 1) * B));
+
+  const stats: RolloutStats[] = rollouts.map((r) => ({
+    modelTokens: r.toolMask.reduce((a, b) => a + b, 0),
+    totalTokens: r.promptIds.length + r.completionIds.length,
+    truncated: r.truncated,
+    toolCalls: r.toolCalls,
+    toolFailures: r.toolFailures,
+    stubbornCalls: r.stubbornCalls ?? 0,
+    timedOut: r.timedOut ?? false,
+  }));
+  const sampleIdx = c.log_completions ? rollouts.map((_, i) => i) : rollouts.slice(0, G).map((_, i) => i);
+  const completions: CompletionSample[] = sampleIdx.map((i) => ({
+    step: counters.step + 1,
+    prompt: lastText(rollouts[i]!.prompt),
+    completion: opts.decode ? opts.decode(rollouts[i]!.completionIds) : JSON.stringify(rollouts[i]!.completion),
+    rewards: Object.fromEntries(run.rewardNames.map((n, k) => [n, Number.isNaN(R[k]![i]!) ? null : R[k]![i]!])),
+    advantage: advantages[i]!,
+  }));
+  return {
+    g, startedAt, rollouts, sequences, masks, advantages, R, rewards, std, unscorable,
+    lossOpts: lossOptionsFromConfig(c, numItemsInBatch), logpOld, logpRef, microBatches, stats, completions, next,
+  };
+}
+
+/**
+ * The optimizer steps of one generation (§11): per micro-batch score → loss → backward, and every
+ * gradient_accumulation_steps micro-batches one AdamW step and one event. Checkpoints sit on
+ * generation boundaries (or the last step), so a resume never replays half a generation.
+ */
+async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<StepEvent, void> {
+  const { opts, c, plan, counters } = run;
+  const { engine } = opts;
+  const GAS = c.gradient_accumulation_steps;
+  let micro = 0;
+  let stepLoss = 0;
+  let stepLossMetrics: LossMetrics[] = [];
+  let saveDue = false;
+  let stepT0 = gen.startedAt;
+  const stepAtGenerationStart = counters.step;
+  for (let iter = 0; iter < c.num_iterations; iter++) {
+    for (const idx of gen.microBatches) {
+      // Stop between micro-batches only while no optimizer step of this generation was taken, so
+      // a checkpoint always sits on a generation boundary.
+      if (opts.signal?.aborted && counters.step === stepAtGenerationStart) {
+        await run.saveCheckpoint();
         return;
       }
-      throw err;
-    }
-    if (rollouts.length !== rows.length) throw new TrainingError(`the rollout loop returned ${rollouts.length} rollouts for ${rows.length} rows`);
-    const N = rollouts.length;
-    const masks = rollouts.map((r) => lossMask(r, c));
-    const unscorable = rollouts.flatMap((r, i) => (r.error ? [{ rollout: i, reason: r.error }] : []));
-    counters.numTokens += rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
-
-    // Rewards (§9) and advantages (§10). An env failure makes every reward of that rollout NaN.
-    const R = await computeRewardMatrix(opts.rewardFuncs, {
-      prompts: rollouts.map((r) => [...r.prompt]),
-      completions: rollouts.map((r) => [...r.completion]),
-      completion_ids: rollouts.map((r) => [...r.completionIds]),
-      environments: rollouts.map((r) => r.env),
-      trainer_state: { global_step: counters.step },
-      ...columnsOf(rows),
-    });
-    for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
-    const rewards = weightedRewardSum(R, weights);
-    const { advantages, std } =
-      c.multi_objective_aggregation === 'normalize_then_sum' ? normalizeThenSumAdvantages(R, weights, G) : groupAdvantages(rewards, G, c.scale_rewards);
-
-    const sequences = rollouts.map(scoreSequence);
-    const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
-    const lossOpts = lossOptionsFromConfig(c, numItemsInBatch);
-    const B = c.per_device_train_batch_size;
-    const logpOld = needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
-    const logpRef = c.beta !== 0 ? await scoreAll(engine, sequences, B, c.temperature, false) : null;
-
-    // TRL shuffles the generation batch before splitting it into micro-batches.
-    const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
-    const microBatches = Array.from({ length: plan.microPerGeneration }, (_, j) => order.slice(j * B, (j + 1) * B));
-
-    const stats: RolloutStats[] = rollouts.map((r) => ({
-      modelTokens: r.toolMask.reduce((a, b) => a + b, 0),
-      totalTokens: r.promptIds.length + r.completionIds.length,
-      truncated: r.truncated,
-      toolCalls: r.toolCalls,
-      toolFailures: r.toolFailures,
-    }));
-    const sampleIdx = c.log_completions ? rollouts.map((_, i) => i) : rollouts.slice(0, G).map((_, i) => i);
-    const completions: CompletionSample[] = sampleIdx.map((i) => ({
-      step: counters.step + 1,
-      prompt: lastText(rollouts[i]!.prompt),
-      completion: opts.decode ? opts.decode(rollouts[i]!.completionIds) : JSON.stringify(rollouts[i]!.completion),
-      rewards: Object.fromEntries(rewardNames.map((n, k) => [n, Number.isNaN(R[k]![i]!) ? null : R[k]![i]!])),
-      advantage: advantages[i]!,
-    }));
-
-    let micro = 0;
-    let stepLoss = 0;
-    let stepLossMetrics: LossMetrics[] = [];
-    let saveDue = false;
-    let stepT0 = stepStart;
-    let finished = false;
-    const stepAtGenerationStart = counters.step;
-    for (let iter = 0; iter < c.num_iterations && !finished; iter++) {
-      for (const idx of microBatches) {
-        // Stop between micro-batches only while no optimizer step of this generation was taken, so
-        // a checkpoint always sits on a generation boundary.
-        if (opts.signal?.aborted && counters.step === stepAtGenerationStart) {
-          await saveCheckpoint();
-          return;
-        }
-        if (micro % GAS === 0) engine.zeroGrad();
-        const seqs = idx.map((i) => sequences[i]!);
-        const current = await engine.score({ sequences: seqs, temperature: c.temperature });
-        const lossSeqs: LossSequence[] = idx.map((i, j) => ({
-          logp: current.logprobs[j]!,
-          logpOld: logpOld ? logpOld[i]! : undefined,
-          logpRef: logpRef ? logpRef[i]! : undefined,
-          entropy: current.entropy[j]!,
-          mask: masks[i]!,
-          advantage: advantages[i]!,
-        }));
-        const out = computeLoss(lossSeqs, lossOpts);
-        if (!Number.isFinite(out.loss)) {
-          throw new TrainingError(
-            `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
-          );
-        }
-        // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
-        await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
-        stepLoss += out.loss;
-        stepLossMetrics.push(out.metrics);
-        micro++;
-        if (micro % GAS !== 0) continue;
-
-        const lr = learningRateAt(schedule, counters.step);
-        const res = await engine.step({
-          learningRate: lr,
-          beta1: c.adam_beta1,
-          beta2: c.adam_beta2,
-          eps: c.adam_epsilon,
-          weightDecay: c.weight_decay,
-          maxGradNorm: c.max_grad_norm,
-        });
-        if (!Number.isFinite(res.gradNorm)) {
-          throw new TrainingError(`step ${counters.step + 1}: the gradient norm is ${res.gradNorm}; the weights are no longer valid, resume from the last saved checkpoint`);
-        }
-        counters.step++;
-        if (c.save_steps > 0 && counters.step % c.save_steps === 0) saveDue = true;
-        const now = performance.now();
-        const metrics = stepMetrics({
-          rollouts: stats,
-          rewardNames,
-          rewardMatrix: R,
-          rewards,
-          rewardStd: std,
-          lossMetrics: stepLossMetrics,
-          loss: stepLoss,
-          gradNorm: res.gradNorm,
-          learningRate: lr,
-          numTokens: counters.numTokens,
-          stepTime: (now - stepT0) / 1000,
-          beta: c.beta,
-          entropyCoef: c.entropy_coef,
-        });
-        metrics.epoch = (g + 1) / plan.generationsPerEpoch;
-        if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
-        const event: StepEvent = {
-          step: counters.step,
-          totalSteps: counters.totalSteps,
-          epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(g / plan.generationsPerEpoch) : 0,
-          metrics,
-          completions: completions.map((s) => ({ ...s, step: counters.step })),
-          unscorable,
-        };
-        stepLoss = 0;
-        stepLossMetrics = [];
-        stepT0 = now;
-        finished = counters.step >= counters.totalSteps;
-        const lastOfGeneration = micro === plan.microPerGeneration * c.num_iterations;
-        if (lastOfGeneration) {
-          // Checkpoints sit on generation boundaries, so a resume never replays half a generation.
-          counters.generation++;
-          if (saveDue || finished) event.checkpoint = await saveCheckpoint();
-        } else if (finished) {
-          event.checkpoint = await saveCheckpoint();
-        }
-        yield event;
-        if (finished) break;
+      if (micro % GAS === 0) engine.zeroGrad();
+      const seqs = idx.map((i) => gen.sequences[i]!);
+      const current = await engine.score({ sequences: seqs, temperature: c.temperature });
+      const lossSeqs: LossSequence[] = idx.map((i, j) => ({
+        logp: current.logprobs[j]!,
+        logpOld: gen.logpOld ? gen.logpOld[i]! : undefined,
+        logpRef: gen.logpRef ? gen.logpRef[i]! : undefined,
+        entropy: current.entropy[j]!,
+        mask: gen.masks[i]!,
+        advantage: gen.advantages[i]!,
+      }));
+      const out = computeLoss(lossSeqs, gen.lossOpts);
+      if (!Number.isFinite(out.loss)) {
+        throw new TrainingError(
+          `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
+        );
       }
+      // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
+      await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
+      stepLoss += out.loss;
+      stepLossMetrics.push(out.metrics);
+      micro++;
+      if (micro % GAS !== 0) continue;
+
+      const lr = learningRateAt(run.schedule, counters.step);
+      const res = await engine.step({
+        learningRate: lr,
+        beta1: c.adam_beta1,
+        beta2: c.adam_beta2,
+        eps: c.adam_epsilon,
+        weightDecay: c.weight_decay,
+        maxGradNorm: c.max_grad_norm,
+      });
+      if (!Number.isFinite(res.gradNorm)) {
+        throw new TrainingError(`step ${counters.step + 1}: the gradient norm is ${res.gradNorm}; the weights are no longer valid, resume from the last saved checkpoint`);
+      }
+      counters.step++;
+      if (c.save_steps > 0 && counters.step % c.save_steps === 0) saveDue = true;
+      const now = performance.now();
+      const event = stepEvent(run, gen, { loss: stepLoss, lossMetrics: stepLossMetrics, gradNorm: res.gradNorm, learningRate: lr, stepTime: (now - stepT0) / 1000 });
+      stepLoss = 0;
+      stepLossMetrics = [];
+      stepT0 = now;
+      const finished = counters.step >= counters.totalSteps;
+      if (micro === plan.microPerGeneration * c.num_iterations) {
+        counters.generation++;
+        if (saveDue || finished) event.checkpoint = await run.saveCheckpoint();
+      } else if (finished) {
+        event.checkpoint = await run.saveCheckpoint();
+      }
+      yield event;
+      if (finished) return;
     }
   }
+}
+
+/** The event of one optimizer step: TRL's metrics (§13) over the generation, and its completions. */
+function stepEvent(
+  run: RunState,
+  gen: Generation,
+  step: { loss: number; lossMetrics: LossMetrics[]; gradNorm: number; learningRate: number; stepTime: number },
+): StepEvent {
+  const { c, plan, counters } = run;
+  const metrics = stepMetrics({
+    rollouts: gen.stats,
+    rewardNames: run.rewardNames,
+    rewardMatrix: gen.R,
+    rewards: gen.rewards,
+    rewardStd: gen.std,
+    lossMetrics: step.lossMetrics,
+    loss: step.loss,
+    gradNorm: step.gradNorm,
+    learningRate: step.learningRate,
+    numTokens: counters.numTokens,
+    stepTime: step.stepTime,
+    beta: c.beta,
+    entropyCoef: c.entropy_coef,
+  });
+  metrics.epoch = (gen.g + 1) / plan.generationsPerEpoch;
+  if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
+  return {
+    step: counters.step,
+    totalSteps: counters.totalSteps,
+    epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(gen.g / plan.generationsPerEpoch) : 0,
+    metrics,
+    completions: gen.completions.map((s) => ({ ...s, step: counters.step })),
+    unscorable: gen.unscorable,
+  };
 }

@@ -30,12 +30,14 @@ function rollout(parts: { text: string; sampled: boolean }[], completion: Rollou
     promptIds: tokenizer.encode(PROMPT),
     completionIds,
     toolMask,
+    stubbornMask: completionIds.map(() => 0),
     logprobs: completionIds.map(() => 0),
     completion,
     truncated: false,
     env: { reset: () => null, tools: [] },
     toolCalls: completion.filter((m) => m.role === 'tool').length,
     toolFailures: 0,
+    stubbornCalls: 0,
     ...(error ? { error } : {}),
   };
 }

@@ -116,6 +116,41 @@ describe('engine generation (KV cache, batched decode, GPU sampling)', () => {
     engine.releaseSequence(b);
   });
 
+  it('per-item streams: a sequence samples the same tokens in one call as token by token in changing batches', async () => {
+    // Continuous batching decodes a sequence one step at a time next to whichever sequences are ready.
+    const prompts = [someIds(5, cfg.vocabSize, 40), someIds(9, cfg.vocabSize, 41), someIds(3, cfg.vocabSize, 42)];
+    const streams = [11, 7, 3];
+    const sampling = { temperature: 1.3, topP: 1, topK: 0, seed: 99 };
+    const whole = prompts.map(() => engine.newSequence());
+    const once = await engine.generate({ items: prompts.map((p, i) => ({ seq: whole[i]!, append: p, maxNewTokens: 6, stream: streams[i] })), sampling, stopIds: [] });
+    const split = prompts.map(() => engine.newSequence());
+    const got: number[][] = prompts.map(() => []);
+    const logps: number[][] = prompts.map(() => []);
+    // Step k decodes a different subset in a different order; each sequence gets 6 single-token calls.
+    const schedule = [[2], [0, 2], [1, 0], [2, 1, 0], [0], [1, 2], [0, 1], [2, 0], [1], [1], [2], [0]];
+    for (const subset of schedule) {
+      const items = subset.filter((i) => got[i]!.length < 6);
+      const out = await engine.generate({
+        items: items.map((i) => ({ seq: split[i]!, append: got[i]!.length === 0 ? prompts[i]! : [], maxNewTokens: 1, stream: streams[i] })),
+        sampling,
+        stopIds: [],
+      });
+      items.forEach((i, j) => {
+        got[i]!.push(...out[j]!.tokens);
+        logps[i]!.push(...out[j]!.logprobs);
+      });
+    }
+    prompts.forEach((_, i) => {
+      expect(got[i]).toEqual(once[i]!.tokens);
+      expect(maxAbsDiff(logps[i]!, once[i]!.logprobs)).toBeLessThan(1e-5);
+    });
+    // Different streams for the same prompt give different samples (the stream is really used).
+    const twins = [engine.newSequence(), engine.newSequence()];
+    const tw = await engine.generate({ items: twins.map((seq, i) => ({ seq, append: prompts[0]!, maxNewTokens: 8, stream: 100 + i })), sampling, stopIds: [] });
+    expect(tw[0]!.tokens).not.toEqual(tw[1]!.tokens);
+    [...whole, ...split, ...twins].forEach((s) => engine.releaseSequence(s));
+  });
+
   it('overlapping generate and score calls run one at a time and stay correct', async () => {
     const prompt = someIds(6, cfg.vocabSize, 30);
     const seq = engine.newSequence();

@@ -52,6 +52,13 @@ describe('metrics (§13)', () => {
     expect(toolMetrics([r(1, false, 0, 0)])['tools/failure_frequency']).toBe(0);
   });
 
+  it('tools/stubborn_frequency = stubborn repeats / calls, rollouts/timed_out counts timed-out episodes', () => {
+    const m = toolMetrics([{ ...r(5, false, 3, 3), stubbornCalls: 1 }, { ...r(5, false, 1, 0), timedOut: true }, { ...r(5, false, 0, 0), timedOut: true }]);
+    expect(m['tools/stubborn_frequency']).toBe(0.25);
+    expect(m['rollouts/timed_out']).toBe(2);
+    expect(toolMetrics([r(1, false, 0, 0)])).toMatchObject({ 'tools/stubborn_frequency': 0, 'rollouts/timed_out': 0 });
+  });
+
   it('lengths, clipped ratio, rewards per function, clip ratios', () => {
     const m = stepMetrics({
       rollouts: [r(4, false, 0, 0), r(10, true, 0, 0), r(6, false, 0, 0), r(2, true, 0, 0)],

@@ -159,6 +159,79 @@ describe('trainer loop with a fake engine', () => {
     expect(checked).toBe(1);
   });
 
+  it('mask_stubborn_steps zeroes the flagged tokens only; stubborn repeats and timeouts are counted', async () => {
+    // Rollout 1 has its stubborn turn at completion tokens 1..2; rollout 2 timed out.
+    const withFlags = (captured: TrainerRollout[][]) => {
+      const inner = fakeRollouts(new FakeEngine(), captured);
+      return async (req: GenerationRequest) => (await inner(req)).map((r, i) => ({
+        ...r,
+        stubbornMask: r.completionIds.map((_, t) => (i === 1 && (t === 1 || t === 2) ? 1 : 0)),
+        stubbornCalls: i === 1 ? 1 : 0,
+        timedOut: i === 2,
+        ...(i === 2 ? { error: 'episode timed out: episode_timeout_s = 1' } : {}),
+      }));
+    };
+    // Distinct rewards within each group, so every scorable rollout has a non-zero advantage.
+    const byIndex: RewardFunction = function by_index({ completion_ids }) {
+      return completion_ids.map((_, i) => i);
+    };
+    for (const mask of [false, true]) {
+      const fake = new FakeEngine();
+      const captured: TrainerRollout[][] = [];
+      const [e] = await collect(trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 1, mask_stubborn_steps: mask }), dataset, rollouts: withFlags(captured), rewardFuncs: [byIndex] }));
+      // 4 rollouts, calls 0+1+0+1 = 2, one stubborn → 1/2; one timed-out episode.
+      expect(e!.metrics['tools/stubborn_frequency']).toBe(0.5);
+      expect(e!.metrics['rollouts/timed_out']).toBe(1);
+      expect(e!.unscorable).toEqual([{ rollout: 2, reason: 'episode timed out: episode_timeout_s = 1' }]);
+      const target = captured[0]![1]!;
+      const ids = [...target.promptIds, ...target.completionIds].join();
+      const grads = fake.calls.flatMap((c) => (c.kind === 'backward' ? c.ids.flatMap((x, j) => (x.join() === ids ? [Array.from(c.dLdLogp[j]!)] : [])) : []));
+      expect(grads).toHaveLength(1);
+      TOOL_MASK.forEach((m, t) => {
+        const masked = m === 0 || (mask && (t === 1 || t === 2));
+        if (masked) expect(grads[0]![t]).toBe(0);
+      });
+      // dapo on-policy: every trained token of a rollout gets the same −A/N; token 0 is never flagged.
+      expect(grads[0]![0]).not.toBe(0);
+      expect(grads[0]![1]).toBe(mask ? 0 : grads[0]![0]);
+    }
+  });
+
+  it('prefetch: the next generation is announced once the rewards are in, before this one trains, and then played', async () => {
+    const fake = new FakeEngine();
+    const log: string[] = [];
+    const announced: GenerationRequest[] = [];
+    const inner = fakeRollouts(fake);
+    const rewardLogged: RewardFunction = function frac_ones(args) {
+      log.push('rewards');
+      return fracOnes(args);
+    };
+    const engine = fake.asEngine();
+    const backward = engine.backward.bind(engine);
+    engine.backward = async (req) => {
+      if (log[log.length - 1] !== 'backward') log.push('backward');
+      return backward(req);
+    };
+    await collect(trainGRPO({
+      engine, config: config({ max_steps: 3 }), dataset, rewardFuncs: [rewardLogged],
+      rollouts: async (req) => {
+        log.push(`rollouts ${announced.includes(req) ? 'prefetched' : 'fresh'}`);
+        return inner(req);
+      },
+      prefetch: (next) => {
+        log.push('prefetch');
+        announced.push(next);
+      },
+    }));
+    // One optimizer step per generation here: 3 generations, the last one announces nothing.
+    expect(log).toEqual([
+      'rollouts fresh', 'rewards', 'prefetch', 'backward',
+      'rollouts prefetched', 'rewards', 'prefetch', 'backward',
+      'rollouts prefetched', 'rewards', 'backward',
+    ]);
+    expect(announced.map((r) => r.step)).toEqual([1, 2]);
+  });
+
   it('reports TRL metric names, tool frequencies, env rewards and completions with advantages', async () => {
     const fake = new FakeEngine();
     const funcs = rewardSources([fracOnes], new CountingEnv());

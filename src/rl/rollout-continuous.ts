@@ -1,0 +1,111 @@
+// The continuous scheduler: every episode advances on its own. A decode step feeds one token to every
+// turn that is mid-decode plus any turn that became ready since the last step (its prompt or tool suffix
+// is prefilled in that same engine call), up to the batch cap. A turn that ends with tool calls leaves
+// the batch and its calls go to the env at once; when the reply is in, the episode rejoins the next step.
+// So env latency overlaps GPU work and one slow reply delays only its own episode. Each episode samples
+// from its own stream (engine GenerateItem.stream), so its tokens do not depend on which steps it shared.
+
+import { timedGenerate, type Episode, type EpisodeDriver, type TurnRequest } from './episode.ts';
+
+export interface ContinuousOptions {
+  /** Most sequences in one decode step. */
+  maxBatchSize: number;
+  /** When no turn is mid-decode, how long the next step waits for more env replies to join it (ms). */
+  batchWindowMs: number;
+}
+
+/** A turn being sampled, one token per decode step. */
+interface Decoding {
+  request: TurnRequest;
+  tokens: number[];
+  logprobs: number[];
+}
+
+export async function runContinuous(episodes: Episode[], driver: EpisodeDriver, opts: ContinuousOptions): Promise<void> {
+  if (!(opts.maxBatchSize >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${opts.maxBatchSize}`);
+  const ready: TurnRequest[] = [];
+  let decoding: Decoding[] = [];
+  let inFlight = 0;
+  let failure: { error: unknown } | null = null;
+  let wake: (() => void) | null = null;
+  const notify = (): void => {
+    wake?.();
+    wake = null;
+  };
+  /** Resolves on the next env reply, or after `ms` (Infinity: only on a reply). */
+  const nextReply = (ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const timer = Number.isFinite(ms) ? setTimeout(resolve, ms) : undefined;
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const enqueue = (request: TurnRequest | null): void => {
+    if (!request) return;
+    // Budget spent by the suffix: it joins the completion, nothing is sampled, the episode is over.
+    if (request.maxNewTokens <= 0) driver.fold(request, { tokens: [], logprobs: [] });
+    else ready.push(request);
+  };
+  const endTurn = (d: Decoding): void => {
+    driver.fold(d.request, d);
+    const episode = d.request.episode;
+    // The iteration cap leaves the last turn's calls unexecuted.
+    if (episode.pendingCalls.length === 0 || episode.iterations >= driver.maxIterations) return;
+    inFlight++;
+    driver.toolTurn(episode).then(enqueue, (error: unknown) => (failure ??= { error })).finally(() => {
+      inFlight--;
+      notify();
+    });
+  };
+  const expired = (request: TurnRequest, now: number): boolean => {
+    if (now <= request.episode.deadline) return false;
+    driver.timeOut(request.episode, 'episode_timeout_s');
+    return true;
+  };
+
+  for (const e of episodes) enqueue(driver.firstTurn(e));
+  for (;;) {
+    if (failure) throw (failure as { error: unknown }).error;
+    if (decoding.length === 0) {
+      if (ready.length === 0) {
+        if (inFlight === 0) break;
+        await nextReply(Infinity);
+        continue;
+      }
+      // A new wave: give replies that are about to arrive a moment to join it.
+      if (inFlight > 0 && ready.length < opts.maxBatchSize && opts.batchWindowMs > 0) await nextReply(opts.batchWindowMs);
+    }
+    const now = performance.now();
+    decoding = decoding.filter((d) => !expired(d.request, now));
+    for (let i = ready.length - 1; i >= 0; i--) if (expired(ready[i]!, now)) ready.splice(i, 1);
+    // Turns mid-decode keep their place; ready turns join in episode order while there is room.
+    ready.sort((x, y) => x.episode.index - y.episode.index);
+    const batch = decoding;
+    while (batch.length < opts.maxBatchSize && ready.length > 0) batch.push({ request: ready.shift()!, tokens: [], logprobs: [] });
+    if (batch.length === 0) continue;
+    for (const d of batch) d.request.episode.seq ??= driver.engine.newSequence();
+    const outputs = await timedGenerate(driver, {
+      items: batch.map((d) => ({
+        seq: d.request.episode.seq!,
+        append: d.tokens.length === 0 ? d.request.append : [],
+        maxNewTokens: 1,
+        stream: d.request.episode.index,
+      })),
+      sampling: driver.sampling,
+      stopIds: driver.stopIds,
+    });
+    if (outputs.length !== batch.length) throw new Error(`engine returned ${outputs.length} outputs for ${batch.length} items`);
+    driver.stats.decodeBatchSizes.push(batch.length);
+    decoding = [];
+    batch.forEach((d, j) => {
+      const out = outputs[j]!;
+      d.tokens.push(...out.tokens);
+      d.logprobs.push(...out.logprobs);
+      const stopped = out.tokens.some((t) => driver.stopIds.includes(t));
+      if (stopped || d.tokens.length >= d.request.maxNewTokens) endTurn(d);
+      else decoding.push(d);
+    });
+  }
+}
