@@ -9,11 +9,9 @@ import { actionModel, requireValidAction, validateModel } from './validation.ts'
 import { defaultMetadata } from './metadata.ts';
 import { callTool, rpcToolEntry, stepToolEntry, type McpToolDef } from './mcp-tools.ts';
 import { MCP_ECHO_SCHEMA } from './mcp-echo-schema.ts';
+import { ECHO_ACTION } from './legacy-echo.ts';
 import { isPlainObject } from '../envelope.ts';
 
-export const ECHO_ACTION = actionModel('EchoAction', 'Action for the Echo environment - just a message to echo.', [
-  { name: 'message', type: { kind: 'string', minLength: 1 }, description: 'Message to echo back' },
-]);
 
 /** MCP's CallToolAction (extra="forbid"): what `/schema` advertises and what unknown `type`s are checked against. */
 export const CALL_TOOL_ACTION = actionModel('CallToolAction', 'Call a specific tool via MCP.', [
