@@ -262,10 +262,6 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   const result = await executeToolCalls(episode.tools, calls);
   rollout.toolCalls += result.calls;
   rollout.toolFailures += result.failures;
-  if (result.envFailure) {
-    rollout.error = `env failed during a tool call: ${result.envFailure.message}`;
-    return null;
-  }
   const suffix = toolSuffixIds(ctx, result.messages);
   const used = rollout.completionIds.length + suffix.length;
   if (used > config.max_completion_length || rollout.promptIds.length + used >= maxModelLen) return null;

@@ -1,9 +1,10 @@
 // Executing one assistant turn's tool calls against an env (grpo-semantics.md §6). Every call counts;
-// every error becomes the tool message `{'error': '<msg>'}` (Python repr) and counts as a failure —
-// except an EnvFailure (the env itself is gone), which stops the rollout as unscorable.
+// every error becomes the tool message `{'error': '<msg>'}` (Python repr) and counts as a failure, as
+// TRL does — env errors included (a refused action, an MCP tool error, even a dropped connection): the
+// model reads what went wrong and the episode goes on. `tools/failure_frequency` shows them.
 
 import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
-import { EnvFailure, type Tool } from './env.ts';
+import type { Tool } from './env.ts';
 import { pyStr } from './pyrepr.ts';
 
 export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
@@ -12,8 +13,8 @@ export interface ToolTurnResult {
   messages: ToolMessage[];
   calls: number;
   failures: number;
-  /** Set when the env failed; `messages` are then incomplete and must not be used. */
-  envFailure?: EnvFailure;
+  /** The error texts of the failed calls, in order (for warm-ups that must not train on them). */
+  errors: string[];
 }
 
 /** Python's type name, for the `argument after ** must be a mapping` error. */
@@ -64,12 +65,10 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
   const byName = new Map(tools.map((t) => [t.declaration.name, t]));
   const messages: ToolMessage[] = [];
   const pending: { name: string; run: () => unknown }[] = [];
-  let failures = 0;
-  const fail = (name: string, err: unknown): ToolTurnResult | null => {
-    if (err instanceof EnvFailure) return { messages, calls: calls.length, failures, envFailure: err };
-    failures++;
+  const errors: string[] = [];
+  const fail = (name: string, err: unknown): void => {
+    errors.push(errorText(err));
     messages.push(toolMessage(name, { error: errorText(err) }));
-    return null;
   };
 
   for (const call of calls) {
@@ -90,18 +89,14 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     try {
       messages.push(toolMessage(name, await tool!.call(args)));
     } catch (err) {
-      const stop = fail(name, err);
-      if (stop) return stop;
+      fail(name, err);
     }
   }
   const settled = await Promise.allSettled(pending.map((p) => Promise.resolve().then(p.run)));
   for (let i = 0; i < settled.length; i++) {
     const outcome = settled[i];
     if (outcome.status === 'fulfilled') messages.push(toolMessage(pending[i].name, outcome.value));
-    else {
-      const stop = fail(pending[i].name, outcome.reason);
-      if (stop) return stop;
-    }
+    else fail(pending[i].name, outcome.reason);
   }
-  return { messages, calls: calls.length, failures };
+  return { messages, calls: calls.length, failures: errors.length, errors };
 }
