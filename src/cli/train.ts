@@ -16,6 +16,9 @@ import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-exam
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
+import type { DatasetRow } from '../rl/env.ts';
+import { mcpTask, parsePromptDataset } from '../rl/mcp-task.ts';
+import { envProtocol } from '../openenv/index.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -32,6 +35,9 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
   --dataset-size N        rows of the example dataset (default: the example's)
   --weight-dtype auto|f16|f32  storage of the frozen weights (full fine-tuning needs f32)
+  --prompt TEXT           prompt for an MCP env that none of the tasks knows (repeatable); the
+                          model gets the env's tools (tools/list) and the env's own rewards
+  --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}.
 
@@ -49,15 +55,17 @@ interface Args {
   resume: string | null;
   datasetSize: number | undefined;
   weightDtype: 'auto' | 'f16' | 'f32';
+  prompts: string[];
+  dataset: string | null;
   flags: string[];
 }
 
 function parseArgs(argv: string[]): Args | 'help' {
   const args: Args = {
     model: '', env: '', sft: null, sftSolver: null, sftEpisodes: 64, config: null, output: null, resume: null,
-    datasetSize: undefined, weightDtype: 'auto', flags: [],
+    datasetSize: undefined, weightDtype: 'auto', prompts: [], dataset: null, flags: [],
   };
-  const own = new Set(['--model', '--env', '--sft', '--sft-solver', '--sft-episodes', '--config', '--output', '--resume', '--dataset-size', '--weight-dtype']);
+  const own = new Set(['--model', '--env', '--sft', '--sft-solver', '--sft-episodes', '--config', '--output', '--resume', '--dataset-size', '--weight-dtype', '--prompt', '--dataset']);
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     if (flag === '--help' || flag === '-h') return 'help';
@@ -82,6 +90,8 @@ function parseArgs(argv: string[]): Args | 'help' {
       case '--output': args.output = value; break;
       case '--resume': args.resume = value; break;
       case '--dataset-size': args.datasetSize = int(); break;
+      case '--prompt': args.prompts.push(value); break;
+      case '--dataset': args.dataset = value; break;
       case '--weight-dtype':
         if (value !== 'auto' && value !== 'f16' && value !== 'f32') throw new Error(`--weight-dtype must be auto, f16 or f32, got '${value}'`);
         args.weightDtype = value;
@@ -105,12 +115,17 @@ const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': 
  * `--env`: a task name (in-process env-server) or an OpenEnv base URL; a URL whose last segment is
  * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata.
  */
-async function resolveEnv(env: string): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
+async function resolveEnv(env: string, prompts: () => Promise<DatasetRow[]>): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
   if (/^(https?|wss?):\/\//.test(env)) {
     const url = env.replace(/\/+$/, '');
     const last = new URL(url).pathname.split('/').pop() ?? '';
-    const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
-    return { name, task: TASKS[name]!, url };
+    if (BUILTIN[last]) return { name: last, task: TASKS[last]!, url };
+    const httpUrl = url.replace(/^ws/, 'http');
+    const known = await taskFromMetadata(httpUrl).catch((err: Error) => err);
+    if (typeof known === 'string') return { name: known, task: TASKS[known]!, url };
+    // None of the tasks: an MCP env still trains, with its own tools and rewards.
+    if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') throw known;
+    return { name: 'mcp', task: await mcpTask(httpUrl, await prompts()), url };
   }
   const task = TASKS[env];
   if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
@@ -170,7 +185,11 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const { name, task, url } = await resolveEnv(args.env);
+  const prompts = async (): Promise<DatasetRow[]> => [
+    ...args.prompts.map((content): DatasetRow => ({ prompt: [{ role: 'user', content }] })),
+    ...(args.dataset ? parsePromptDataset(await readFile(args.dataset, 'utf8'), args.dataset) : []),
+  ];
+  const { name, task, url } = await resolveEnv(args.env, prompts);
   const config = await buildConfig(task, args);
 
   let resume: TrainerCheckpoint | undefined;
@@ -224,10 +243,25 @@ export async function run(argv: string[]): Promise<number> {
       resume,
       signal: ctrl.signal,
     });
-    for await (const e of events) printEvent(e, config.log_completions);
+    // A run where every tool call failed trained on env errors: it must not look like success.
+    let stepsWithCalls = 0;
+    let stepsAllFailed = 0;
+    for await (const e of events) {
+      printEvent(e, config.log_completions);
+      if (e.phase !== 'grpo') continue;
+      for (const warning of e.warnings ?? []) console.error(`webgrpo train: warning: step ${e.step}: ${warning}`);
+      if ((e.metrics['tools/call_frequency'] ?? 0) > 0) {
+        stepsWithCalls++;
+        if (e.metrics['tools/failure_frequency'] === 1) stepsAllFailed++;
+      }
+    }
     if (args.output && config.train_mode === 'lora' && !ctrl.signal.aborted) {
       const adapter = await exportAdapter(engine, args.model, args.output);
       console.log(JSON.stringify({ phase: 'done', adapter }));
+    }
+    if (stepsWithCalls > 0 && stepsAllFailed === stepsWithCalls) {
+      console.error(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
+      return 1;
     }
     return 0;
   } finally {

@@ -6,9 +6,8 @@
 import type { Engine } from '../engine/types.ts';
 import { renderChat, type ChatMessage } from '../model/chat-template.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import { EnvPool, envTools, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
+import { EnvPool, envTools, toolSchemaOf, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
 import { parseResponse } from './parse.ts';
-import { toolSchema } from './schema.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
 
@@ -139,7 +138,7 @@ export interface PromptRenderInput {
 
 /** The exact prompt the model sees (§4): rendered with the env's tool schemas and the generation prompt. */
 export function renderPrompt(input: PromptRenderInput): { text: string; ids: number[] } {
-  const schemas = input.tools.map((t) => toolSchema(t.declaration));
+  const schemas = input.tools.map(toolSchemaOf);
   const text = renderChat(input.template, input.prompt, {
     tools: schemas.length > 0 ? schemas : null,
     addGenerationPrompt: true,
