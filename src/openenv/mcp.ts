@@ -41,8 +41,9 @@ export function parseToolList(observation: unknown): McpTool[] {
   if (!Array.isArray(tools)) throw new Error(`not a tool list (no 'tools' array): ${JSON.stringify(observation).slice(0, 200)}`);
   return tools.map((t, i) => {
     if (!isObject(t)) throw new Error(`tool ${i} is not an object`);
-    const name = t.name ?? '';
-    const description = t.description ?? '';
+    // Absent means "" (Python's defaults); present but null is an error, as in pydantic.
+    const name = 'name' in t ? t.name : '';
+    const description = 'description' in t ? t.description : '';
     if (typeof name !== 'string' || typeof description !== 'string') throw new Error(`tool ${i}: name and description must be strings`);
     const schema = t.input_schema ?? t.inputSchema ?? {};
     if (!isObject(schema)) throw new Error(`tool '${name}': input schema must be an object`);
