@@ -47,13 +47,16 @@ export interface McpEchoDouble {
 export interface DoubleOptions {
   /** Answer every echo_message call with the captured tool_not_found error (an env that errors). */
   failCalls?: boolean;
+  /** Another class name in /metadata: an MCP env that none of the built-in tasks knows. */
+  metadataName?: string;
 }
 
 export async function startMcpEchoDouble(options: DoubleOptions = {}): Promise<McpEchoDouble> {
   const received: string[] = [];
   const http: Server = createServer((req, res) => {
     const route = (req.url ?? '').replace(/\?.*$/, '');
-    const body = route === '/schema' ? JSON.stringify(F.schema) : route === '/metadata' ? METADATA : route === '/health' ? '{"status":"healthy"}' : null;
+    const metadata = options.metadataName ? METADATA.split('EchoEnvironment').join(options.metadataName) : METADATA;
+    const body = route === '/schema' ? JSON.stringify(F.schema) : route === '/metadata' ? metadata : route === '/health' ? '{"status":"healthy"}' : null;
     res.writeHead(body === null ? 404 : 200, { 'content-type': 'application/json' });
     res.end(body ?? '{"detail":"Not Found"}');
   });
