@@ -37,6 +37,15 @@ describe('telling an MCP env from an action env (§6)', () => {
     expect(server.stats().activeSessions).toBe(0);
   });
 
+  it('the tools/list probe waits out a full server like an episode does (capacity refusals are retried)', async () => {
+    const server = await servers.start({ maxConcurrentEnvs: 1 });
+    const holder = await connect(`${server.url}/envs/catch`);
+    await holder.reset();
+    const detected = detectProtocol(`${server.url}/envs/catch`, wsMcpProbe);
+    setTimeout(() => void holder.close(), 300);
+    expect(await detected).toBe('action');
+  });
+
   it('a bare `Action` schema is confirmed by the tools/list probe; a custom action class with tools is mcp-rpc', async () => {
     const schema = (title: string) => ({ action: { title, type: 'object', properties: {} }, observation: {}, state: {} });
     const fakeFetch = (title: string) => (async () => new Response(JSON.stringify(schema(title)))) as unknown as typeof fetch;
