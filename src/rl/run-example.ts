@@ -16,20 +16,7 @@ import { rolloutChatTemplate } from './templates/select.ts';
 import { trainGRPO, type StepEvent } from './trainer.ts';
 import { hashInts } from './random.ts';
 
-export type RunEvent = SftEvent | ({ phase: 'grpo'; warnings?: string[] } & StepEvent);
-
-/**
- * A step where the model called tools and every call failed is almost never learning: the env is
- * gone or speaks another protocol. Said loudly on every such step (TRL would log failure_frequency 1).
- */
-export function stepWarnings(metrics: Record<string, number>): string[] {
-  const calls = metrics['tools/call_frequency'] ?? 0;
-  const failures = metrics['tools/failure_frequency'] ?? 0;
-  if (calls > 0 && failures === 1) {
-    return ['every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.'];
-  }
-  return [];
-}
+export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 
 /** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */
 export type ChatTemplateTask = ExampleTask & {
@@ -116,8 +103,5 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
       return runRollouts({ engine, tokenizer, rows: req.rows, envFactory, config: c, seed: req.seed, template });
     },
   });
-  for await (const e of events) {
-    const warnings = stepWarnings(e.metrics);
-    yield warnings.length > 0 ? { phase: 'grpo', ...e, warnings } : { phase: 'grpo', ...e };
-  }
+  for await (const e of events) yield { phase: 'grpo', ...e };
 }

@@ -9,7 +9,7 @@ import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from './config.ts';
 import type { DatasetRow } from './env.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
-import { stepMetrics, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
+import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
 import { hashInts, permutation, Purpose } from './random.ts';
 import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
@@ -72,6 +72,8 @@ export interface StepEvent {
   unscorable: { rollout: number; reason: string }[];
   /** Set when a checkpoint was written after this step. */
   checkpoint?: string;
+  /** Problems to say out loud (e.g. every tool call failed); absent when there are none. */
+  warnings?: string[];
 }
 
 export class TrainingError extends Error {
@@ -313,6 +315,8 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
           completions: completions.map((s) => ({ ...s, step: counters.step })),
           unscorable,
         };
+        const warnings = stepWarnings(metrics);
+        if (warnings.length > 0) event.warnings = warnings;
         stepLoss = 0;
         stepLossMetrics = [];
         stepT0 = now;
