@@ -4,7 +4,11 @@
 // the env's tools/list into the model's tools, and env errors are named instead of trained on.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { echoEnv } from '../../env-server/envs/echo.ts';
+import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { envProtocol } from '../../src/openenv/index.ts';
+import { EchoToolEnv } from '../../src/rl/envs/echo.ts';
 import { openEnvEpisodes } from '../../src/rl/envs/episode.ts';
 import { cleanToolSchema } from '../../src/rl/envs/mcp.ts';
 import { mcpTask, parsePromptDataset } from '../../src/rl/mcp-task.ts';
@@ -97,6 +101,29 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
     const bad = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('nope')), tokenizer: tok, rows: rows.slice(0, 1), envFactory: factory, config: CONFIG, seed: 5 });
     expect(toolContents(bad[0]!)).toEqual([`{'error': 'Tool nope not found.'}`]);
     expect([bad[0]!.toolCalls, bad[0]!.toolFailures, bad[0]!.error]).toEqual([1, 1, undefined]);
+  });
+});
+
+describe('an env with its own action class and MCP tools over JSON-RPC (mcp-rpc, §6 step 2)', () => {
+  it('is detected by the tools/list probe; the echo task and the generic task call its tools over JSON-RPC', async () => {
+    // Our echo's tools behind the legacy EchoAction schema: /schema says "action", /ws tools/list says tools.
+    const server = await createEnvServer({ port: 0, envs: { custom: { ...echoEnv, schema: legacyEchoEnv.schema } } });
+    try {
+      const url = `${server.url}/envs/custom`;
+      expect(await envProtocol(url)).toBe('mcp-rpc');
+      const env = new EchoToolEnv(url, open);
+      await env.reset({ prompt: [] });
+      expect(await env.echo('héllo')).toBe('héllo');
+      expect(env.reward).toBe(0.5);
+      await env.close();
+      const task = await mcpTask(url, [{ prompt: [{ role: 'user', content: "Echo 'abc'." }] }], open);
+      const tok = qwen3Tokenizer();
+      const [r] = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo_with_length')), tokenizer: tok, rows: task.dataset(1), envFactory: task.envFactory({}, open), config: CONFIG, seed: 7 });
+      expect(toolContents(r!)).toEqual(['{"message":"abc","length":3}']);
+      expect(r!.toolFailures).toBe(0);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@
 // `echo_message`; that env rewards no tool step (reward null), so the reward is the same rule applied
 // to what the env echoed back: code points × 0.1, as the older echo computed it.
 
-import { McpToolError, toolCallValue } from '../../openenv/index.ts';
+import { rpcToolResult, toolCallValue } from '../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../env.ts';
 import type { ToolDeclaration } from '../schema.ts';
 import { EpisodeSlot, type OpenEpisode } from './episode.ts';
@@ -49,8 +49,7 @@ export class EchoToolEnv implements ToolEnv {
       reward = result.reward;
     } else {
       const reply = await this.episode.mcp({ jsonrpc: '2.0', method: 'tools/call', params: { name: MCP_ECHO_TOOL, arguments: { message } }, id: 1 });
-      if ('error' in reply) throw new McpToolError(MCP_ECHO_TOOL, 'execution_error', reply.error.message);
-      const result = reply.result as { data?: unknown } | null;
+      const result = rpcToolResult(MCP_ECHO_TOOL, reply) as { data?: unknown } | null;
       echoed = result && typeof result === 'object' && 'data' in result ? result.data : result;
     }
     this.reward = typeof reward === 'number' ? reward : typeof echoed === 'string' ? [...echoed].length * 0.1 : null;

@@ -3,7 +3,7 @@
 // llm_client does, is the function's parameters), every tool call is a `call_tool` step, the reward is
 // the env's own (from each step's envelope), and the prompts come from the user (text or JSONL).
 
-import { McpToolError, parseToolList, toolCallValue, toolResultText, type EnvProtocol, type JsonRpcResponse, type McpTool } from '../../openenv/index.ts';
+import { parseToolList, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool } from '../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../env.ts';
 import type { JsonSchema, ToolSchema } from '../schema.ts';
 import { EpisodeSlot, type OpenEpisode } from './episode.ts';
@@ -38,11 +38,6 @@ export function cleanToolSchema(schema: unknown): JsonSchema {
 /** A tool of the env as the model's function: name, description, cleaned input schema. */
 export function mcpToolSchema(tool: McpTool): ToolSchema {
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters: cleanToolSchema(tool.inputSchema) as ToolSchema['function']['parameters'] } };
-}
-
-function rpcValue(name: string, reply: JsonRpcResponse): unknown {
-  if ('error' in reply) throw new McpToolError(name, 'execution_error', reply.error.message);
-  return reply.result;
 }
 
 /** One episode of an MCP env: tools as the env lists them, reward = the last reward the env gave. */
@@ -85,7 +80,7 @@ export class McpToolEnv implements ToolEnv {
   /** A call_tool step (or JSON-RPC tools/call for envs with their own action class); the model reads the result text. */
   async call(name: string, args: Record<string, unknown>): Promise<string> {
     if (this.episode.protocol === 'mcp-rpc') {
-      const result = rpcValue(name, await this.episode.mcp({ jsonrpc: '2.0', method: 'tools/call', params: { name, arguments: args }, id: 1 }));
+      const result = rpcToolResult(name, await this.episode.mcp({ jsonrpc: '2.0', method: 'tools/call', params: { name, arguments: args }, id: 1 }));
       return toolResultText(result);
     }
     const step = await this.episode.step({ type: 'call_tool', tool_name: name, arguments: args });
@@ -109,7 +104,7 @@ export async function listEnvTools(baseUrl: string, open: OpenEpisode): Promise<
     if (protocol === 'action') throw new Error(`${baseUrl} is not an MCP environment (its /schema and /ws say it takes its own actions)`);
     const listing = protocol === 'mcp'
       ? (await episode.step({ type: 'list_tools' })).observation
-      : rpcValue('tools/list', await episode.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 }));
+      : rpcToolResult('tools/list', await episode.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 }));
     const tools = parseToolList(listing);
     if (tools.length === 0) throw new Error(`${baseUrl} lists no tools: there is nothing for the model to call`);
     return { tools, protocol };
