@@ -9,7 +9,7 @@ import { writeSafetensors } from '../model/safetensors.ts';
 import { loadTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type TrainerCheckpoint } from '../rl/checkpoint.ts';
 import { applyConfigFlags, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
-import { jsonSafe } from '../rl/metrics.ts';
+import { jsonSafe, ToolFailureTally } from '../rl/metrics.ts';
 import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
 import { EXAMPLES } from '../rl/prompts.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
@@ -244,23 +244,19 @@ export async function run(argv: string[]): Promise<number> {
       signal: ctrl.signal,
     });
     // A run where every tool call failed trained on env errors: it must not look like success.
-    let stepsWithCalls = 0;
-    let stepsAllFailed = 0;
+    const tally = new ToolFailureTally();
     for await (const e of events) {
       printEvent(e, config.log_completions);
       if (e.phase !== 'grpo') continue;
       for (const warning of e.warnings ?? []) console.error(`webgrpo train: warning: step ${e.step}: ${warning}`);
-      if ((e.metrics['tools/call_frequency'] ?? 0) > 0) {
-        stepsWithCalls++;
-        if (e.metrics['tools/failure_frequency'] === 1) stepsAllFailed++;
-      }
+      tally.add(e.metrics);
     }
     if (args.output && config.train_mode === 'lora' && !ctrl.signal.aborted) {
       const adapter = await exportAdapter(engine, args.model, args.output);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
-    if (stepsWithCalls > 0 && stepsAllFailed === stepsWithCalls) {
-      console.error(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
+    if (tally.everyCallFailed) {
+      console.error(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
       return 1;
     }
     return 0;

@@ -79,6 +79,23 @@ export function stepWarnings(metrics: Metrics): string[] {
   return [];
 }
 
+/** Whether a whole run's tool calls all failed, from its steps' metrics (steps without calls say nothing). */
+export class ToolFailureTally {
+  stepsWithCalls = 0;
+  stepsAllFailed = 0;
+
+  add(metrics: Metrics): void {
+    if ((metrics['tools/call_frequency'] ?? 0) <= 0) return;
+    this.stepsWithCalls++;
+    if (metrics['tools/failure_frequency'] === 1) this.stepsAllFailed++;
+  }
+
+  /** The model called tools and not one call of the run succeeded. */
+  get everyCallFailed(): boolean {
+    return this.stepsWithCalls > 0 && this.stepsAllFailed === this.stepsWithCalls;
+  }
+}
+
 export function stepMetrics(input: StepMetricsInput): Metrics {
   const m: Metrics = {
     loss: input.loss,

@@ -12,7 +12,7 @@ import { EchoToolEnv } from '../../src/rl/envs/echo.ts';
 import { openEnvEpisodes } from '../../src/rl/envs/episode.ts';
 import { cleanToolSchema } from '../../src/rl/envs/mcp.ts';
 import { mcpTask, parsePromptDataset } from '../../src/rl/mcp-task.ts';
-import { stepWarnings, toolMetrics } from '../../src/rl/metrics.ts';
+import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/metrics.ts';
 import { ECHO_PROMPTS, EXAMPLES } from '../../src/rl/prompts.ts';
 import { runRollouts, type Rollout } from '../../src/rl/rollout.ts';
 import { echoTarget, echoTranscripts } from '../../src/rl/solvers.ts';
@@ -147,6 +147,18 @@ describe('env errors are named, not trained on', () => {
     expect(stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 1 })).toHaveLength(1);
     expect(stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0.5 })).toEqual([]);
     expect(stepWarnings({ 'tools/call_frequency': 0, 'tools/failure_frequency': 0 })).toEqual([]);
+  });
+
+  it('a run whose every tool call failed is told apart (the CLI then exits 1); one success or no calls at all is not', () => {
+    const run = (steps: [number, number][]) => {
+      const tally = new ToolFailureTally();
+      for (const [calls, failures] of steps) tally.add({ 'tools/call_frequency': calls, 'tools/failure_frequency': failures });
+      return tally.everyCallFailed;
+    };
+    expect(run([[1, 1], [0, 0], [2, 1]])).toBe(true);
+    expect(run([[1, 1], [1, 0.5]])).toBe(false);
+    expect(run([[0, 0], [0, 0]])).toBe(false);
+    expect(run([])).toBe(false);
   });
 
   it('the generic task needs a prompt and an MCP env, and prompt files are checked line by line', async () => {
