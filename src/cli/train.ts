@@ -190,6 +190,9 @@ export async function run(argv: string[]): Promise<number> {
     ...(args.dataset ? parsePromptDataset(await readFile(args.dataset, 'utf8'), args.dataset) : []),
   ];
   const { name, task, url } = await resolveEnv(args.env, prompts);
+  if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
+  }
   const config = await buildConfig(task, args);
 
   let resume: TrainerCheckpoint | undefined;

@@ -80,5 +80,6 @@ describe('webgrpo train on an MCP env', () => {
     expect(step).toHaveProperty(['rewards/reward_from_env/mean']);
     expect(step['tools/failure_frequency']).toBe(0);
     await expect(run(['--model', model, '--env', toy.url, ...TINY_RUN])).rejects.toThrow(/--prompt TEXT or --dataset FILE.jsonl/);
+    await expect(run(['--model', model, '--env', double.url, '--prompt', 'x', ...TINY_RUN])).rejects.toThrow(/is the 'echo' task, which has its own prompts/);
   }, 300_000);
 });
