@@ -6,10 +6,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { admit, type AdmissionPolicy } from './admission.ts';
 import { handleBuiltinHttp } from './builtin-http.ts';
 import type { Downstream } from './downstream.ts';
-import { parseClientFrame } from './envelope.ts';
+import { isPlainObject, parseClientFrame } from './envelope.ts';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
-import { capacityMessage, errorFrame, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
-import { handleMcp, JSONRPC, MCP_REFUSALS, rpcError, type McpSessions } from './mcp.ts';
+import { capacityMessage, errorFrame, pyTypeName, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
+import { handleMcp, JSONRPC, MCP_REFUSALS, pythonDumps, rpcError, type McpSessions } from './mcp.ts';
 import { pythonJsonError } from './python-json-error.ts';
 import { SlotPool } from './slots.ts';
 import type { EnvHost, EnvStats } from './host.ts';
@@ -57,6 +57,15 @@ export class BuiltinEnvHost implements EnvHost {
         const session = this.mcpOnly.get(id);
         session?.idle?.refresh();
         return session !== undefined;
+      },
+      env: (id) => this.mcpOnly.get(id)?.env,
+      withTemporaryEnv: (use) => {
+        const env = this.def.create();
+        try {
+          return use(env);
+        } finally {
+          env.close();
+        }
       },
     };
   }
@@ -149,7 +158,7 @@ export class BuiltinEnvHost implements EnvHost {
           return run(() => stateFrame(env.state()));
         case 'mcp':
           touch();
-          return down.send(mcpFrame(handleMcp(command.data, this.mcpSessions, sessionId)));
+          return down.send(mcpFrame(handleMcp(command.data, this.mcpSessions, { sessionId, env })));
       }
     });
   }
@@ -201,11 +210,18 @@ export class BuiltinEnvHost implements EnvHost {
       try {
         request = JSON.parse(text);
       } catch (err) {
-        down.send(JSON.stringify(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${pythonJsonError(text) ?? (err as Error).message}`)));
+        down.send(pythonDumps(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${pythonJsonError(text) ?? (err as Error).message}`)));
+        return;
+      }
+      if (!isPlainObject(request)) {
+        // Upstream's loop does JsonRpcRequest(**request); the TypeError ends the socket (§3.4).
+        const message = `openenv.core.env_server.mcp_types.JsonRpcRequest() argument after ** must be a mapping, not ${pyTypeName(request)}`;
+        down.end('non-object JSON-RPC frame', pythonDumps(rpcError(JSONRPC.SERVER_ERROR, message)));
         return;
       }
       session.touch();
-      down.send(JSON.stringify(handleMcp(request, this.mcpSessions, session.sessionId)));
+      // Upstream writes WS `/mcp` replies with json.dumps: spaced, non-ASCII escaped (§3.1).
+      down.send(pythonDumps(handleMcp(request, this.mcpSessions, { sessionId: session.sessionId, env: session.env })));
     });
   }
 

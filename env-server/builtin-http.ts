@@ -3,9 +3,10 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
-import { withPydanticUrl } from './frames.ts';
-import { BodyTooLargeError, readBody, sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
+import { observationJson, withPydanticUrl } from './frames.ts';
+import { BodyTooLargeError, readBody, sendJson, sendJsonText, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
 import { checkResetBody, checkStepBody, parseJsonBody } from './http-models.ts';
+import { docsPage, openApiDocument } from './openapi.ts';
 import { handleMcp, JSONRPC, rpcError, type McpSessions } from './mcp.ts';
 
 const ROUTE_METHODS: Record<string, 'GET' | 'POST'> = {
@@ -16,6 +17,8 @@ const ROUTE_METHODS: Record<string, 'GET' | 'POST'> = {
   '/reset': 'POST',
   '/step': 'POST',
   '/mcp': 'POST',
+  '/openapi.json': 'GET',
+  '/docs': 'GET',
 };
 
 export interface BuiltinHttpContext {
@@ -35,10 +38,6 @@ function withFreshEnv<T>(def: EnvDefinition, use: (env: EnvInstance) => T): T {
   }
 }
 
-/** HTTP coerces the reward to float (WS keeps the raw type); in JSON that only changes booleans. */
-function httpObservation(obs: { observation: Record<string, unknown>; reward: number | boolean | null; done: boolean }) {
-  return { observation: obs.observation, reward: obs.reward === null ? null : Number(obs.reward), done: obs.done };
-}
 
 export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMessage, res: ServerResponse, route: string): Promise<void> {
   const method = ROUTE_METHODS[route];
@@ -49,6 +48,14 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
     switch (route) {
       case '/health':
         return sendJson(res, 200, { status: 'healthy' });
+      case '/openapi.json':
+        return sendJson(res, 200, openApiDocument(def));
+      case '/docs': {
+        const page = docsPage(def);
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(page)) });
+        res.end(page);
+        return;
+      }
       case '/metadata':
         return sendJson(res, 200, def.metadata);
       case '/schema':
@@ -60,7 +67,7 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
         if (!parsed.ok) return sendJson(res, 422, { detail: parsed.detail });
         const issues = checkResetBody(parsed.body);
         if (issues.length > 0) return sendJson(res, 422, { detail: issues });
-        return sendJson(res, 200, httpObservation(withFreshEnv(def, (env) => env.reset(parsed.body))));
+        return sendJsonText(res, 200, observationJson(withFreshEnv(def, (env) => env.reset(parsed.body))));
       }
       case '/step': {
         const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), true);
@@ -70,7 +77,7 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
         const check = def.validateAction(parsed.body.action);
         // Upstream raises HTTPException(detail=e.errors()): the action's own locs, no "body" prefix.
         if (!check.ok) return sendJson(res, 422, { detail: check.errors.map(withPydanticUrl) });
-        return sendJson(res, 200, httpObservation(withFreshEnv(def, (env) => env.step(check.action))));
+        return sendJsonText(res, 200, observationJson(withFreshEnv(def, (env) => env.step(check.action))));
       }
       default: {
         const raw = (await readBody(req, ctx.maxBodyBytes)).toString('utf8');

@@ -3,9 +3,28 @@
 
 import type { ErrorFrameData, StepResult, WSErrorCode, WireValidationIssue } from '../src/openenv/types.ts';
 
+/**
+ * A reward as Python writes a float: `1.0`, `0.0`, `-0.0`, `1e+16`, `0.30000000000000004`; NaN → null.
+ * OpenEnv's rewards are Python floats, and Python clients would otherwise receive ints for whole numbers.
+ * Booleans become 1.0/0.0, as HTTP's float coercion does upstream.
+ */
+export function rewardJson(reward: number | boolean | null): string {
+  if (reward === null) return 'null';
+  const r = Number(reward);
+  if (!Number.isFinite(r)) return 'null';
+  if (Object.is(r, -0)) return '-0.0';
+  if (Math.abs(r) >= 1e16) return r.toExponential();
+  return Number.isInteger(r) ? `${r}.0` : String(r);
+}
+
+/** `{"observation":…,"reward":…,"done":…}` in wire order, the reward written as a float. */
+export function observationJson(obs: StepResult): string {
+  return `{"observation":${JSON.stringify(obs.observation)},"reward":${rewardJson(obs.reward)},"done":${JSON.stringify(obs.done)}}`;
+}
+
 export function observationFrame(obs: StepResult): string {
   // Rebuilt so the keys are always in wire order, whatever order the env used.
-  return JSON.stringify({ type: 'observation', data: { observation: obs.observation, reward: obs.reward, done: obs.done } });
+  return `{"type":"observation","data":${observationJson(obs)}}`;
 }
 
 export function stateFrame(state: Record<string, unknown>): string {
@@ -72,7 +91,8 @@ export function pyStr(value: unknown): string {
   return typeof value === 'string' ? value : pyRepr(value);
 }
 
-function pyRepr(value: unknown): string {
+/** Python's `repr()` of a parsed JSON value. */
+export function pyRepr(value: unknown): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';

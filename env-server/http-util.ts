@@ -28,7 +28,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 /** Compact UTF-8 JSON, as FastAPI's JSONResponse writes it. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** A body already serialized (e.g. with float-formatted rewards). */
+export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(text)),

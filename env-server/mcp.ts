@@ -1,10 +1,12 @@
-// JSON-RPC 2.0 `/mcp` for the built-in environments (specs/openenv-protocol.md §6). The built-ins
-// are not MCP environments: tools/* answer -32603, but the OpenEnv session methods work and share
-// the env's session pool with `/ws`.
+// JSON-RPC 2.0 `/mcp` for the built-in environments (specs/openenv-protocol.md §6, openenv-mcp.md §3).
+// MCP environments (echo) answer tools/list and tools/call on the session's env; the others answer
+// -32603. The OpenEnv session methods work everywhere and share the env's session pool with `/ws`.
 
 import type { JsonRpcResponse } from '../src/openenv/types.ts';
 import type { RefusalFrames } from './admission.ts';
 import { isPlainObject } from './envelope.ts';
+import { pydanticErrorText, type PydanticLine } from './envs/pydantic-text.ts';
+import type { EnvInstance } from './envs/types.ts';
 import { capacityMessage, queueTimeoutMessage } from './frames.ts';
 
 export const JSONRPC = {
@@ -43,32 +45,66 @@ export interface McpSessions {
   close(sessionId: string): boolean;
   /** True (and counts as activity) when the session exists. */
   touch(sessionId: string): boolean;
+  /** The env of an HTTP-created session (after `touch` said it exists). */
+  env(sessionId: string): EnvInstance | undefined;
+  /** Runs `use` on a throwaway env (HTTP tools/* without a session, §3.1). */
+  withTemporaryEnv<T>(use: (env: EnvInstance) => T): T;
 }
 
-/** Checks the JsonRpcRequest model: jsonrpc "2.0", method a string, id a string/int/null. */
-function requestProblem(request: Record<string, unknown>): string | null {
-  if ('jsonrpc' in request && request.jsonrpc !== '2.0') return `jsonrpc: Input should be '2.0', got ${JSON.stringify(request.jsonrpc)}`;
-  if (!('method' in request)) return 'method: Field required';
-  if (typeof request.method !== 'string') return 'method: Input should be a valid string';
-  const id = request.id;
-  if (id !== undefined && id !== null && typeof id !== 'string' && !Number.isInteger(id)) {
-    return 'id: Input should be a valid string or integer';
+const REQUEST_FIELDS = new Set(['jsonrpc', 'method', 'params', 'id']);
+
+/** The JsonRpcRequest model's errors (jsonrpc "2.0", method str, params dict, id str|int|null, no extras). */
+function requestProblems(request: Record<string, unknown>): PydanticLine[] {
+  const out: PydanticLine[] = [];
+  if (!('jsonrpc' in request)) out.push({ loc: ['jsonrpc'], msg: 'Field required', type: 'missing', input: request });
+  else if (request.jsonrpc !== '2.0') out.push({ loc: ['jsonrpc'], msg: "Input should be '2.0'", type: 'literal_error', input: request.jsonrpc });
+  if (!('method' in request)) out.push({ loc: ['method'], msg: 'Field required', type: 'missing', input: request });
+  else if (typeof request.method !== 'string') out.push({ loc: ['method'], msg: 'Input should be a valid string', type: 'string_type', input: request.method });
+  if ('params' in request && !isPlainObject(request.params)) {
+    out.push({ loc: ['params'], msg: 'Input should be a valid dictionary', type: 'dict_type', input: request.params });
   }
-  return null;
+  const id = request.id;
+  // pydantic's lax int accepts true and integral floats; 1.5 and objects fail.
+  if (id !== undefined && id !== null && typeof id !== 'string' && typeof id !== 'boolean' && !Number.isInteger(id)) {
+    out.push({ loc: ['id', 'str'], msg: 'Input should be a valid string', type: 'string_type', input: id });
+  }
+  for (const [key, value] of Object.entries(request)) {
+    if (!REQUEST_FIELDS.has(key)) out.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: value });
+  }
+  return out;
+}
+
+/** Where tools/* run: the socket's env (WS), a named HTTP session's env, or a throwaway one. */
+function runOnEnv<T>(sessions: McpSessions, wsEnv: EnvInstance | undefined, sessionId: unknown, use: (env: EnvInstance) => T): T {
+  if (wsEnv) return use(wsEnv);
+  const env = typeof sessionId === 'string' && sessionId ? sessions.env(sessionId) : undefined;
+  return env ? use(env) : sessions.withTemporaryEnv(use);
+}
+
+function toolsMethod(method: 'tools/list' | 'tools/call', params: Record<string, unknown>, env: EnvInstance, id: RpcId): JsonRpcResponse {
+  if (!env.listTools || !env.callTool) return rpcError(JSONRPC.INTERNAL_ERROR, 'Environment does not support MCP', id);
+  if (method === 'tools/list') return rpcResult({ tools: env.listTools() }, id);
+  if (!('name' in params)) return rpcError(JSONRPC.INVALID_PARAMS, "Missing 'name' in params", id);
+  const args = params.arguments ?? {};
+  // Over JSON-RPC a failing call is an error with the tool's message; there is no error_type (§3.4).
+  const outcome = env.callTool(String(params.name), args as Record<string, unknown>);
+  return outcome.error ? rpcError(JSONRPC.INTERNAL_ERROR, outcome.error.message, id) : rpcResult(outcome.result, id);
 }
 
 /**
- * Answers one JSON-RPC request. `wsSessionId` is set when it came over `/ws`: then session/create
- * returns that session and session/close may not close it.
+ * Answers one JSON-RPC request. `ws` is set when it came over a socket (`/ws` or WS `/mcp`): then
+ * session/create returns that session, session/close may not close it, and tools/* use its env.
  */
-export function handleMcp(request: unknown, sessions: McpSessions, wsSessionId?: string): JsonRpcResponse {
-  if (!isPlainObject(request)) return rpcError(JSONRPC.INVALID_REQUEST, 'Invalid request: the request must be a JSON object');
-  const problem = requestProblem(request);
-  if (problem) return rpcError(JSONRPC.INVALID_REQUEST, `Invalid request: ${problem}`);
+export function handleMcp(request: unknown, sessions: McpSessions, ws?: { sessionId: string; env: EnvInstance }): JsonRpcResponse {
+  if (!isPlainObject(request)) return rpcError(JSONRPC.PARSE_ERROR);
+  const problems = requestProblems(request);
+  // Upstream's quirk: the -32600 reply's id is always null (§3.2).
+  if (problems.length > 0) return rpcError(JSONRPC.INVALID_REQUEST, `Invalid request: ${pydanticErrorText('JsonRpcRequest', problems)}`);
   const method = request.method as string;
-  const id = (request.id ?? null) as RpcId;
-  const params = 'params' in request ? request.params : {};
-  if (!isPlainObject(params)) return rpcError(JSONRPC.INVALID_PARAMS, 'Params must be an object', id);
+  const rawId = request.id ?? null;
+  const id = (typeof rawId === 'boolean' ? Number(rawId) : rawId) as RpcId;
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const wsSessionId = ws?.sessionId;
 
   if (method === 'openenv/session/create') {
     if (wsSessionId) return rpcResult({ session_id: wsSessionId }, id);
@@ -93,7 +129,9 @@ export function handleMcp(request: unknown, sessions: McpSessions, wsSessionId?:
     }
   }
   if (method === 'tools/list' || method === 'tools/call') {
-    return rpcError(JSONRPC.INTERNAL_ERROR, 'Environment does not support MCP', id);
+    const toolsParams = { ...params };
+    delete toolsParams.session_id;
+    return runOnEnv(sessions, ws?.env, requested, (env) => toolsMethod(method, toolsParams, env, id));
   }
   return rpcError(JSONRPC.METHOD_NOT_FOUND, `Method not found: ${method}`, id);
 }

@@ -16,8 +16,11 @@ import { SlotPool } from './slots.ts';
 export interface ProxyHostOptions extends AdmissionPolicy {
   /** Cap per replica; the name's pool holds this × replicas. */
   maxConcurrentEnvs: number;
-  /** Idle timeout in seconds: no frame either way for this long ends the session. */
-  sessionTimeoutSec: number;
+  /**
+   * Idle timeout in seconds: no frame either way for this long ends the session. null = none: a
+   * client that answers the server's pings is alive, however slowly it generates (a small GPU).
+   */
+  sessionTimeoutSec: number | null;
   /** Bound on the upstream WebSocket handshake and on forwarded HTTP calls, in ms. */
   connectTimeoutMs: number;
   maxMessageBytes: number;
@@ -113,7 +116,7 @@ export class ProxyHost implements EnvHost {
     /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
     let awaitingReplies = 0;
     const timeoutSec = this.opts.sessionTimeoutSec;
-    const idle = setTimeout(() => {
+    const idle = timeoutSec === null ? null : setTimeout(() => {
       const frame = awaitingReplies > 0
         ? errorFrame('SESSION_ERROR', `Upstream did not reply within ${timeoutSec} s`, { upstream: label })
         : idleTimeoutFrame(timeoutSec);
@@ -126,13 +129,13 @@ export class ProxyHost implements EnvHost {
     upstream.on('open', () => {
       connected = true;
       down.setHandler((data, isBinary) => {
-        idle.refresh();
+        idle?.refresh();
         awaitingReplies++;
         upstream.send(data, { binary: isBinary });
       });
     });
     upstream.on('message', (data, isBinary) => {
-      idle.refresh();
+      idle?.refresh();
       awaitingReplies = Math.max(0, awaitingReplies - 1);
       down.send(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]), isBinary);
     });
@@ -154,7 +157,7 @@ export class ProxyHost implements EnvHost {
     });
 
     down.onEnd(({ reason, clientCode }) => {
-      clearTimeout(idle);
+      if (idle) clearTimeout(idle);
       if (upstream.readyState === WebSocket.OPEN) upstream.close(sendableCloseCode(clientCode));
       else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
       this.replicaActive[replica]--;

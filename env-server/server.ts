@@ -29,8 +29,11 @@ export interface EnvServerOptions {
   queueTimeoutMs?: number;
   /** Idle timeout for built-in sessions, in s; null/undefined = off (OpenEnv's default). */
   sessionTimeoutSec?: number | null;
-  /** Idle timeout for proxied sessions, in s (default 300: always on). */
-  proxySessionTimeoutSec?: number;
+  /**
+   * Idle timeout for proxied sessions, in s. Default: `sessionTimeoutSec` (off unless set): the
+   * heartbeat already drops dead clients, and a live one may be slow to generate.
+   */
+  proxySessionTimeoutSec?: number | null;
   /** Largest accepted client message / HTTP body, in bytes (default 16 MiB, as uvicorn). */
   maxMessageBytes?: number;
   /** Remote OpenEnv servers: name → replica base URLs, served at `/envs/<name>`. */
@@ -94,7 +97,8 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   const maxMessageBytes = positiveInt(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, 'maxMessageBytes');
   const queueTimeoutMs = positiveNumber(options.queueTimeoutMs ?? 30_000, 'queueTimeoutMs');
   const sessionTimeoutSec = options.sessionTimeoutSec == null ? null : positiveNumber(options.sessionTimeoutSec, 'sessionTimeoutSec');
-  const proxySessionTimeoutSec = positiveNumber(options.proxySessionTimeoutSec ?? 300, 'proxySessionTimeoutSec');
+  const proxySessionTimeoutSec =
+    options.proxySessionTimeoutSec === undefined ? sessionTimeoutSec : options.proxySessionTimeoutSec === null ? null : positiveNumber(options.proxySessionTimeoutSec, 'proxySessionTimeoutSec');
   const connectTimeoutMs = positiveNumber(options.upstreamConnectTimeoutMs ?? 10_000, 'upstreamConnectTimeoutMs');
   const heartbeatMs = positiveNumber(options.heartbeatMs ?? 20_000, 'heartbeatMs');
   const log = options.logger ?? (() => {});

@@ -101,7 +101,7 @@ export function observationSchema(
 /** The base OpenEnv State schema: /schema always sends this one, never an env's subclass. */
 export const BASE_STATE_SCHEMA: JsonSchema = modelSchema({
   title: 'State',
-  description: 'Base class for environment state.',
+  description: 'Base class for environment state.\n\nRepresents internal environment state, separate from observations.',
   fields: [
     {
       name: 'episode_id',

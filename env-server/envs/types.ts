@@ -32,6 +32,14 @@ export interface EnvMetadata {
   documentation_url: string | null;
 }
 
+/** The five error kinds of an MCP tool call observation (specs/openenv-mcp.md §2.3). */
+export type ToolErrorType = 'execution_error' | 'invalid_args' | 'transport_error' | 'tool_not_found' | 'timeout';
+
+/** A tool call's outcome: FastMCP's call result, or a classified error (never both). */
+export type ToolCallOutcome =
+  | { result: Record<string, unknown>; error: null }
+  | { result: null; error: { error_type: ToolErrorType; message: string } };
+
 /** A live environment: one per session. Throwing from reset/step/state gives EXECUTION_ERROR with the message. */
 export interface EnvInstance {
   /** kwargs are the reset frame's `data` (unvalidated); the env picks what it understands (e.g. `seed`). */
@@ -39,6 +47,10 @@ export interface EnvInstance {
   step(action: Record<string, unknown>): WireObservation;
   state(): Record<string, unknown>;
   close(): void;
+  /** MCP environments only: JSON-RPC `tools/list` items (no step counted). */
+  listTools?(): Record<string, unknown>[];
+  /** MCP environments only: JSON-RPC `tools/call` (no step counted, no reward). */
+  callTool?(name: string, args: Record<string, unknown>): ToolCallOutcome;
 }
 
 export interface EnvDefinition {

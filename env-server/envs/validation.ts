@@ -11,7 +11,9 @@ const PYDANTIC_DOCS = 'https://errors.pydantic.dev/2.13/v/';
 export type FieldKind =
   | { kind: 'string'; minLength?: number }
   | { kind: 'int' }
-  | { kind: 'dict' };
+  | { kind: 'dict' }
+  /** A `Literal["…"]` string field (MCP's action `type` discriminators). */
+  | { kind: 'literal'; value: string };
 
 export interface ModelField {
   name: string;
@@ -120,6 +122,12 @@ function coerceField(field: ModelField, value: unknown): Coerced {
       return isPlainObject(value)
         ? { ok: true, value }
         : { ok: false, issue: issue('dict_type', loc, 'Input should be a valid dictionary', value) };
+    case 'literal': {
+      const expected = `'${field.type.value}'`;
+      return value === field.type.value
+        ? { ok: true, value }
+        : { ok: false, issue: issue('literal_error', loc, `Input should be ${expected}`, value, { expected }) };
+    }
   }
 }
 
@@ -175,6 +183,8 @@ function fieldTypeSchema(type: FieldKind): JsonSchema {
       return { type: 'integer' };
     case 'dict':
       return { type: 'object', additionalProperties: true };
+    case 'literal':
+      return { const: type.value, type: 'string' };
   }
 }
 

@@ -17,8 +17,9 @@ options:
   --queue                     over the cap, hold new sessions until a slot frees
                               (default: refuse at once with CAPACITY_REACHED, as OpenEnv)
   --queue-timeout S           longest wait in the queue, seconds (default 30)
-  --session-timeout S         idle timeout for built-in sessions, seconds (default off)
-  --proxy-session-timeout S   idle timeout for proxied sessions, seconds (default 300)
+  --session-timeout S         idle timeout for every session, seconds (default off: the
+                              WebSocket heartbeat drops dead clients; live ones may be slow)
+  --proxy-session-timeout S   idle timeout for proxied sessions only (default: --session-timeout)
   --max-message-bytes N       largest client message / HTTP body (default 16777216)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
                               repeatable

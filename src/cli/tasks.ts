@@ -2,7 +2,10 @@
 // examples, catch with one-word observations for tiny models, or any OpenEnv base URL.
 
 import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
+import { envProtocol } from '../openenv/index.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
+import type { DatasetRow } from '../rl/env.ts';
+import { mcpTask } from '../rl/mcp-task.ts';
 import { EXAMPLES } from '../rl/prompts.ts';
 import type { ChatTemplateTask } from '../rl/run-example.ts';
 
@@ -18,14 +21,23 @@ export function builtinEnvUrls(base: string): Record<'echo' | 'catch' | 'wordle'
 
 /**
  * `--env`: a task name (in-process env-server) or an OpenEnv base URL; a URL whose last segment is
- * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata.
+ * echo/catch/wordle is that task, any other (a Hugging Face Space) is told by its /metadata, and an
+ * MCP env that none of the tasks knows trains with its own tools and rewards on `prompts()`.
  */
-export async function resolveEnv(env: string): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
+export async function resolveEnv(
+  env: string,
+  prompts: () => Promise<DatasetRow[]> = async () => [],
+): Promise<{ name: string; task: ChatTemplateTask; url: string | null }> {
   if (/^(https?|wss?):\/\//.test(env)) {
     const url = env.replace(/\/+$/, '');
     const last = new URL(url).pathname.split('/').pop() ?? '';
-    const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
-    return { name, task: TASKS[name]!, url };
+    if (BUILTIN[last]) return { name: last, task: TASKS[last]!, url };
+    const httpUrl = url.replace(/^ws/, 'http');
+    const known = await taskFromMetadata(httpUrl).catch((err: Error) => err);
+    if (typeof known === 'string') return { name: known, task: TASKS[known]!, url };
+    // None of the tasks: an MCP env still trains, with its own tools and rewards.
+    if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') throw known;
+    return { name: 'mcp', task: await mcpTask(httpUrl, await prompts()), url };
   }
   const task = TASKS[env];
   if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);

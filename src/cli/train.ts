@@ -8,7 +8,9 @@ import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/checkpoint.ts';
 import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
-import { jsonSafe } from '../rl/metrics.ts';
+import type { DatasetRow } from '../rl/env.ts';
+import { parsePromptDataset } from '../rl/mcp-task.ts';
+import { jsonSafe, ToolFailureTally } from '../rl/metrics.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { adapterFiles } from '../rl/run.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
@@ -33,6 +35,9 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
   --dataset-size N        rows of the example dataset (default: the example's)
   --weight-dtype auto|f16|f32  storage of the frozen weights (full fine-tuning needs f32)
+  --prompt TEXT           prompt for an MCP env that none of the tasks knows (repeatable); the
+                          model gets the env's tools (tools/list) and the env's own rewards
+  --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}; progress
 with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
@@ -52,6 +57,8 @@ interface Args {
   resume: string | null;
   datasetSize: number | undefined;
   weightDtype: 'auto' | 'f16' | 'f32';
+  prompts: string[];
+  dataset: string | null;
   flags: string[];
 }
 
@@ -66,6 +73,8 @@ const OWN_OPTIONS: OptionTable = {
   resume: { type: 'string' },
   'dataset-size': { type: 'string' },
   'weight-dtype': { type: 'string' },
+  prompt: { type: 'string', multiple: true },
+  dataset: { type: 'string' },
 };
 
 /** Every GRPOConfig key is a `--KEY value` flag (TRL's names), validated by applyConfigFlags. */
@@ -113,6 +122,8 @@ function parseArgs(argv: string[]): Args | 'help' {
     resume: str(p, 'resume') ?? null,
     datasetSize: str(p, 'dataset-size') === undefined ? undefined : intOption(p, 'dataset-size', 1, 1),
     weightDtype: choiceOption(p, 'weight-dtype', ['auto', 'f16', 'f32'] as const, 'auto'),
+    prompts: (p.values.prompt as string[] | undefined) ?? [],
+    dataset: str(p, 'dataset') ?? null,
     flags: Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [`--${k}=${str(p, k)}`])),
   };
 }
@@ -184,7 +195,14 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const { name, task, url } = await resolveEnv(args.env);
+  const prompts = async (): Promise<DatasetRow[]> => [
+    ...args.prompts.map((content): DatasetRow => ({ prompt: [{ role: 'user', content }] })),
+    ...(args.dataset ? parsePromptDataset(await readFile(args.dataset, 'utf8'), args.dataset) : []),
+  ];
+  const { name, task, url } = await resolveEnv(args.env, prompts);
+  if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
+  }
   const config = await buildConfig(task, args);
 
   let resume: TrainerCheckpoint | undefined;
@@ -268,10 +286,15 @@ export async function run(argv: string[]): Promise<number> {
       resume,
       signal: ctrl.signal,
     });
+    // A run where every tool call failed trained on env errors: it must not look like success.
+    const tally = new ToolFailureTally();
     for await (const e of events) {
       printEvent(e, config.log_completions);
       watch.event(e);
       if (e.phase === 'sft' && e.step === e.totalSteps) watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, 1);
+      if (e.phase !== 'grpo') continue;
+      for (const warning of e.warnings ?? []) progress.line(`webgrpo train: warning: step ${e.step}: ${warning}`);
+      tally.add(e.metrics);
     }
     if (stoppedBy) {
       const saved: string[] = [];
@@ -284,6 +307,10 @@ export async function run(argv: string[]): Promise<number> {
     if (args.output && config.train_mode === 'lora') {
       const adapter = await exportAdapter(engine, args.model, args.output);
       console.log(JSON.stringify({ phase: 'done', adapter }));
+    }
+    if (tally.everyCallFailed) {
+      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
+      return 1;
     }
     return 0;
   } finally {

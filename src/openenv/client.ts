@@ -4,6 +4,7 @@
 // timeout) are kept, so the next call reports them even if the server already closed the socket.
 
 import { OpenEnvError } from './errors.ts';
+import { parseToolList, toolCallValue, type McpTool } from './mcp.ts';
 import { createSocket, SOCKET_OPEN, type SocketLike } from './socket.ts';
 import type { ErrorFrameData, JsonRpcRequest, JsonRpcResponse, ServerFrame, StepResult } from './types.ts';
 import { wsUrl } from './url.ts';
@@ -59,6 +60,21 @@ export class OpenEnvSession<O = Record<string, unknown>> {
 
   mcp(request: JsonRpcRequest): Promise<JsonRpcResponse> {
     return this.request({ type: 'mcp', data: request }, 'mcp') as Promise<JsonRpcResponse>;
+  }
+
+  /** MCP envs: a `list_tools` step (it counts as a step, as in OpenEnv; Python caches it, callers may too). */
+  async listTools(): Promise<McpTool[]> {
+    const result = await this.step({ type: 'list_tools' });
+    return parseToolList(result.observation);
+  }
+
+  /**
+   * MCP envs: a `call_tool` step. Returns the step (its envelope carries the env's reward) and the value
+   * Python's `call_tool` returns; an `error` in the observation throws McpToolError with Python's text.
+   */
+  async callTool(name: string, args: Record<string, unknown> = {}): Promise<{ value: unknown; step: StepResult<O> }> {
+    const step = await this.step({ type: 'call_tool', tool_name: name, arguments: args });
+    return { value: toolCallValue(step.observation), step };
   }
 
   /** Sends `{"type":"close"}` and waits (bounded) for the server to close the socket. Idempotent. */

@@ -4,3 +4,5 @@ export { withEpisode, type EpisodeOptions } from './episode.ts';
 export { OpenEnvError, type OpenEnvErrorCode } from './errors.ts';
 export { wsUrl } from './url.ts';
 export type * from './types.ts';
+export { McpToolError, detectProtocol, parseToolList, protocolFromSchema, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool, type McpToolErrorType } from './mcp.ts';
+export { envProtocol, wsMcpProbe } from './protocol.ts';

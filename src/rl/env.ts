@@ -11,6 +11,11 @@ export type DatasetRow = { prompt: ChatMessage[] } & Record<string, unknown>;
 export interface Tool {
   declaration: ToolDeclaration;
   /**
+   * The schema the model sees, when the env supplies it (an MCP tool's input schema); otherwise it is
+   * built from `declaration` as transformers does. With it, arguments are checked by the env, not here.
+   */
+  schema?: ToolSchema;
+  /**
    * 'sync' tools run one after another in call order (each awaited); 'async' tools (Python coroutine
    * functions) of a turn run concurrently and their results come after the sync ones. Default 'sync'.
    */
@@ -57,7 +62,12 @@ export function envTools(env: ToolEnv): Tool[] {
 
 /** The schemas the chat template renders, in tool order. */
 export function envToolSchemas(env: ToolEnv): ToolSchema[] {
-  return envTools(env).map((t) => toolSchema(t.declaration));
+  return envTools(env).map(toolSchemaOf);
+}
+
+/** The schema a tool is rendered with. */
+export function toolSchemaOf(tool: Tool): ToolSchema {
+  return tool.schema ?? toolSchema(tool.declaration);
 }
 
 /**

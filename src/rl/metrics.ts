@@ -77,6 +77,36 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
   };
 }
 
+/**
+ * A step where the model called tools and every call failed is almost never learning: the env is gone
+ * or speaks another protocol. Said on every such step (TRL only logs failure_frequency 1).
+ */
+export function stepWarnings(metrics: Metrics): string[] {
+  const calls = metrics['tools/call_frequency'] ?? 0;
+  const failures = metrics['tools/failure_frequency'] ?? 0;
+  if (calls > 0 && failures === 1) {
+    return ['every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.'];
+  }
+  return [];
+}
+
+/** Whether a whole run's tool calls all failed, from its steps' metrics (steps without calls say nothing). */
+export class ToolFailureTally {
+  stepsWithCalls = 0;
+  stepsAllFailed = 0;
+
+  add(metrics: Metrics): void {
+    if ((metrics['tools/call_frequency'] ?? 0) <= 0) return;
+    this.stepsWithCalls++;
+    if (metrics['tools/failure_frequency'] === 1) this.stepsAllFailed++;
+  }
+
+  /** The model called tools and not one call of the run succeeded. */
+  get everyCallFailed(): boolean {
+    return this.stepsWithCalls > 0 && this.stepsAllFailed === this.stepsWithCalls;
+  }
+}
+
 export function stepMetrics(input: StepMetricsInput): Metrics {
   const m: Metrics = {
     loss: input.loss,

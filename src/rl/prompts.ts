@@ -62,7 +62,8 @@ function userRow(content: string, extra: Record<string, unknown> = {}): DatasetR
 export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi';
 
 export interface ExampleTask {
-  name: ExampleName;
+  /** `mcp`: the generic task of any MCP env (src/rl/mcp-task.ts). */
+  name: ExampleName | 'mcp';
   /** The example's dataset (`size` rows where the script has a --dataset-size). */
   dataset(size?: number): DatasetRow[];
   /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`). */

@@ -9,12 +9,11 @@
 import type { ToolCall } from '../model/chat-template.ts';
 import { renderChat, type ChatMessage } from '../model/chat-template.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import { EnvPool, envTools, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
+import { EnvPool, envTools, toolSchemaOf, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
 import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type RolloutEngine, type RolloutStats, type TurnRequest } from './episode.ts';
 import { parseResponse } from './parse.ts';
 import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
-import { toolSchema } from './schema.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
 
@@ -157,7 +156,7 @@ export interface PromptRenderInput {
 
 /** The exact prompt the model sees (§4): rendered with the env's tool schemas and the generation prompt. */
 export function renderPrompt(input: PromptRenderInput): { text: string; ids: number[] } {
-  const schemas = input.tools.map((t) => toolSchema(t.declaration));
+  const schemas = input.tools.map(toolSchemaOf);
   const text = renderChat(input.template, input.prompt, {
     tools: schemas.length > 0 ? schemas : null,
     addGenerationPrompt: true,
@@ -320,10 +319,6 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   rollout.toolCalls += result.calls;
   rollout.toolFailures += result.failures;
   markStubborn(episode, result.failedCalls, stubbornThreshold);
-  if (result.envFailure) {
-    rollout.error = `env failed during a tool call: ${result.envFailure.message}`;
-    return null;
-  }
   const suffix = toolSuffixIds(ctx, result.messages);
   const used = rollout.completionIds.length + suffix.length;
   if (used > config.max_completion_length || rollout.promptIds.length + used >= maxModelLen) return null;

@@ -57,6 +57,7 @@ async function playEpisode(
   row: DatasetRow,
   policy: (lastObservation: string, turn: number) => ToolCall | null,
   maxTurns: number,
+  baseUrl: string,
 ): Promise<Transcript> {
   const observation = await env.reset(row);
   const prompt = structuredClone(row.prompt);
@@ -70,7 +71,14 @@ async function playEpisode(
       if (!action) break;
       messages.push({ role: 'assistant', content: '', tool_calls: [action] });
       const result = await executeToolCalls(envTools(env), [action]);
-      if (result.envFailure) throw result.envFailure;
+      // A warm-up teaches whatever its transcripts show: an env error in one would teach the model
+      // to expect errors (or that a broken env is normal). Stop and name it instead.
+      if (result.failures > 0) {
+        throw new Error(
+          `scripted warm-up: the env at ${baseUrl} answered the solver's ${action.function.name}(${JSON.stringify(action.function.arguments)}) ` +
+            `with an error, so its transcripts cannot be trained on: ${result.errors[0]}`,
+        );
+      }
       messages.push(...result.messages);
       const content = result.messages[result.messages.length - 1]!.content;
       seen = typeof content === 'string' ? content : '';
@@ -90,7 +98,7 @@ export async function catchTranscripts(opts: { baseUrl: string; episodes: number
     const env = new CatchEnv(opts.baseUrl, open);
     const row: DatasetRow = { prompt: [{ role: 'user', content: CATCH_PROMPT }] };
     // The ball needs 9 steps to land; after that the env raises "Episode is done.", so stop there.
-    out.push(await playEpisode(env, row, (obs) => (env.done ? null : catchAction(obs)), 9));
+    out.push(await playEpisode(env, row, (obs) => (env.done ? null : catchAction(obs)), 9, opts.baseUrl));
   }
   return out;
 }
@@ -102,7 +110,7 @@ export async function compactCatchTranscripts(opts: { baseUrl: string; episodes:
   for (let i = 0; i < opts.episodes; i++) {
     const env = new CompactCatchEnv(opts.baseUrl, open);
     const row: DatasetRow = { prompt: [{ role: 'user', content: COMPACT_CATCH_PROMPT }] };
-    out.push(await playEpisode(env, row, (obs) => (env.done ? null : { type: 'function', function: compactCatchAction(obs) }), 9));
+    out.push(await playEpisode(env, row, (obs) => (env.done ? null : { type: 'function', function: compactCatchAction(obs) }), 9, opts.baseUrl));
   }
   return out;
 }
@@ -121,7 +129,7 @@ export async function echoTranscripts(opts: { baseUrl: string; episodes: number;
   for (let i = 0; i < opts.episodes; i++) {
     const prompt = ECHO_PROMPTS[i % ECHO_PROMPTS.length]!;
     const env = new EchoToolEnv(opts.baseUrl, open);
-    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message: echoTarget(prompt) }) : null), 1));
+    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message: echoTarget(prompt) }) : null), 1, opts.baseUrl));
   }
   return out;
 }
@@ -140,7 +148,7 @@ export async function wordleTranscripts(opts: { baseUrl: string; episodes: numbe
       return call('guess', { guess: `[${solver.next()}]` });
     };
     // Wordle allows 6 guesses; the solver never makes an invalid move, so that is at most 6 calls.
-    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: WORDLE_PROMPT }] }, policy, 6));
+    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: WORDLE_PROMPT }] }, policy, 6, opts.baseUrl));
   }
   return out;
 }

@@ -1,9 +1,10 @@
 // Executing one assistant turn's tool calls against an env (grpo-semantics.md §6). Every call counts;
-// every error becomes the tool message `{'error': '<msg>'}` (Python repr) and counts as a failure —
-// except an EnvFailure (the env itself is gone), which stops the rollout as unscorable.
+// every error becomes the tool message `{'error': '<msg>'}` (Python repr) and counts as a failure, as
+// TRL does — env errors included (a refused action, an MCP tool error, even a dropped connection): the
+// model reads what went wrong and the episode goes on. `tools/failure_frequency` shows them.
 
 import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
-import { EnvFailure, type Tool } from './env.ts';
+import type { Tool } from './env.ts';
 import { pyStr } from './pyrepr.ts';
 
 export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
@@ -12,10 +13,10 @@ export interface ToolTurnResult {
   messages: ToolMessage[];
   calls: number;
   failures: number;
-  /** The calls that failed (a tool error or a bad call), in the order they failed. */
+  /** The error texts of the failed calls, in order (for warm-ups that must not train on them). */
+  errors: string[];
+  /** The calls that failed (a tool error, an env error or a bad call), in the order they failed. */
   failedCalls: ToolCall[];
-  /** Set when the env failed; `messages` are then incomplete and must not be used. */
-  envFailure?: EnvFailure;
 }
 
 /** Python's type name, for the `argument after ** must be a mapping` error. */
@@ -41,6 +42,8 @@ export function argumentError(tool: Tool, args: unknown): string | null {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
     return `${name}() argument after ** must be a mapping, not ${pyTypeName(args)}`;
   }
+  // A tool with the env's own schema (MCP) is checked by the env, which answers in its own words.
+  if (tool.schema) return null;
   const params = tool.declaration.parameters;
   for (const key of Object.keys(args)) {
     if (!params.some((p) => p.name === key)) return `${name}() got an unexpected keyword argument '${key}'`;
@@ -65,15 +68,14 @@ function toolMessage(name: string, result: unknown): ToolMessage {
 export async function executeToolCalls(tools: readonly Tool[], calls: readonly ToolCall[]): Promise<ToolTurnResult> {
   const byName = new Map(tools.map((t) => [t.declaration.name, t]));
   const messages: ToolMessage[] = [];
-  const pending: { name: string; call: ToolCall; run: () => unknown }[] = [];
+  const pending: { call: ToolCall; run: () => unknown }[] = [];
+  const errors: string[] = [];
   const failedCalls: ToolCall[] = [];
-  let failures = 0;
-  const fail = (call: ToolCall, err: unknown): ToolTurnResult | null => {
-    if (err instanceof EnvFailure) return { messages, calls: calls.length, failures, failedCalls, envFailure: err };
-    failures++;
+  const fail = (call: ToolCall, err: unknown): void => {
+    const name = call.function.name;
+    errors.push(errorText(err));
     failedCalls.push(call);
-    messages.push(toolMessage(call.function.name, { error: errorText(err) }));
-    return null;
+    messages.push(toolMessage(name, { error: errorText(err) }));
   };
 
   for (const call of calls) {
@@ -88,24 +90,20 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     const args = call.function.arguments as Record<string, unknown>;
     if (tool!.kind === 'async') {
       // Like a Python coroutine: bound now, run concurrently with the other async calls after the sync ones.
-      pending.push({ name, call, run: () => tool!.call(args) });
+      pending.push({ call, run: () => tool!.call(args) });
       continue;
     }
     try {
       messages.push(toolMessage(name, await tool!.call(args)));
     } catch (err) {
-      const stop = fail(call, err);
-      if (stop) return stop;
+      fail(call, err);
     }
   }
   const settled = await Promise.allSettled(pending.map((p) => Promise.resolve().then(p.run)));
   for (let i = 0; i < settled.length; i++) {
     const outcome = settled[i];
-    if (outcome.status === 'fulfilled') messages.push(toolMessage(pending[i].name, outcome.value));
-    else {
-      const stop = fail(pending[i].call, outcome.reason);
-      if (stop) return stop;
-    }
+    if (outcome.status === 'fulfilled') messages.push(toolMessage(pending[i].call.function.name, outcome.value));
+    else fail(pending[i].call, outcome.reason);
   }
-  return { messages, calls: calls.length, failures, failedCalls };
+  return { messages, calls: calls.length, failures: errors.length, errors, failedCalls };
 }

@@ -10,7 +10,7 @@ import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from './config.ts';
 import type { DatasetRow } from './env.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
-import { stepMetrics, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
+import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
 import { hashInts, permutation, Purpose } from './random.ts';
 import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
@@ -84,6 +84,8 @@ export interface StepEvent {
   unscorable: { rollout: number; reason: string }[];
   /** Set when a checkpoint was written after this step. */
   checkpoint?: string;
+  /** Problems to say out loud (e.g. every tool call failed); absent when there are none. */
+  warnings?: string[];
 }
 
 export class TrainingError extends Error {
@@ -442,7 +444,7 @@ function stepEvent(
   });
   metrics.epoch = (gen.g + 1) / plan.generationsPerEpoch;
   if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
-  return {
+  const event: StepEvent = {
     step: counters.step,
     totalSteps: counters.totalSteps,
     epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(gen.g / plan.generationsPerEpoch) : 0,
@@ -450,4 +452,7 @@ function stepEvent(
     completions: gen.completions.map((s) => ({ ...s, step: counters.step })),
     unscorable: gen.unscorable,
   };
+  const warnings = stepWarnings(metrics);
+  if (warnings.length > 0) event.warnings = warnings;
+  return event;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { echoEnv } from '../../env-server/envs/echo.ts';
+import { legacyEchoEnv as echoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { wire } from './wire.ts';
 
 describe('echo env (legacy EchoAction/EchoObservation)', () => {

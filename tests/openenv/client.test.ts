@@ -33,7 +33,8 @@ describe('OpenEnvSession', () => {
   it('reset / step / state / close against the env-server', async () => {
     const server = await servers.start();
     const session = await connect(`${server.url}/envs/echo`);
-    expect(await session.reset()).toEqual({ observation: { echoed_message: 'Echo environment ready!', message_length: 0 }, reward: 0, done: false });
+    // The built-in echo is current OpenEnv's MCP echo (reset `{}`) and still takes the older {message} action.
+    expect(await session.reset()).toEqual({ observation: {}, reward: 0, done: false });
     expect(await session.step({ message: 'abc' })).toEqual({ observation: { echoed_message: 'abc', message_length: 3 }, reward: 0.30000000000000004, done: false });
     expect((await session.state()).step_count).toBe(1);
     expect((await session.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 })).jsonrpc).toBe('2.0');

@@ -36,13 +36,22 @@ function solverAction(observation: string): 'left' | 'right' | 'stay' {
 }
 
 describe('example envs over the built-in env-server', () => {
-  it('echo: the echoed message and 0.1 per code point', async () => {
+  it('echo: the echoed message and 0.1 per code point, through call_tool echo_message (the built-in echo is an MCP env)', async () => {
     const env = new EchoToolEnv(`${server.url}/envs/echo`, open);
-    expect(await env.reset(row)).toBeNull();
-    expect(await env.echo('Hello World!')).toBe('Hello World!');
-    expect(env.reward).toBe(1.2000000000000002);
-    await expect(env.echo('')).rejects.toThrow(/^Server error: Invalid message/);
-    await env.close();
+    try {
+      expect(await env.reset(row)).toBeNull();
+      expect(await env.echo('Hello World!')).toBe('Hello World!');
+      expect(env.reward).toBe(1.2000000000000002);
+      // The MCP echo allows an empty message (openenv-mcp.md §1).
+      expect(await env.echo('')).toBe('');
+      expect(env.reward).toBe(0);
+      // A tool error reads as the Python client raises it.
+      await expect(env.echo(5)).rejects.toThrow(
+        /^Tool 'echo_message' failed: 1 validation error for call\[echo_message\]\nmessage\n {2}Input should be a valid string .* \(type: execution_error\)$/s,
+      );
+    } finally {
+      await env.close();
+    }
   });
 
   it('catch: grid text, a caught ball is reward 1, then "Episode is done."', async () => {

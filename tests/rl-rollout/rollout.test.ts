@@ -196,14 +196,16 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     expect(r.completion).toEqual([{ role: 'assistant', content: 'word' + ' word'.repeat(7) }]);
   });
 
-  it('env failures make a rollout unscorable with the reason, and the others go on', async () => {
-    const engine = new FakeEngine(tok, policyFrom({ A: [callText('die', {}) + EOS], B: [callText('echo', { message: 'x' }) + EOS, 'ok' + EOS] }));
+  it('a failed reset makes a rollout unscorable; an env failure in a tool call is the tool result (TRL), and the episode goes on', async () => {
+    const engine = new FakeEngine(tok, policyFrom({ A: [callText('die', {}) + EOS, 'sorry' + EOS], B: [callText('echo', { message: 'x' }) + EOS, 'ok' + EOS] }));
     const rs = await runRollouts({
       engine, tokenizer: tok, rows: rows('A', 'B', { prompt: [{ role: 'user', content: 'C' }], failReset: true }),
       envFactory: () => new LocalEnv(), config: config(), seed: 9,
     });
-    expect(rs[0].error).toBe('env failed during a tool call: Connection closed: 1006 ""');
-    expect(rs[0].completion).toHaveLength(1);
+    expect(rs[0].error).toBeUndefined();
+    expect(rs[0].completion[1]).toEqual({ role: 'tool', name: 'die', content: `{'error': 'Connection closed: 1006 ""'}` });
+    expect(rs[0].completion).toHaveLength(3);
+    expect([rs[0].toolCalls, rs[0].toolFailures]).toEqual([1, 1]);
     expect(rs[1].error).toBeUndefined();
     expect(rs[1].completion).toHaveLength(3);
     expect(rs[2].error).toMatch(/^reset failed: Server at capacity/);
@@ -236,6 +238,7 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     const script = [
       callText('move', { direction: 'left' }) + EOS,
       `${callText('move', { direction: 'up' })}\n${callText('stay', {})}${EOS}`,
+      'The connection dropped.' + EOS,
     ];
     const engine = new FakeEngine(tok, (context) => script[context.split('<|im_start|>assistant\n').length - 2]);
     const [r] = await runRollouts({
@@ -244,11 +247,13 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     });
     expect(log.actions[0]).toEqual([{ action_id: 0, game_name: 'catch', game_params: {} }, { action_id: 1, game_name: 'catch', game_params: {} }]);
     expect(r.completion[1]).toEqual({ role: 'tool', name: 'move', content: 'Ball: row 2/10, column 1/5\nPaddle: column 2/5\nThe ball is 1 column(s) to the LEFT of the paddle.' });
-    // The failed iteration's tool messages are not kept: the completion ends with the unexecuted turn.
-    expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
+    // Both failures are tool results the model reads (TRL): the bad argument and the dropped connection.
+    expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant', 'tool', 'tool', 'assistant']);
+    expect(r.completion[4]).toMatchObject({ role: 'tool', name: 'stay' });
+    expect((r.completion[4] as { content: string }).content).toMatch(/^\{'error': 'Connection to ws:\/\/env\/catch\/ws closed: 1006 ""/);
     expect(r.toolCalls).toBe(3);
-    expect(r.toolFailures).toBe(1); // move('up'); the dropped connection is an env failure, not a tool failure
-    expect(r.error).toMatch(/^env failed during a tool call: Connection to ws:\/\/env\/catch\/ws closed/);
+    expect(r.toolFailures).toBe(2);
+    expect(r.error).toBeUndefined();
     expect(log.closed).toBe(1);
     expect(r.env).toBeInstanceOf(CatchEnv);
   });

@@ -40,7 +40,7 @@ describe('executeToolCalls (grpo-semantics.md §6)', () => {
     const result = await executeToolCalls(tools, [call('add', { a: 1, b: 2 }), call('boom'), call('nope'), call('flag')]);
     expect(result.calls).toBe(4);
     expect(result.failures).toBe(2);
-    expect(result.envFailure).toBeUndefined();
+    expect(result.errors).toEqual(["Invalid direction 'up': must be 'left' or 'right'.", 'Tool nope not found.']);
     expect(result.messages).toEqual([
       { role: 'tool', name: 'add', content: '3' },
       { role: 'tool', name: 'boom', content: `{'error': "Invalid direction 'up': must be 'left' or 'right'."}` },
@@ -84,10 +84,14 @@ describe('executeToolCalls (grpo-semantics.md §6)', () => {
     expect(result.failures).toBe(2);
   });
 
-  it('an env failure stops the turn and is reported, not turned into a message', async () => {
+  it("an env failure (the env gone) is the tool's result text, as TRL does, and the turn goes on", async () => {
     const result = await executeToolCalls(tools, [call('add', { a: 1 }), call('gone'), call('add', { a: 2 })]);
-    expect(result.envFailure).toBeInstanceOf(EnvFailure);
-    expect(result.envFailure!.message).toContain('Connection closed');
+    expect(result.messages).toEqual([
+      { role: 'tool', name: 'add', content: '1' },
+      { role: 'tool', name: 'gone', content: `{'error': 'Connection closed: 1006 ""'}` },
+      { role: 'tool', name: 'add', content: '2' },
+    ]);
+    expect([result.calls, result.failures]).toEqual([3, 1]);
   });
 });
 

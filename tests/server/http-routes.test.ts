@@ -3,6 +3,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EnvServer } from '../../env-server/server.ts';
+import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { expectNoLeaks, Servers } from './helpers.ts';
 
 const servers = new Servers();
@@ -29,8 +30,9 @@ describe('env HTTP routes (§2)', () => {
   });
 
   it('POST /reset with no body, {}, extras, and the seed/episode_id 422s', async () => {
-    const server = await servers.start();
-    const ready = '{"observation":{"echoed_message":"Echo environment ready!","message_length":0},"reward":0,"done":false}';
+    // The base spec's (pre-MCP) echo; rewards are written as Python floats.
+    const server = await servers.start({ envs: { echo: legacyEchoEnv } });
+    const ready = '{"observation":{"echoed_message":"Echo environment ready!","message_length":0},"reward":0.0,"done":false}';
     expect(await call(server, 'POST', '/envs/echo/reset')).toMatchObject({ status: 200, text: ready });
     expect(await call(server, 'POST', '/envs/echo/reset', '{}')).toMatchObject({ status: 200, text: ready });
     expect(await call(server, 'POST', '/envs/echo/reset', '{"seed": 3, "anything": [1]}')).toMatchObject({ status: 200, text: ready });
@@ -92,13 +94,20 @@ describe('env HTTP routes (§2)', () => {
     });
     const empty = JSON.parse((await call(server, 'POST', '/envs/echo/mcp', '{}')).text);
     expect(empty).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
-    expect((await call(server, 'POST', '/envs/echo/mcp', '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"},"id":7}')).text).toBe(
+    // catch is not an MCP env (echo is: tests/server/mcp-echo.test.ts).
+    expect((await call(server, 'POST', '/envs/catch/mcp', '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"},"id":7}')).text).toBe(
       '{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Environment does not support MCP","data":null}}',
     );
-    expect(JSON.parse((await call(server, 'POST', '/envs/echo/mcp', '{"jsonrpc":"2.0","method":"tools/list","params":[1],"id":8}')).text).error).toEqual({
-      code: -32602,
-      message: 'Params must be an object',
-      data: null,
+    // params must be an object: -32600 with pydantic's text, and id null (openenv-mcp.md §3.2).
+    expect(JSON.parse((await call(server, 'POST', '/envs/echo/mcp', '{"jsonrpc":"2.0","method":"tools/list","params":[1],"id":8}')).text)).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: -32600,
+        message:
+          'Invalid request: 1 validation error for JsonRpcRequest\nparams\n  Input should be a valid dictionary [type=dict_type, input_value=[1], input_type=list]\n    For further information visit https://errors.pydantic.dev/2.13/v/dict_type',
+        data: null,
+      },
     });
     await expectNoLeaks(server);
   });

@@ -249,6 +249,36 @@ describe('proxy failures reach the client as SESSION_ERROR naming the upstream',
   });
 });
 
+describe('proxy liveness', () => {
+  it('by default a proxied session idle far longer than the heartbeat stays open: a live client is never reaped', async () => {
+    const { server: upstream } = await upstreamServer();
+    // Heartbeat every 50 ms: the client (ws answers pings itself) proves it is alive ~12 times while idle.
+    const proxy = await servers.start({ envs: {}, heartbeatMs: 50, upstreams: { remote: [`${upstream.url}/envs/echo`] } });
+    const c = await RawClient.open(wsBase(proxy, 'remote'));
+    c.send('{"type":"reset"}');
+    await c.next();
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(c.pending).toBe(0);
+    c.send('{"type":"step","data":{"message":"late"}}');
+    expect((await c.nextJson()).data.observation.echoed_message).toBe('late');
+    c.ws.close();
+    await c.waitClosed();
+    await expectNoLeaks(proxy);
+    await expectNoLeaks(upstream);
+  });
+
+  it('--session-timeout (sessionTimeoutSec) also bounds proxied sessions when asked for', async () => {
+    const { server: upstream } = await upstreamServer();
+    const proxy = await servers.start({ envs: {}, sessionTimeoutSec: 0.3, upstreams: { remote: [`${upstream.url}/envs/echo`] } });
+    const c = await RawClient.open(wsBase(proxy, 'remote'));
+    c.send('{"type":"reset"}');
+    await c.next();
+    expectSameJson(await withTimeout(c.next(), 'idle frame'), '{"type":"error","data":{"message":"Session idle timeout (0.3 s)","code":"SESSION_ERROR"}}');
+    expect(await c.waitClosed()).toEqual({ code: 1000, reason: '' });
+    await expectNoLeaks(proxy);
+  });
+});
+
 describe('proxy HTTP', () => {
   it('forwards the stateless routes to the upstream, status and body unchanged', async () => {
     const { server: upstream } = await upstreamServer();

@@ -3,8 +3,12 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { echoEnv } from '../../env-server/envs/echo.ts';
+import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import type { EnvDefinition } from '../../env-server/envs/types.ts';
 import { expectNoLeaks, expectSameJson, RawClient, Servers, wsBase } from './helpers.ts';
+
+/** The base spec's echo, before MCP (`/envs/echo` is now the MCP echo: tests/server/mcp-echo.test.ts). */
+const LEGACY_ECHO = { envs: { echo: legacyEchoEnv } };
 
 const servers = new Servers();
 afterEach(() => servers.closeAll());
@@ -20,7 +24,7 @@ const brokenEnv: EnvDefinition = {
 
 describe('/ws exchanges of specs/openenv-protocol.md §4', () => {
   it('(a) legacy echo: reset, step, state, validation error, close', async () => {
-    const server = await servers.start();
+    const server = await servers.start(LEGACY_ECHO);
     const c = await RawClient.open(wsBase(server, 'echo'));
     c.send('{"type": "reset", "data": {}}');
     expectSameJson(await c.next(), '{"type":"observation","data":{"observation":{"echoed_message":"Echo environment ready!","message_length":0},"reward":0.0,"done":false}}');
@@ -102,7 +106,7 @@ describe('/ws envelope rules (§3.2) and error codes (§3.3)', () => {
   });
 
   it('reset data is optional and unvalidated; a step wrapped as {"action": …} is rejected', async () => {
-    const server = await servers.start();
+    const server = await servers.start(LEGACY_ECHO);
     const c = await RawClient.open(wsBase(server, 'echo'));
     c.send('{"type":"reset"}');
     expect((await c.nextJson()).type).toBe('observation');
@@ -189,7 +193,7 @@ describe('/ws envelope rules (§3.2) and error codes (§3.3)', () => {
   });
 
   it('mcp frames: tools/* say the env does not support MCP; session/create names this session', async () => {
-    const server = await servers.start();
+    const server = await servers.start(LEGACY_ECHO);
     const c = await RawClient.open(wsBase(server, 'echo'));
     c.send('{"type":"mcp","data":{"jsonrpc":"2.0","method":"tools/list","id":1}}');
     expectSameJson(await c.next(), '{"type":"mcp","data":{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Environment does not support MCP","data":null}}}');

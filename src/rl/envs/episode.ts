@@ -3,13 +3,17 @@
 // the server rejecting an action (a tool error the model sees, like Python's `Server error: …`) and the
 // env being gone (refused, dropped, timed out: an EnvFailure that makes the rollout unscorable).
 
-import { OpenEnvError, withEpisode, type EpisodeOptions, type StepResult } from '../../openenv/index.ts';
+import { envProtocol, OpenEnvError, withEpisode, type EnvProtocol, type EpisodeOptions, type JsonRpcRequest, type JsonRpcResponse, type StepResult } from '../../openenv/index.ts';
 import { EnvFailure } from '../env.ts';
 
 export interface EpisodeSession {
   /** The reset observation. */
   readonly first: StepResult;
+  /** How the env takes actions (specs/openenv-mcp.md §6); absent = the older action form. */
+  readonly protocol?: EnvProtocol;
   step(action: Record<string, unknown>): Promise<StepResult>;
+  /** A JSON-RPC request over the episode's socket (`mcp-rpc` envs call their tools this way). */
+  mcp?(request: JsonRpcRequest): Promise<JsonRpcResponse>;
   close(): Promise<void>;
 }
 
@@ -22,7 +26,9 @@ export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): Op
 }
 
 /** One episode over `withEpisode` (connect, reset with `options.reset`, retry refusals, close). */
-export function openEpisode(baseUrl: string, options: EpisodeOptions = {}): Promise<EpisodeSession> {
+export async function openEpisode(baseUrl: string, options: EpisodeOptions = {}): Promise<EpisodeSession> {
+  // Asked once per URL (cached): MCP envs are stepped with list_tools / call_tool actions.
+  const protocol = await envProtocol(baseUrl);
   return new Promise<EpisodeSession>((resolve, reject) => {
     let finish!: () => void;
     const finished = new Promise<void>((r) => (finish = r));
@@ -32,7 +38,9 @@ export function openEpisode(baseUrl: string, options: EpisodeOptions = {}): Prom
       async (session, first) => {
         resolve({
           first,
+          protocol,
           step: (action) => session.step(action),
+          mcp: (request) => session.mcp(request),
           close: async () => {
             finish();
             await running.catch(() => undefined);
@@ -72,6 +80,21 @@ export class EpisodeSlot {
       throw classifyEnvError(err);
     }
     return this.session.first;
+  }
+
+  /** The open episode's protocol (`action` when none is open or the opener did not say). */
+  get protocol(): EnvProtocol {
+    return this.session?.protocol ?? 'action';
+  }
+
+  /** JSON-RPC on the open episode's socket; tools of `mcp-rpc` envs. */
+  async mcp(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+    if (!this.session?.mcp) throw new EnvFailure('no open episode with a JSON-RPC channel');
+    try {
+      return await this.session.mcp(request);
+    } catch (err) {
+      throw classifyEnvError(err);
+    }
   }
 
   async step(action: Record<string, unknown>): Promise<StepResult> {
