@@ -10,6 +10,7 @@ import { parseClientFrame } from './envelope.ts';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
 import { capacityMessage, errorFrame, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
 import { handleMcp, JSONRPC, MCP_REFUSALS, rpcError, type McpSessions } from './mcp.ts';
+import { parseBoundedJson } from './json-limits.ts';
 import { pythonJsonError } from './python-json-error.ts';
 import { SlotPool } from './slots.ts';
 import type { EnvHost, EnvStats } from './host.ts';
@@ -18,7 +19,10 @@ export interface BuiltinHostOptions extends AdmissionPolicy {
   maxConcurrentEnvs: number;
   /** Idle timeout in seconds (reset, step and mcp are activity; state is not); null = off. */
   sessionTimeoutSec: number | null;
+  /** Idle timeout for sessions made by `openenv/session/create` over HTTP (no socket to notice a gone client). */
+  mcpSessionTimeoutSec: number;
   maxMessageBytes: number;
+  maxJsonDepth: number;
 }
 
 /** A session opened by `openenv/session/create` over HTTP: an env and a slot, no socket. */
@@ -73,7 +77,7 @@ export class BuiltinEnvHost implements EnvHost {
   }
 
   handleHttp(req: IncomingMessage, res: ServerResponse, route: string): Promise<void> {
-    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, log: this.opts.log }, req, res, route);
+    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, maxJsonDepth: this.opts.maxJsonDepth, log: this.opts.log }, req, res, route);
   }
 
   acceptSocket(down: Downstream): void {
@@ -121,7 +125,7 @@ export class BuiltinEnvHost implements EnvHost {
         down.end('binary frame', errorFrame('SESSION_ERROR', "'text'"));
         return;
       }
-      const command = parseClientFrame(data.toString('utf8'));
+      const command = parseClientFrame(data.toString('utf8'), this.opts.maxJsonDepth);
       switch (command.kind) {
         case 'error':
           if (command.fatal) down.end('not a JSON object', command.frame);
@@ -197,15 +201,14 @@ export class BuiltinEnvHost implements EnvHost {
         return;
       }
       const text = data.toString('utf8');
-      let request: unknown;
-      try {
-        request = JSON.parse(text);
-      } catch (err) {
-        down.send(JSON.stringify(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${pythonJsonError(text) ?? (err as Error).message}`)));
+      const parsed = parseBoundedJson(text, this.opts.maxJsonDepth);
+      if (!parsed.ok) {
+        const detail = parsed.tooDeep ? parsed.message : (pythonJsonError(text) ?? parsed.error.message);
+        down.send(JSON.stringify(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${detail}`)));
         return;
       }
       session.touch();
-      down.send(JSON.stringify(handleMcp(request, this.mcpSessions, session.sessionId)));
+      down.send(JSON.stringify(handleMcp(parsed.value, this.mcpSessions, session.sessionId)));
     });
   }
 
@@ -226,9 +229,13 @@ export class BuiltinEnvHost implements EnvHost {
       return { error: `Environment factory '${factory}' failed to create instance.`, data: { factory_name: factory } };
     }
     const sessionId = randomUUID();
-    const timeoutSec = this.opts.sessionTimeoutSec;
-    // Upstream's reaper frees these silently: there is no socket to tell.
-    const idle = timeoutSec === null ? null : setTimeout(() => this.closeMcpOnlySession(sessionId), timeoutSec * 1000);
+    // Always reaped when idle (unlike upstream, whose reaper is off by default): a client that
+    // forgets session/close would otherwise hold the slot until restart. Freed silently, as upstream.
+    const timeoutSec = this.opts.sessionTimeoutSec ?? this.opts.mcpSessionTimeoutSec;
+    const idle = setTimeout(() => {
+      this.opts.log(`mcp session ${this.name} ${sessionId} idle ${timeoutSec} s: closed`);
+      this.closeMcpOnlySession(sessionId);
+    }, timeoutSec * 1000);
     this.mcpOnly.set(sessionId, { env, idle });
     return { sessionId };
   }

@@ -19,6 +19,13 @@ options:
   --session-timeout S         idle timeout for built-in sessions, seconds (default off)
   --proxy-session-timeout S   idle timeout for proxied sessions, seconds (default 300)
   --max-message-bytes N       largest client message / HTTP body (default 16777216)
+  --max-send-buffer-bytes N   unread reply bytes at which a client that stops reading is
+                              dropped (default 16777216)
+  --max-pending-bytes N       bytes of frames kept for a socket still queued or dialing
+                              upstream; past it the socket gets SESSION_ERROR (default 1048576)
+  --max-json-depth N          deepest nesting accepted in client JSON (default 256)
+  --mcp-session-timeout S     idle timeout for sessions opened by openenv/session/create over
+                              HTTP /mcp, seconds (default 600; --session-timeout overrides)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
                               repeatable
   --help                      this text`;
@@ -78,6 +85,18 @@ export function parseEnvServerArgs(argv: string[]): Parsed {
         break;
       case '--max-message-bytes':
         options.maxMessageBytes = numberArg(flag, next(), { integer: true, min: 1 });
+        break;
+      case '--max-send-buffer-bytes':
+        options.maxSendBufferBytes = numberArg(flag, next(), { integer: true, min: 1 });
+        break;
+      case '--max-pending-bytes':
+        options.maxPendingBytes = numberArg(flag, next(), { integer: true, min: 1 });
+        break;
+      case '--max-json-depth':
+        options.maxJsonDepth = numberArg(flag, next(), { integer: true, min: 1 });
+        break;
+      case '--mcp-session-timeout':
+        options.mcpSessionTimeoutSec = numberArg(flag, next(), { integer: false, min: 0.001 });
         break;
       case '--upstream': {
         const [name, urls] = parseUpstream(next());

@@ -34,14 +34,24 @@ const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
 
 Serves the app, the run store and the built-in environments (echo, catch, wordle) on one port
 (default http://127.0.0.1:8000/).
-  --data DIR     where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
-  --rebuild      rebuild the web app even if dist/ looks current
+  --data DIR             where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
+  --rebuild              rebuild the web app even if dist/ looks current
+  --dist DIR             serve this already-built app folder instead of building dist/
+  --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
+  --max-import-bytes N   largest run import (default 67108864)
 Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-envs, --queue,
 --upstream NAME=URL[,URL…], …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
   let dataDir = process.env.WEBGRPO_DATA ?? path.join(os.homedir(), '.local', 'share', 'webgrpo');
   let rebuild = false;
+  let dist: string | null = null;
+  const runsOptions: { maxBodyBytes?: number; maxImportBytes?: number } = {};
+  const byteCount = (flag: string, value: string | undefined): number => {
+    const n = Number(value);
+    if (value === undefined || value.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new Error(`${flag}: expected an integer ≥ 1, got '${value ?? ''}'`);
+    return n;
+  };
   const serverArgs: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--help' || argv[i] === '-h') {
@@ -52,7 +62,13 @@ export async function run(argv: string[]): Promise<number> {
       const v = argv[++i];
       if (!v) throw new Error('--data needs a directory');
       dataDir = v;
-    } else serverArgs.push(argv[i]);
+    } else if (argv[i] === '--dist') {
+      const v = argv[++i];
+      if (!v) throw new Error('--dist needs a directory');
+      dist = path.resolve(v);
+    } else if (argv[i] === '--max-body-bytes') runsOptions.maxBodyBytes = byteCount(argv[i], argv[++i]);
+    else if (argv[i] === '--max-import-bytes') runsOptions.maxImportBytes = byteCount(argv[i], argv[++i]);
+    else serverArgs.push(argv[i]);
   }
   const { parseEnvServerArgs } = await import('./env-server.ts');
   const parsed = parseEnvServerArgs(serverArgs);
@@ -60,17 +76,18 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (rebuild || distIsStale()) await buildApp();
+  if (dist === null && (rebuild || distIsStale())) await buildApp();
 
   const { RunStore } = await import('../../env-server/runs.ts');
   const { runsHandler } = await import('../../env-server/runs-http.ts');
   const { staticHandler } = await import('../../env-server/static.ts');
   const { createEnvServer } = await import('../../env-server/server.ts');
   const store = new RunStore(path.join(dataDir, 'runs.db'));
+  const log = (line: string) => console.error(line);
   const server = await createEnvServer({
-    logger: (line) => console.error(line),
+    logger: log,
     ...parsed.options,
-    extraHandlers: [runsHandler(store), staticHandler(DIST)],
+    extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
   });
   console.log(JSON.stringify({ url: `${server.url}/`, data: dataDir }));
   console.error(`webgrpo: open ${server.url}/ in a browser with WebGPU (Chrome/Edge). Ctrl-C stops.`);
