@@ -218,6 +218,9 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
       resolve();
     });
   });
+  // Out of descriptors, accept() fails and the server emits 'error'; it keeps listening, so the
+  // process must not die of it.
+  server.on('error', (err) => log(`server: ${err.message}`));
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('env-server: cannot read the bound address');
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;
