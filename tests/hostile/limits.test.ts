@@ -145,6 +145,18 @@ describe('memory per connection is bounded', () => {
   }, 60_000);
 });
 
+describe('HTTP bodies over --max-message-bytes', () => {
+  it('get a 413 the client reads, on a built-in route and through the proxy', async () => {
+    const big = JSON.stringify({ action: { message: 'b'.repeat(17 * MiB) } });
+    for (const route of ['/envs/echo/step', '/envs/web/step']) {
+      const reply = await fetch(`${proxy.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+      expect(reply.status, route).toBe(413);
+      expect(await reply.json()).toEqual({ detail: 'Request body larger than 16777216 bytes (--max-message-bytes)' });
+    }
+    await normalEchoSession(proxy.url);
+  }, 60_000);
+});
+
 describe('upstreams', () => {
   it('refuses an upstream URL that does not parse at startup, naming it', async () => {
     await expect(startServerProcess('env-server', ['--upstream', 'x=http://127.0.0.1:99999'])).rejects.toThrow(
