@@ -69,9 +69,9 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
     if (!url || !(url.pathname === '/api/runs' || url.pathname.startsWith('/api/runs/'))) return false;
     const method = req.method ?? 'GET';
     try {
-      const parts = url.pathname.split('/').filter(Boolean).slice(2).map(decodePathSegment); // after "api", "runs"
-      if (parts.some((p) => p === null)) throw new RunStoreError(`Bad percent-encoding in ${JSON.stringify(url.pathname)}`, 400);
-      const [id, sub] = parts as string[];
+      const decoded = url.pathname.split('/').filter(Boolean).slice(2).map(decodePathSegment); // after "api", "runs"
+      if (decoded.some((p) => p === null)) throw new RunStoreError(`Bad percent-encoding in ${JSON.stringify(url.pathname)}`, 400);
+      const parts = decoded as string[];
       if (method !== 'GET' && method !== 'HEAD') {
         const refusal = writeRefusal(req);
         if (refusal) {
@@ -90,32 +90,32 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
           env: asObject(body.env ?? {}, '"env"'),
         });
         send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
-      } else if (parts.length === 1 && id === 'import' && method === 'POST') {
+      } else if (parts.length === 1 && parts[0] === 'import' && method === 'POST') {
         const body = await readBody(req, maxImportBytes, () => new BodyTooLargeError(maxImportBytes, '--max-import-bytes'));
         const outcome = await importRun(store, body, maxJsonDepth);
         if (!outcome.ok) throw new RunStoreError(outcome.message, outcome.status);
         send(res, 201, { id: outcome.id, writeToken: outcome.writeToken, shareUrl: `/#/runs/${outcome.id}` });
       } else if (parts.length === 1 && method === 'GET') {
         const after = intParam(url, 'after', -1) ?? -1;
-        send(res, 200, { run: store.get(id), steps: store.steps(id, after) });
-      } else if (parts.length === 2 && sub === 'rollouts' && method === 'GET') {
+        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], after) });
+      } else if (parts.length === 2 && parts[1] === 'rollouts' && method === 'GET') {
         const step = intParam(url, 'step', 0);
         const last = intParam(url, 'last', 1);
-        send(res, 200, { rollouts: store.rollouts(id, { step, lastSteps: last }) });
-      } else if (parts.length === 2 && sub === 'export' && method === 'GET') {
-        const data = store.export(id);
-        send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${encodeURIComponent(id)}.json"` });
-      } else if (parts.length === 2 && sub === 'steps' && method === 'POST') {
+        send(res, 200, { rollouts: store.rollouts(parts[0], { step, lastSteps: last }) });
+      } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
+        const data = store.export(parts[0]);
+        send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });
+      } else if (parts.length === 2 && parts[1] === 'steps' && method === 'POST') {
         const body = asObject(await readJson(req), 'The step');
-        store.appendStep(id, token, {
+        store.appendStep(parts[0], token, {
           step: body.step as number,
           metrics: asObject(body.metrics, '"metrics"'),
           rollouts: body.rollouts as Record<string, unknown>[] | undefined,
         });
         send(res, 200, { ok: true });
-      } else if (parts.length === 2 && sub === 'status' && method === 'POST') {
+      } else if (parts.length === 2 && parts[1] === 'status' && method === 'POST') {
         const body = asObject(await readJson(req), 'The status');
-        store.setStatus(id, token, body.status as RunStatus, typeof body.error === 'string' ? body.error : undefined);
+        store.setStatus(parts[0], token, body.status as RunStatus, typeof body.error === 'string' ? body.error : undefined);
         send(res, 200, { ok: true });
       } else {
         send(res, parts.length <= 2 ? 405 : 404, { detail: parts.length <= 2 ? `Method ${method} not allowed on ${url.pathname}` : 'Not Found' });
