@@ -68,16 +68,18 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: () => Er
 }
 
 /**
- * 413 for a body past the limit: written while the client may still be sending, with
- * `connection: close`; the connection is cut only if the client goes on sending well after it.
+ * 413 for a body past the limit, written while the client may still be sending. The rest of the
+ * body is read and dropped (closing now would reset the connection under the client, which then
+ * never sees the 413); a client that keeps sending long after the answer is cut off.
  */
 export function sendBodyTooLarge(req: IncomingMessage, res: ServerResponse, message: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  sendJson(res, 413, { detail: message }, { connection: 'close' });
+  sendJson(res, 413, { detail: message });
   if (!req.complete) {
+    req.resume();
     const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
     cut.unref();
     req.once('end', () => clearTimeout(cut));

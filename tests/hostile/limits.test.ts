@@ -1,11 +1,12 @@
-// Bounded memory and total upstream handling, against `webgrpo env-server` processes: a client that
+// Bounded memory and total upstream handling, against `webgrpo start` processes (the env-server
+// options are the same): a client that
 // never reads, frames from queued clients and from clients whose upstream is still dialing, a huge
 // proxied HTTP body, redirects, bad and dead upstream URLs, and MCP sessions nobody closes.
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { normalEchoSession, sessionCounts, settles, startServerProcess, type ServerProcess } from './server-process.ts';
+import { fakeDist, normalEchoSession, sessionCounts, settles, startServerProcess, tempDir, type ServerProcess } from './server-process.ts';
 
 const MiB = 1024 * 1024;
 
@@ -24,8 +25,13 @@ let upstreamHttp: http.Server;
 let secretHits = 0;
 let proxy: ServerProcess;
 let queued: ServerProcess;
+let work: ReturnType<typeof tempDir>;
+/** `webgrpo start` with its own data and (tiny) dist folders. */
+const startArgs = (tag: string) => ['--data', `${work.dir}/${tag}-data`, '--dist', `${work.dir}/dist`];
 
 beforeAll(async () => {
+  work = tempDir('webgrpo-limits-');
+  fakeDist(`${work.dir}/dist`, 0, 0);
   blackHole = net.createServer((s) => {
     blackHoleSockets.add(s);
     s.on('error', () => {});
@@ -60,14 +66,15 @@ beforeAll(async () => {
   await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', () => r()));
   const holePort = (blackHole.address() as net.AddressInfo).port;
   const httpPort = (upstreamHttp.address() as net.AddressInfo).port;
-  proxy = await startServerProcess('env-server', [
+  proxy = await startServerProcess('start', [
+    ...startArgs('proxy'),
     '--upstream', `hole=http://127.0.0.1:${holePort}`,
     '--upstream', `web=http://127.0.0.1:${httpPort}`,
     '--upstream', `dead=http://127.0.0.1:${await closedPort()}`,
     '--mcp-session-timeout', '1',
     '--max-concurrent-envs', '4',
   ]);
-  queued = await startServerProcess('env-server', ['--max-concurrent-envs', '1', '--queue', '--queue-timeout', '20']);
+  queued = await startServerProcess('start', [...startArgs('queued'), '--max-concurrent-envs', '1', '--queue', '--queue-timeout', '20']);
 }, 90_000);
 
 afterAll(async () => {
@@ -75,6 +82,7 @@ afterAll(async () => {
   for (const s of blackHoleSockets) s.destroy();
   await new Promise<void>((r) => blackHole.close(() => r()));
   await new Promise<void>((r) => upstreamHttp.close(() => r()));
+  work?.cleanup();
 });
 
 /** Opens `url`, recording every frame (from the first: one may come with the handshake) and the close code. */
@@ -159,8 +167,8 @@ describe('HTTP bodies over --max-message-bytes', () => {
 
 describe('upstreams', () => {
   it('refuses an upstream URL that does not parse at startup, naming it', async () => {
-    await expect(startServerProcess('env-server', ['--upstream', 'x=http://127.0.0.1:99999'])).rejects.toThrow(
-      /exited \(1\).*Upstream 'x': replica URL does not parse.*http:\/\/127\.0\.0\.1:99999/s,
+    await expect(startServerProcess('start', [...startArgs('bad'), '--upstream', 'x=http://127.0.0.1:99999'])).rejects.toThrow(
+      /exited \(1\).*webgrpo start: Upstream 'x': replica URL does not parse.*http:\/\/127\.0\.0\.1:99999/s,
     );
   });
 
