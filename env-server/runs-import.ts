@@ -32,13 +32,23 @@ export function importRunText(file: string, text: string, maxJsonDepth: number):
   }
 }
 
+/** The import in progress per store: imports run one at a time, so at most one worker's memory is in use. */
+const running = new WeakMap<RunStore, Promise<unknown>>();
+
 /** Imports `body` into `store` without blocking this thread (a worker), or inline for ':memory:'. */
 export function importRun(store: RunStore, body: Buffer, maxJsonDepth: number): Promise<ImportOutcome> {
   const text = body.toString('utf8');
   if (store.file === ':memory:') return Promise.resolve(importRunTextInto(store, text, maxJsonDepth));
+  const previous = running.get(store) ?? Promise.resolve();
+  const outcome = previous.then(() => importInWorker(store.file, text, maxJsonDepth));
+  running.set(store, outcome);
+  return outcome;
+}
+
+function importInWorker(file: string, text: string, maxJsonDepth: number): Promise<ImportOutcome> {
   return new Promise((resolve) => {
     const worker = new Worker(new URL('./runs-import-worker.mjs', import.meta.url), {
-      workerData: { file: store.file, text, maxJsonDepth },
+      workerData: { file, text, maxJsonDepth },
       // A hostile import may fail, but only its own worker.
       resourceLimits: { maxOldGenerationSizeMb: 1024 },
     });

@@ -72,5 +72,5 @@ describe('run store writes from a browser', () => {
     } finally {
       await page.close();
     }
-  });
+  }, 60_000);
 });

@@ -64,7 +64,7 @@ describe('the six crash inputs leave webgrpo start serving', () => {
       expect(reply, target).toMatch(/^HTTP\/1\.1 (400|404) /);
     }
     await stillServing();
-  });
+  }, 60_000);
 
   it('2. 10,000-level JSON as step data, type, an extra key, an MCP session_id or jsonrpc is refused', async () => {
     const wsFrames = [
@@ -96,7 +96,7 @@ describe('the six crash inputs leave webgrpo start serving', () => {
     expect((await post('/envs/echo/reset', DEEP)).status).toBe(422);
     expect(await post('/api/runs', `{"config":${DEEP}}`)).toMatchObject({ status: 400, body: { detail: expect.stringMatching(/nested deeper than 256/) } });
     await stillServing();
-  });
+  }, 60_000);
 
   it('3. upgrades to a non-WebSocket path followed by a TCP reset, 300 times', async () => {
     const before = server.fdCount();
@@ -113,7 +113,7 @@ describe('the six crash inputs leave webgrpo start serving', () => {
     }
     await stillServing();
     expect(await settles(() => server.fdCount() <= before + 2)).toBe(true);
-  });
+  }, 60_000);
 
   it('4. 300 aborted downloads leave no file of dist/ open; a file removed while served is a 404 after', async () => {
     const abortOne = (file: string) =>
@@ -148,7 +148,7 @@ describe('the six crash inputs leave webgrpo start serving', () => {
     expect((await fetch(`${server.url}/`)).status).toBe(200);
     expect(await settles(() => server.fdsUnder(dist).length === 0)).toBe(true);
     await stillServing();
-  });
+  }, 60_000);
 });
 
 describe('the run store accepts writes only from the app itself', () => {
