@@ -10,6 +10,7 @@ import { isPlainObject, parseClientFrame } from './envelope.ts';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
 import { capacityMessage, errorFrame, pyTypeName, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
 import { handleMcp, JSONRPC, MCP_REFUSALS, pythonDumps, rpcError, type McpSessions } from './mcp.ts';
+import { parseBoundedJson } from './json-limits.ts';
 import { pythonJsonError } from './python-json-error.ts';
 import { SlotPool } from './slots.ts';
 import type { EnvHost, EnvStats } from './host.ts';
@@ -18,7 +19,10 @@ export interface BuiltinHostOptions extends AdmissionPolicy {
   maxConcurrentEnvs: number;
   /** Idle timeout in seconds (reset, step and mcp are activity; state is not); null = off. */
   sessionTimeoutSec: number | null;
+  /** Idle timeout for sessions made by `openenv/session/create` over HTTP (no socket to notice a gone client). */
+  mcpSessionTimeoutSec: number;
   maxMessageBytes: number;
+  maxJsonDepth: number;
 }
 
 /** A session opened by `openenv/session/create` over HTTP: an env and a slot, no socket. */
@@ -82,7 +86,7 @@ export class BuiltinEnvHost implements EnvHost {
   }
 
   handleHttp(req: IncomingMessage, res: ServerResponse, route: string): Promise<void> {
-    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, log: this.opts.log }, req, res, route);
+    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, maxJsonDepth: this.opts.maxJsonDepth, log: this.opts.log }, req, res, route);
   }
 
   acceptSocket(down: Downstream): void {
@@ -130,7 +134,7 @@ export class BuiltinEnvHost implements EnvHost {
         down.end('binary frame', errorFrame('SESSION_ERROR', "'text'"));
         return;
       }
-      const command = parseClientFrame(data.toString('utf8'));
+      const command = parseClientFrame(data.toString('utf8'), this.opts.maxJsonDepth);
       switch (command.kind) {
         case 'error':
           if (command.fatal) down.end('not a JSON object', command.frame);
@@ -206,13 +210,13 @@ export class BuiltinEnvHost implements EnvHost {
         return;
       }
       const text = data.toString('utf8');
-      let request: unknown;
-      try {
-        request = JSON.parse(text);
-      } catch (err) {
-        down.send(pythonDumps(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${pythonJsonError(text) ?? (err as Error).message}`)));
+      const parsed = parseBoundedJson(text, this.opts.maxJsonDepth);
+      if (!parsed.ok) {
+        const detail = parsed.tooDeep ? parsed.message : (pythonJsonError(text) ?? parsed.error.message);
+        down.send(pythonDumps(rpcError(JSONRPC.PARSE_ERROR, `Parse error: ${detail}`)));
         return;
       }
+      const request = parsed.value;
       if (!isPlainObject(request)) {
         // Upstream's loop does JsonRpcRequest(**request); the TypeError ends the socket (§3.4).
         const message = `openenv.core.env_server.mcp_types.JsonRpcRequest() argument after ** must be a mapping, not ${pyTypeName(request)}`;
@@ -242,9 +246,13 @@ export class BuiltinEnvHost implements EnvHost {
       return { error: `Environment factory '${factory}' failed to create instance.`, data: { factory_name: factory } };
     }
     const sessionId = randomUUID();
-    const timeoutSec = this.opts.sessionTimeoutSec;
-    // Upstream's reaper frees these silently: there is no socket to tell.
-    const idle = timeoutSec === null ? null : setTimeout(() => this.closeMcpOnlySession(sessionId), timeoutSec * 1000);
+    // Always reaped when idle (unlike upstream, whose reaper is off by default): a client that
+    // forgets session/close would otherwise hold the slot until restart. Freed silently, as upstream.
+    const timeoutSec = this.opts.sessionTimeoutSec ?? this.opts.mcpSessionTimeoutSec;
+    const idle = setTimeout(() => {
+      this.opts.log(`mcp session ${this.name} ${sessionId} idle ${timeoutSec} s: closed`);
+      this.closeMcpOnlySession(sessionId);
+    }, timeoutSec * 1000);
     this.mcpOnly.set(sessionId, { env, idle });
     return { sessionId };
   }

@@ -4,8 +4,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EnvDefinition, EnvInstance } from './envs/types.ts';
 import { observationJson, withPydanticUrl } from './frames.ts';
-import { BodyTooLargeError, readBody, sendJson, sendJsonText, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
+import { BodyTooLargeError, readBody, sendBodyTooLarge, sendJson, sendJsonText, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
 import { checkResetBody, checkStepBody, parseJsonBody } from './http-models.ts';
+import { parseBoundedJson } from './json-limits.ts';
 import { docsPage, openApiDocument } from './openapi.ts';
 import { handleMcp, JSONRPC, rpcError, type McpSessions } from './mcp.ts';
 
@@ -25,6 +26,7 @@ export interface BuiltinHttpContext {
   def: EnvDefinition;
   sessions: McpSessions;
   maxBodyBytes: number;
+  maxJsonDepth: number;
   log(line: string): void;
 }
 
@@ -63,14 +65,14 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
       case '/state':
         return sendJson(res, 200, withFreshEnv(def, (env) => env.state()));
       case '/reset': {
-        const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), false);
+        const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), false, ctx.maxJsonDepth);
         if (!parsed.ok) return sendJson(res, 422, { detail: parsed.detail });
         const issues = checkResetBody(parsed.body);
         if (issues.length > 0) return sendJson(res, 422, { detail: issues });
         return sendJsonText(res, 200, observationJson(withFreshEnv(def, (env) => env.reset(parsed.body))));
       }
       case '/step': {
-        const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), true);
+        const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), true, ctx.maxJsonDepth);
         if (!parsed.ok) return sendJson(res, 422, { detail: parsed.detail });
         const issues = checkStepBody(parsed.body);
         if (issues.length > 0) return sendJson(res, 422, { detail: issues });
@@ -81,17 +83,13 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
       }
       default: {
         const raw = (await readBody(req, ctx.maxBodyBytes)).toString('utf8');
-        let request: unknown;
-        try {
-          request = JSON.parse(raw);
-        } catch {
-          return sendJson(res, 200, rpcError(JSONRPC.PARSE_ERROR));
-        }
-        return sendJson(res, 200, handleMcp(request, ctx.sessions));
+        const parsed = parseBoundedJson(raw, ctx.maxJsonDepth);
+        if (!parsed.ok) return sendJson(res, 200, rpcError(JSONRPC.PARSE_ERROR));
+        return sendJson(res, 200, handleMcp(parsed.value, ctx.sessions));
       }
     }
   } catch (err) {
-    if (err instanceof BodyTooLargeError) return sendJson(res, 413, { detail: err.message });
+    if (err instanceof BodyTooLargeError) return sendBodyTooLarge(req, res, err.message);
     // An env that throws is a 500, as in FastAPI; the log keeps the reason.
     ctx.log(`http ${def.name} ${route}: ${err instanceof Error ? err.message : String(err)}`);
     if (!res.headersSent) {

@@ -1,9 +1,11 @@
 // One client socket on `/envs/<name>/ws`, for its whole life: queued, in session, ended.
 // Frames that arrive before the session is ready (while queued, or while the proxy dials) are kept
-// and replayed in order. Every way a socket can end goes through end(), exactly once.
+// and replayed in order, up to a byte bound. Every way a socket can end goes through end(), exactly
+// once. Memory per socket is bounded both ways: kept frames (maxPendingBytes) and replies the client
+// has not read yet (maxSendBufferBytes: past it the client is dropped as a slow reader).
 
 import type { WebSocket, RawData } from 'ws';
-import { oversizedFrame } from './frames.ts';
+import { errorFrame, oversizedFrame } from './frames.ts';
 
 export type FrameHandler = (data: Buffer, isBinary: boolean) => void;
 
@@ -15,6 +17,17 @@ export interface EndInfo {
 }
 
 const CLOSE_NORMAL = 1000;
+/** What one kept frame costs besides its bytes (so a flood of empty frames is bounded too). */
+const PENDING_FRAME_OVERHEAD = 64;
+
+export interface DownstreamLimits {
+  /** Largest client message, in bytes; larger ones end the session with a SESSION_ERROR frame. */
+  maxMessageBytes: number;
+  /** Bytes of client frames kept before the session is ready (queued, proxy dialing). */
+  maxPendingBytes: number;
+  /** Unsent reply bytes at which a client that does not read is dropped. */
+  maxSendBufferBytes: number;
+}
 
 function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
@@ -25,6 +38,7 @@ function toBuffer(data: RawData): Buffer {
 export class Downstream {
   private handler: FrameHandler | null = null;
   private readonly buffered: Array<[Buffer, boolean]> = [];
+  private bufferedBytes = 0;
   private endInfo: EndInfo | null = null;
   private readonly endListeners: Array<(info: EndInfo) => void> = [];
   /** Cleared by each heartbeat ping, set by the pong: a socket that stays false is dead. */
@@ -34,7 +48,7 @@ export class Downstream {
     readonly ws: WebSocket,
     /** Server-wide session number, for the log. */
     readonly id: number,
-    private readonly maxMessageBytes: number,
+    private readonly limits: DownstreamLimits,
   ) {
     ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
     ws.on('pong', () => (this.alive = true));
@@ -53,14 +67,26 @@ export class Downstream {
   /** Starts delivering frames, oldest buffered first. */
   setHandler(handler: FrameHandler): void {
     this.handler = handler;
-    while (this.buffered.length > 0 && !this.ended) {
-      const [data, isBinary] = this.buffered.shift()!;
+    const kept = this.buffered.splice(0);
+    this.bufferedBytes = 0;
+    for (const [data, isBinary] of kept) {
+      if (this.ended) break;
       handler(data, isBinary);
     }
   }
 
+  /**
+   * Sends one frame. A client whose unread backlog already passed maxSendBufferBytes is cut off
+   * instead (checked before sending, so one large reply still goes out to a client that reads).
+   */
   send(frame: string | Buffer, isBinary = false): void {
-    if (!this.ended && this.ws.readyState === this.ws.OPEN) this.ws.send(frame, { binary: isBinary });
+    if (this.ended || this.ws.readyState !== this.ws.OPEN) return;
+    const backlog = this.ws.bufferedAmount;
+    if (backlog > this.limits.maxSendBufferBytes) {
+      this.terminate(`slow reader: ${backlog} bytes unread (--max-send-buffer-bytes ${this.limits.maxSendBufferBytes})`);
+      return;
+    }
+    this.ws.send(frame, { binary: isBinary });
   }
 
   /** Sends `finalFrame` (if any), then closes with `code` (1000 and "" unless told otherwise). */
@@ -92,18 +118,31 @@ export class Downstream {
 
   private onMessage(data: Buffer, isBinary: boolean): void {
     if (this.ended) return;
-    if (data.length > this.maxMessageBytes) {
-      this.end(`message too large (${data.length} bytes)`, oversizedFrame(data.length, this.maxMessageBytes));
+    if (data.length > this.limits.maxMessageBytes) {
+      this.end(`message too large (${data.length} bytes)`, oversizedFrame(data.length, this.limits.maxMessageBytes));
       return;
     }
-    if (this.handler) this.handler(data, isBinary);
-    else this.buffered.push([data, isBinary]);
+    if (this.handler) {
+      this.handler(data, isBinary);
+      return;
+    }
+    this.bufferedBytes += data.length + PENDING_FRAME_OVERHEAD;
+    if (this.bufferedBytes > this.limits.maxPendingBytes) {
+      const max = this.limits.maxPendingBytes;
+      this.end(
+        'too much sent before the session started',
+        errorFrame('SESSION_ERROR', `Too much sent before the session started: more than ${max} bytes of frames kept while waiting (--max-pending-bytes); wait for each reply.`),
+      );
+      return;
+    }
+    this.buffered.push([data, isBinary]);
   }
 
   private finish(info: EndInfo): void {
     if (this.endInfo) return;
     this.endInfo = info;
     this.buffered.length = 0;
+    this.bufferedBytes = 0;
     for (const listener of this.endListeners.splice(0)) listener(info);
   }
 }

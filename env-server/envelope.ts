@@ -3,6 +3,7 @@
 
 import type { WireValidationIssue } from '../src/openenv/types.ts';
 import { errorFrame, pyStr, pyTypeName, validationErrorFrame } from './frames.ts';
+import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { pythonJsonError } from './python-json-error.ts';
 
 export type ClientCommand =
@@ -28,14 +29,16 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function parseClientFrame(text: string): ClientCommand {
-  let message: unknown;
-  try {
-    message = JSON.parse(text);
-  } catch (err) {
-    const detail = pythonJsonError(text) ?? (err as Error).message;
+export function parseClientFrame(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): ClientCommand {
+  const parsed = parseBoundedJson(text, maxDepth);
+  if (!parsed.ok) {
+    // Upstream's json.loads raises RecursionError (not a JSONDecodeError) on absurd nesting: the
+    // frame loop's catch-all answers SESSION_ERROR and ends the session. So does webgrpo, earlier.
+    if (parsed.tooDeep) return { kind: 'error', frame: errorFrame('SESSION_ERROR', parsed.message), fatal: true };
+    const detail = pythonJsonError(text) ?? parsed.error.message;
     return { kind: 'error', frame: errorFrame('INVALID_JSON', `Invalid JSON: ${detail}`), fatal: false };
   }
+  const message = parsed.value;
   if (!isPlainObject(message)) {
     // Upstream calls `message.get("type")` on whatever json.loads returned; the AttributeError
     // escapes the frame loop and ends the session.

@@ -4,27 +4,28 @@
 
 import type { WireValidationIssue } from '../src/openenv/types.ts';
 import { isPlainObject } from './envelope.ts';
+import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { pythonJsonErrorAt } from './python-json-error.ts';
 
 export type BodyCheck = { ok: true; body: Record<string, unknown> } | { ok: false; detail: WireValidationIssue[] };
 
 /** Parses a request body; `required` says whether an empty body is a 422 (`/step`) or `{}` (`/reset`). */
-export function parseJsonBody(raw: Buffer, required: boolean): BodyCheck {
+export function parseJsonBody(raw: Buffer, required: boolean, maxDepth = DEFAULT_MAX_JSON_DEPTH): BodyCheck {
   const text = raw.toString('utf8');
   if (text.trim() === '') {
     if (required) return { ok: false, detail: [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] };
     return { ok: true, body: {} };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
+  const parsed = parseBoundedJson(text, maxDepth);
+  if (!parsed.ok) {
+    if (parsed.tooDeep) return { ok: false, detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: parsed.message } }] };
     const py = pythonJsonErrorAt(text);
     return {
       ok: false,
-      detail: [{ type: 'json_invalid', loc: ['body', py?.pos ?? 0], msg: 'JSON decode error', input: {}, ctx: { error: py?.msg ?? (err as Error).message } }],
+      detail: [{ type: 'json_invalid', loc: ['body', py?.pos ?? 0], msg: 'JSON decode error', input: {}, ctx: { error: py?.msg ?? parsed.error.message } }],
     };
   }
+  const value = parsed.value;
   if (!isPlainObject(value)) {
     return {
       ok: false,

@@ -1,29 +1,90 @@
-// Small helpers for the env-server's HTTP side: bounded body reads and compact JSON replies.
+// Small helpers for the env-server's HTTP side: request targets that may not parse, bounded body
+// reads whose 413 reaches the client, and compact JSON replies.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`Request body larger than ${limit} bytes (--max-message-bytes)`);
+/** The request target as a URL, or null when it does not parse (`//`, `http://[`, …). */
+export function parseRequestUrl(target: string | undefined): URL | null {
+  const raw = target ?? '/';
+  try {
+    // Origin-form targets are paths; `//x` must stay a path, not become a host.
+    return new URL(raw.startsWith('/') ? `http://localhost${raw}` : raw);
+  } catch {
+    return null;
   }
 }
 
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** `decodeURIComponent`, or null for a bad escape (`%`, `%zz`, a lone surrogate). */
+export function decodePathSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+export class BodyTooLargeError extends Error {
+  constructor(
+    readonly limit: number,
+    option = '--max-message-bytes',
+  ) {
+    super(`Request body larger than ${limit} bytes (${option})`);
+  }
+}
+
+/** How long a client still sending an over-limit body may go on before its connection is cut. */
+const LINGER_MS = 5000;
+
+/**
+ * Reads the whole body, up to `limit` bytes. Past it, rejects with BodyTooLargeError and keeps
+ * discarding what still arrives: destroying the request here would reset the connection before
+ * the 413 is written (sendBodyTooLarge sends it and closes).
+ */
+export function readBody(req: IncomingMessage, limit: number, tooLarge: () => Error = () => new BodyTooLargeError(limit)): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      req.resume();
+      reject(tooLarge());
+      return;
+    }
+    let chunks: Buffer[] | null = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
+      if (chunks === null) return;
       size += chunk.length;
       if (size > limit) {
-        reject(new BodyTooLargeError(limit));
-        req.destroy();
+        chunks = null;
+        reject(tooLarge());
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('end', () => {
+      if (chunks !== null) resolve(Buffer.concat(chunks));
+    });
     req.on('error', reject);
   });
+}
+
+/**
+ * 413 for a body past the limit, written while the client may still be sending. The rest of the
+ * body is read and dropped (closing now would reset the connection under the client, which then
+ * never sees the 413); a client that keeps sending long after the answer is cut off.
+ */
+export function sendBodyTooLarge(req: IncomingMessage, res: ServerResponse, message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, 413, { detail: message });
+  if (!req.complete) {
+    req.resume();
+    const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+    cut.unref();
+    req.once('end', () => clearTimeout(cut));
+    req.once('close', () => clearTimeout(cut));
+  }
 }
 
 /** Compact UTF-8 JSON, as FastAPI's JSONResponse writes it. */

@@ -4,13 +4,15 @@
 // wrong upstream reaches the client as a SESSION_ERROR frame naming the upstream, never a hang.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import WebSocket from 'ws';
 import { wsUrl } from '../src/openenv/url.ts';
 import { admit, type AdmissionPolicy } from './admission.ts';
 import type { Downstream } from './downstream.ts';
 import { errorFrame, idleTimeoutFrame } from './frames.ts';
 import type { EnvHost, EnvStats } from './host.ts';
-import { BodyTooLargeError, readBody, sendJson } from './http-util.ts';
+import { BodyTooLargeError, readBody, sendBodyTooLarge, sendJson } from './http-util.ts';
 import { SlotPool } from './slots.ts';
 
 export interface ProxyHostOptions extends AdmissionPolicy {
@@ -24,6 +26,28 @@ export interface ProxyHostOptions extends AdmissionPolicy {
   /** Bound on the upstream WebSocket handshake and on forwarded HTTP calls, in ms. */
   connectTimeoutMs: number;
   maxMessageBytes: number;
+  /** Unsent bytes toward the upstream at which a client flooding a slow upstream is cut off. */
+  maxSendBufferBytes: number;
+}
+
+/**
+ * Checks a replica base URL completely, at startup: scheme, host, port range (`:99999` is not a
+ * port). The first client must never be the one to find out.
+ */
+export function checkReplicaUrl(name: string, url: string): void {
+  const bad = (why: string): never => {
+    throw new Error(`Upstream '${name}': ${why}, got '${url}'`);
+  };
+  if (!/^(https?|wss?):\/\/[^/]/.test(url)) bad('replica URL must be http(s):// or ws(s)://');
+  let parsed: URL;
+  try {
+    parsed = new URL(wsUrl(url));
+  } catch {
+    return bad('replica URL does not parse (host, port 1..65535, characters)');
+  }
+  if (parsed.hostname === '') bad('replica URL has no host');
+  if (parsed.username !== '' || parsed.password !== '') bad('replica URL must not carry credentials');
+  if (parsed.search !== '' || parsed.hash !== '') bad('replica URL must not have a query or fragment');
 }
 
 /** The Python client accepts 100 MB frames; so does the proxy from upstream. */
@@ -65,9 +89,7 @@ export class ProxyHost implements EnvHost {
     private readonly opts: ProxyHostOptions,
   ) {
     if (replicas.length === 0) throw new Error(`Upstream '${name}' has no replica URLs`);
-    for (const url of replicas) {
-      if (!/^(https?|wss?):\/\/[^/]/.test(url)) throw new Error(`Upstream '${name}': replica URL must be http(s):// or ws(s)://, got '${url}'`);
-    }
+    for (const url of replicas) checkReplicaUrl(name, url);
     this.pool = new SlotPool(opts.maxConcurrentEnvs * replicas.length);
     this.replicaActive = replicas.map(() => 0);
   }
@@ -110,7 +132,18 @@ export class ProxyHost implements EnvHost {
     const url = wsUrl(this.replicas[replica]);
     const label = `${this.name} ${url}`;
     const opened = Date.now();
-    const upstream = new WebSocket(url, { handshakeTimeout: this.opts.connectTimeoutMs, maxPayload: UPSTREAM_MAX_PAYLOAD, perMessageDeflate: false });
+    let upstream: WebSocket;
+    try {
+      // followRedirects stays off: a redirect is a failed dial, never a hop to another host.
+      upstream = new WebSocket(url, { handshakeTimeout: this.opts.connectTimeoutMs, maxPayload: UPSTREAM_MAX_PAYLOAD, perMessageDeflate: false, followRedirects: false });
+    } catch (err) {
+      // URLs are checked at startup, so this is unexpected; it still ends one session, not the process.
+      this.replicaActive[replica]--;
+      this.pool.release();
+      this.opts.log(`session ${this.name}#${down.id} dial failed: ${url}: ${errorText(err)}`);
+      down.end('upstream dial failed', errorFrame('SESSION_ERROR', `Upstream connect failed: ${url}: ${errorText(err)}`, { upstream: `${this.name} ${url}` }));
+      return;
+    }
     this.upstreams.add(upstream);
     let connected = false;
     /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
@@ -129,6 +162,12 @@ export class ProxyHost implements EnvHost {
     upstream.on('open', () => {
       connected = true;
       down.setHandler((data, isBinary) => {
+        if (upstream.readyState !== WebSocket.OPEN) return;
+        // A client that floods an upstream that does not read would pile up here without bound.
+        if (upstream.bufferedAmount > this.opts.maxSendBufferBytes) {
+          upstreamFailed('upstream not reading', `Upstream is not reading: ${upstream.bufferedAmount} bytes unsent (--max-send-buffer-bytes); wait for each reply`);
+          return;
+        }
         idle?.refresh();
         awaitingReplies++;
         upstream.send(data, { binary: isBinary });
@@ -166,31 +205,60 @@ export class ProxyHost implements EnvHost {
     });
   }
 
-  /** Forwards a stateless HTTP call to the least-loaded replica. */
+  /**
+   * Forwards a stateless HTTP call to the least-loaded replica. The request body is bounded
+   * (413 past --max-message-bytes); the reply is streamed through, never buffered whole, and
+   * redirects are passed back as they came, never followed.
+   */
   async handleHttp(req: IncomingMessage, res: ServerResponse, route: string, query: string): Promise<void> {
     const base = this.replicas[this.pickReplica()].replace(/^ws(s?):\/\//, 'http$1://').replace(/\/$/, '');
     const target = `${base}${route}${query}`;
+    const abort = new AbortController();
+    const clientGone = new Error('client went away');
+    const onClientGone = () => abort.abort(clientGone);
+    res.once('close', onClientGone);
+    // Bounds the wait for the headers, then each pause in the body.
+    const timer = setTimeout(() => abort.abort(Object.assign(new Error('upstream timeout'), { name: 'TimeoutError' })), this.opts.connectTimeoutMs);
     try {
       const method = req.method ?? 'GET';
       const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody(req, this.opts.maxMessageBytes);
       const headers: Record<string, string> = {};
       if (req.headers['content-type']) headers['content-type'] = req.headers['content-type'];
-      const reply = await fetch(target, { method, headers, body: body ? new Uint8Array(body) : undefined, signal: AbortSignal.timeout(this.opts.connectTimeoutMs) });
-      const payload = Buffer.from(await reply.arrayBuffer());
-      const outHeaders: Record<string, string> = { 'content-length': String(payload.length) };
-      const type = reply.headers.get('content-type');
-      if (type) outHeaders['content-type'] = type;
+      const reply = await fetch(target, { method, headers, body: body ? new Uint8Array(body) : undefined, signal: abort.signal, redirect: 'manual' });
+      const outHeaders: Record<string, string> = {};
+      // fetch decodes gzip/br, so an encoded reply's content-length would not match what we send.
+      const names = reply.headers.has('content-encoding') ? ['content-type', 'location'] : ['content-type', 'content-length', 'location'];
+      for (const name of names) {
+        const value = reply.headers.get(name);
+        if (value !== null) outHeaders[name] = value;
+      }
       res.writeHead(reply.status, outHeaders);
-      res.end(payload);
+      if (!reply.body) {
+        res.end();
+        return;
+      }
+      const upstreamBody = Readable.fromWeb(reply.body as import('node:stream/web').ReadableStream);
+      upstreamBody.on('data', () => timer.refresh());
+      await pipeline(upstreamBody, res);
     } catch (err) {
-      if (err instanceof BodyTooLargeError) return sendJson(res, 413, { detail: err.message });
-      const timedOut = err instanceof Error && err.name === 'TimeoutError';
+      if (err instanceof BodyTooLargeError) return sendBodyTooLarge(req, res, err.message);
+      if (res.headersSent || res.destroyed) {
+        // Mid-body: the status is gone already; cutting the connection tells the client it is short.
+        if (abort.signal.reason !== clientGone) this.opts.log(`proxy ${this.name} ${target}: body cut: ${errorText(abort.signal.reason ?? err)}`);
+        res.destroy();
+        return;
+      }
+      const reason = abort.signal.aborted ? abort.signal.reason : err;
+      const timedOut = reason instanceof Error && reason.name === 'TimeoutError';
       const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
       sendJson(res, timedOut ? 504 : 502, {
         detail: timedOut
           ? `Upstream ${this.name} (${target}) did not answer within ${this.opts.connectTimeoutMs} ms`
           : `Upstream ${this.name} (${target}) unreachable: ${errorText(err)}${cause}`,
       });
+    } finally {
+      clearTimeout(timer);
+      res.off('close', onClientGone);
     }
   }
 }

@@ -10,33 +10,35 @@
 //   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
 //   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
 //   GET  /api/runs/:id/artifacts/:bundle/:name   one file, as a download
-// Reads need only the id (the share link); writes need the token returned at creation.
+// Reads need only the id (the share link); writes need the token returned at creation, and every
+// write must come from the app's own origin as application/json (write-guard.ts): any web page the
+// user visits can reach 127.0.0.1, but it cannot send that.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyTooLargeError, decodePathSegment, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
+import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
+import { importRun } from './runs-import.ts';
 import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
+import { writeRefusal } from './write-guard.ts';
 
 export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+export interface RunsHttpOptions {
+  /** Largest write body (create, steps, status), bytes; default 16 MiB. */
+  maxBodyBytes?: number;
+  /** Largest import body, bytes; default 64 MiB. */
+  maxImportBytes?: number;
+  /** Deepest JSON nesting accepted in a body; default 256. */
+  maxJsonDepth?: number;
+  log?(line: string): void;
+}
+
+export const DEFAULT_RUNS_MAX_BODY_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_IMPORT_BYTES = 64 * 1024 * 1024;
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new RunStoreError(`Request body larger than ${MAX_BODY_BYTES} bytes`, 413);
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new RunStoreError(`Request body is not valid JSON: ${(err as Error).message}`, 400);
-  }
 }
 
 const asObject = (v: unknown, what: string): Record<string, unknown> => {
@@ -55,14 +57,37 @@ function queryInt(url: URL, name: string, fallback: number, min: number, max: nu
   return n;
 }
 
-export function runsHandler(store: RunStore) {
+export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_RUNS_MAX_BODY_BYTES;
+  const maxImportBytes = options.maxImportBytes ?? DEFAULT_MAX_IMPORT_BYTES;
+  const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const log = options.log ?? (() => {});
+
+  // Artifact uploads (an adapter or a checkpoint as base64) may be as large as an import.
+  const readJson = async (req: IncomingMessage, limit = maxBodyBytes, flag = '--max-body-bytes'): Promise<unknown> => {
+    const body = await readBody(req, limit, () => new BodyTooLargeError(limit, flag));
+    const parsed = parseBoundedJson(body.toString('utf8'), maxJsonDepth);
+    if (!parsed.ok) throw new RunStoreError(`Request body is not valid JSON: ${parsed.tooDeep ? parsed.message : parsed.error.message}`, 400);
+    return parsed.value;
+  };
+
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (!url.pathname.startsWith('/api/runs')) return false;
-    const parts = url.pathname.split('/').filter(Boolean).slice(2).map(decodeURIComponent); // after "api", "runs"
-    const token = req.headers[WRITE_TOKEN_HEADER] as string | undefined;
+    const url = parseRequestUrl(req.url);
+    if (!url || !(url.pathname === '/api/runs' || url.pathname.startsWith('/api/runs/'))) return false;
     const method = req.method ?? 'GET';
     try {
+      const decoded = url.pathname.split('/').filter(Boolean).slice(2).map(decodePathSegment); // after "api", "runs"
+      if (decoded.some((p) => p === null)) throw new RunStoreError(`Bad percent-encoding in ${JSON.stringify(url.pathname)}`, 400);
+      const parts = decoded as string[];
+      if (method !== 'GET' && method !== 'HEAD') {
+        const refusal = writeRefusal(req);
+        if (refusal) {
+          req.resume();
+          send(res, refusal.status, { detail: refusal.detail });
+          return true;
+        }
+      }
+      const token = req.headers[WRITE_TOKEN_HEADER] as string | undefined;
       if (parts.length === 0 && method === 'POST') {
         const body = asObject(await readJson(req), 'The run');
         const created = store.create({
@@ -78,7 +103,7 @@ export function runsHandler(store: RunStore) {
       } else if (parts.length === 2 && parts[1] === 'artifacts' && method === 'GET') {
         send(res, 200, { artifacts: store.artifacts(parts[0]) });
       } else if (parts.length === 3 && parts[1] === 'artifacts' && method === 'POST') {
-        const body = asObject(await readJson(req), 'The artifact upload');
+        const body = asObject(await readJson(req, maxImportBytes, '--max-import-bytes'), 'The artifact upload');
         if (!Array.isArray(body.files)) throw new RunStoreError('"files" must be an array of {name, base64}', 400);
         const files = body.files.map((f: unknown, i: number) => {
           const file = asObject(f, `files[${i}]`);
@@ -93,15 +118,17 @@ export function runsHandler(store: RunStore) {
         res.writeHead(200, { 'content-type': type, 'content-length': data.length, 'content-disposition': `attachment; filename="${parts[3]}"` });
         res.end(data);
       } else if (parts.length === 1 && parts[0] === 'import' && method === 'POST') {
-        const created = store.import(await readJson(req));
-        send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
+        const body = await readBody(req, maxImportBytes, () => new BodyTooLargeError(maxImportBytes, '--max-import-bytes'));
+        const outcome = await importRun(store, body, maxJsonDepth);
+        if (!outcome.ok) throw new RunStoreError(outcome.message, outcome.status);
+        send(res, 201, { id: outcome.id, writeToken: outcome.writeToken, shareUrl: `/#/runs/${outcome.id}` });
       } else if (parts.length === 1 && method === 'GET') {
-        const after = url.searchParams.has('after') ? Number(url.searchParams.get('after')) : -1;
-        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], Number.isFinite(after) ? after : -1) });
+        const after = queryInt(url, 'after', -1, -1, Number.MAX_SAFE_INTEGER);
+        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], after) });
       } else if (parts.length === 2 && parts[1] === 'rollouts' && method === 'GET') {
-        const step = url.searchParams.get('step');
-        const last = url.searchParams.get('last');
-        send(res, 200, { rollouts: store.rollouts(parts[0], { step: step === null ? undefined : Number(step), lastSteps: last === null ? undefined : Number(last) }) });
+        const step = url.searchParams.has('step') ? queryInt(url, 'step', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
+        const last = url.searchParams.has('last') ? queryInt(url, 'last', 1, 1, Number.MAX_SAFE_INTEGER) : undefined;
+        send(res, 200, { rollouts: store.rollouts(parts[0], { step, lastSteps: last }) });
       } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
         const data = store.export(parts[0]);
         send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });
@@ -121,8 +148,13 @@ export function runsHandler(store: RunStore) {
         send(res, parts.length <= 2 ? 405 : 404, { detail: parts.length <= 2 ? `Method ${method} not allowed on ${url.pathname}` : 'Not Found' });
       }
     } catch (err) {
-      if (err instanceof RunStoreError) send(res, err.status, { detail: err.message });
-      else send(res, 500, { detail: `Run store failure: ${(err as Error).message}` });
+      if (err instanceof BodyTooLargeError) sendBodyTooLarge(req, res, err.message);
+      else if (res.headersSent) res.destroy();
+      else if (err instanceof RunStoreError) send(res, err.status, { detail: err.message });
+      else {
+        log(`run store ${method} ${url.pathname}: ${(err as Error).message}`);
+        send(res, 500, { detail: `Run store failure: ${(err as Error).message}` });
+      }
     }
     return true;
   };

@@ -2,8 +2,10 @@
 // sampled rollouts, status) so it can be reopened, shared read-only by an unguessable link, forked,
 // exported and imported. better-sqlite3 is synchronous, so writes from concurrent requests are
 // serialized by the event loop; WAL + busy_timeout also let several processes share one file.
+// Write tokens are kept only as SHA-256 digests (compared in constant time), and the database file
+// is the user's alone (0600).
 import Database from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -145,6 +147,27 @@ function newId(): string {
   return randomBytes(16).toString('base64url');
 }
 
+/** What the store keeps of a write token: its SHA-256, hex (64 characters). */
+function tokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Schema version in `PRAGMA user_version`: 1 = write tokens hashed. */
+const USER_VERSION = 1;
+
+/** Creates the database file readable by its owner only; tightens an existing one (and its WAL files). */
+function ownerOnlyFile(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      if ((fs.statSync(f).mode & 0o077) !== 0) fs.chmodSync(f, 0o600);
+    } catch {
+      // -wal/-shm exist only while a connection is open.
+    }
+  }
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON cannot carry NaN/Infinity; metrics keep them as null (the charts show a gap). */
@@ -163,15 +186,28 @@ export class RunStore {
   private readonly staleAfterMs: number;
   private readonly maxArtifactBytes: number;
 
-  constructor(file: string, options: RunStoreOptions = {}) {
+  /** `file`: the SQLite file (or ':memory:'); other connections (the import worker) open it too. */
+  constructor(readonly file: string, options: RunStoreOptions = {}) {
     this.staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
     this.maxArtifactBytes = options.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
-    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ':memory:') ownerOnlyFile(file);
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
+    this.migrate();
+  }
+
+  /** Stores written before tokens were hashed keep plain tokens: hash them once, in place. */
+  private migrate(): void {
+    if ((this.db.pragma('user_version', { simple: true }) as number) >= USER_VERSION) return;
+    this.db.transaction(() => {
+      const rows = this.db.prepare('SELECT id, write_token FROM runs').all() as { id: string; write_token: string }[];
+      const update = this.db.prepare('UPDATE runs SET write_token = ? WHERE id = ?');
+      for (const row of rows) if (!/^[0-9a-f]{64}$/.test(row.write_token)) update.run(tokenDigest(row.write_token), row.id);
+      this.db.pragma(`user_version = ${USER_VERSION}`);
+    })();
   }
 
   close(): void {
@@ -184,7 +220,7 @@ export class RunStore {
     const now = new Date().toISOString();
     this.db.prepare(
       'INSERT INTO runs (id, write_token, name, status, created_at, updated_at, config, model, env, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
-    ).run(id, writeToken, input.name ?? 'untitled run', 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
+    ).run(id, tokenDigest(writeToken), input.name ?? 'untitled run', 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
     return { id, writeToken };
   }
 
@@ -301,7 +337,11 @@ export class RunStore {
   private authorize(id: string, token: string | undefined): void {
     const row = this.db.prepare('SELECT write_token FROM runs WHERE id = ?').get(id) as { write_token: string } | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
-    if (!token || token !== row.write_token) throw new RunStoreError('This run is read-only here: a valid write token is required', 403);
+    const given = Buffer.from(tokenDigest(token ?? ''), 'hex');
+    const kept = Buffer.from(row.write_token, 'hex');
+    // Digests of equal length, compared without an early exit: timing says nothing about the token.
+    const valid = token !== undefined && token !== '' && kept.length === given.length && timingSafeEqual(given, kept);
+    if (!valid) throw new RunStoreError('This run is read-only here: a valid write token is required', 403);
   }
 
   private touch(id: string): void {
@@ -381,8 +421,13 @@ export class RunStore {
     if (!Array.isArray(d.steps)) bad('"steps" must be an array');
     if (!Array.isArray(d.rollouts)) bad('"rollouts" must be an array');
     const steps = d.steps as unknown[];
+    const seen = new Set<number>();
     steps.forEach((s, i) => {
       if (!isObject(s) || !Number.isInteger(s.step) || !isObject(s.metrics)) bad(`steps[${i}] must be {step: integer, metrics: object}`);
+      const step = (s as { step: number }).step;
+      // A second record for a step would silently replace the first and drop its rollouts.
+      if (seen.has(step)) bad(`steps[${i}] repeats step ${step}`);
+      seen.add(step);
     });
     const rollouts = d.rollouts as unknown[];
     rollouts.forEach((r, i) => {
@@ -397,7 +442,11 @@ export class RunStore {
         env: run.env as Record<string, unknown>,
       });
       const byStep = new Map<number, Record<string, unknown>[]>();
-      for (const r of rollouts as RolloutRecord[]) byStep.set(r.step, [...(byStep.get(r.step) ?? []), r.data]);
+      for (const r of rollouts as RolloutRecord[]) {
+        const list = byStep.get(r.step);
+        if (list) list.push(r.data);
+        else byStep.set(r.step, [r.data]);
+      }
       for (const s of steps as StepRecord[]) {
         this.appendStep(created.id, created.writeToken, { step: s.step, metrics: s.metrics, rollouts: byStep.get(s.step) });
         byStep.delete(s.step);

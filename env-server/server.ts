@@ -9,7 +9,8 @@ import { Downstream } from './downstream.ts';
 import { BUILTIN_ENVS } from './envs/index.ts';
 import type { EnvDefinition } from './envs/types.ts';
 import type { EnvHost, EnvStats } from './host.ts';
-import { sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
+import { parseRequestUrl, sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.ts';
 import { ProxyHost } from './proxy.ts';
 
 export type ExtraHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -36,6 +37,14 @@ export interface EnvServerOptions {
   proxySessionTimeoutSec?: number | null;
   /** Largest accepted client message / HTTP body, in bytes (default 16 MiB, as uvicorn). */
   maxMessageBytes?: number;
+  /** Bytes of frames kept for a socket whose session has not started (queued, proxy dialing); default 1 MiB. */
+  maxPendingBytes?: number;
+  /** Unread reply bytes at which a client that stops reading is dropped (default 16 MiB). */
+  maxSendBufferBytes?: number;
+  /** Deepest nesting accepted in client JSON (default 256); deeper is refused before parsing. */
+  maxJsonDepth?: number;
+  /** Idle timeout for sessions made by `openenv/session/create` over HTTP `/mcp`, in s (default 600). */
+  mcpSessionTimeoutSec?: number;
   /** Remote OpenEnv servers: name → replica base URLs, served at `/envs/<name>`. */
   upstreams?: Record<string, string[]>;
   /** Bound on dialing an upstream (WS handshake, forwarded HTTP), in ms (default 10 000). */
@@ -88,13 +97,24 @@ export function resolveMaxConcurrentEnvs(option: number | undefined, env: NodeJS
   return DEFAULT_CAP;
 }
 
+/** Answers an upgrade request that gets no WebSocket, then closes (the socket already has an error listener). */
 function rawHttpReply(socket: Duplex, status: string, body: string): void {
+  if (socket.destroyed) return;
   socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  // A peer that never reads our reply must not keep the descriptor.
+  setTimeout(() => socket.destroy(), 5000).unref();
 }
 
 export async function createEnvServer(options: EnvServerOptions): Promise<EnvServer> {
   const maxConcurrentEnvs = resolveMaxConcurrentEnvs(options.maxConcurrentEnvs);
   const maxMessageBytes = positiveInt(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, 'maxMessageBytes');
+  const downstreamLimits = {
+    maxMessageBytes,
+    maxPendingBytes: positiveInt(options.maxPendingBytes ?? 1024 * 1024, 'maxPendingBytes'),
+    maxSendBufferBytes: positiveInt(options.maxSendBufferBytes ?? DEFAULT_MAX_MESSAGE_BYTES, 'maxSendBufferBytes'),
+  };
+  const maxJsonDepth = positiveInt(options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH, 'maxJsonDepth');
+  const mcpSessionTimeoutSec = positiveNumber(options.mcpSessionTimeoutSec ?? 600, 'mcpSessionTimeoutSec');
   const queueTimeoutMs = positiveNumber(options.queueTimeoutMs ?? 30_000, 'queueTimeoutMs');
   const sessionTimeoutSec = options.sessionTimeoutSec == null ? null : positiveNumber(options.sessionTimeoutSec, 'sessionTimeoutSec');
   const proxySessionTimeoutSec =
@@ -107,12 +127,12 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   const hosts = new Map<string, EnvHost>();
   for (const [name, def] of Object.entries(options.envs ?? BUILTIN_ENVS)) {
     if (!NAME.test(name)) throw new Error(`Env name '${name}' is not a valid path segment`);
-    hosts.set(name, new BuiltinEnvHost(name, def, { ...policy, maxConcurrentEnvs, sessionTimeoutSec, maxMessageBytes, log }));
+    hosts.set(name, new BuiltinEnvHost(name, def, { ...policy, maxConcurrentEnvs, sessionTimeoutSec, mcpSessionTimeoutSec, maxMessageBytes, maxJsonDepth, log }));
   }
   for (const [name, replicas] of Object.entries(options.upstreams ?? {})) {
     if (!NAME.test(name)) throw new Error(`Upstream name '${name}' is not a valid path segment`);
     if (hosts.has(name)) throw new Error(`Upstream name '${name}' clashes with a built-in env of the same name`);
-    hosts.set(name, new ProxyHost(name, replicas, { ...policy, maxConcurrentEnvs, sessionTimeoutSec: proxySessionTimeoutSec, connectTimeoutMs, maxMessageBytes, log }));
+    hosts.set(name, new ProxyHost(name, replicas, { ...policy, maxConcurrentEnvs, sessionTimeoutSec: proxySessionTimeoutSec, connectTimeoutMs, maxMessageBytes, maxSendBufferBytes: downstreamLimits.maxSendBufferBytes, log }));
   }
 
   let nextSessionId = 1;
@@ -128,15 +148,16 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
     }),
   });
 
-  /** `/envs/<name><route>` → [host, route]; route '' for the base path itself. */
+  /** `/envs/<name><route>` → [host, route]; route '' for the base path itself. Names are plain, so no decoding. */
   const route = (pathname: string): [EnvHost, string] | null => {
     const match = /^\/envs\/([^/]+)(\/.*)?$/.exec(pathname);
-    const host = match ? hosts.get(decodeURIComponent(match[1])) : undefined;
+    const host = match ? hosts.get(match[1]) : undefined;
     return host ? [host, match![2] ?? ''] : null;
   };
 
   const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    const url = parseRequestUrl(req.url);
+    if (!url) return sendJson(res, 400, { detail: `Bad request target: ${JSON.stringify(req.url)}` });
     if (url.pathname === '/health' || url.pathname === '/envs') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendMethodNotAllowed(res, 'GET');
       return sendJson(res, 200, url.pathname === '/health' ? { status: 'healthy' } : envsListing());
@@ -158,7 +179,13 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   });
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    // Until ws owns it, this raw socket is ours: a reset must not become an unhandled 'error'.
+    socket.on('error', () => socket.destroy());
+    const url = parseRequestUrl(req.url);
+    if (!url) {
+      rawHttpReply(socket, '400 Bad Request', JSON.stringify({ detail: `Bad request target: ${JSON.stringify(req.url)}` }));
+      return;
+    }
     const target = route(url.pathname);
     const host = target?.[0];
     const accept =
@@ -169,7 +196,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
     }
     // As OpenEnv: accept first (101), then decide about capacity. No Origin check (§3.6).
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const down = new Downstream(ws, nextSessionId++, maxMessageBytes);
+      const down = new Downstream(ws, nextSessionId++, downstreamLimits);
       liveSockets.add(down);
       ws.on('close', () => liveSockets.delete(down));
       accept(down);
@@ -195,6 +222,9 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
       resolve();
     });
   });
+  // Out of descriptors, accept() fails and the server emits 'error'; it keeps listening, so the
+  // process must not die of it.
+  server.on('error', (err) => log(`server: ${err.message}`));
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('env-server: cannot read the bound address');
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -1,8 +1,11 @@
 // Serves the built app (dist/) from the env-server, so `webgrpo start` is one process on one port:
-// the app, the run store API and the environments share an origin (no CORS needed).
+// the app, the run store API and the environments share an origin (no CORS needed). Errors
+// (a file removed mid-rebuild, no descriptors left) answer 404/500 and are logged, never thrown.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { decodePathSegment, parseRequestUrl, sendJson } from './http-util.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -20,36 +23,69 @@ const TYPES: Record<string, string> = {
 // The trainer worker needs cross-origin isolation for SharedArrayBuffer and fine timers.
 export const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
-export function staticHandler(distDir: string) {
+/**
+ * Serves files under `distDir`. The file is opened before the 200 is written, so a missing file
+ * falls through to the 404 and a failure to open (out of descriptors) is a 500; the stream is
+ * destroyed when the client goes away, so an aborted download never keeps a descriptor.
+ */
+export function staticHandler(distDir: string, log: (line: string) => void = () => {}) {
   const root = path.resolve(distDir);
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    let rel: string;
-    try {
-      rel = decodeURIComponent(url.pathname);
-    } catch {
-      return false;
-    }
-    if (rel === '/') rel = '/index.html';
+    const url = parseRequestUrl(req.url);
+    const decoded = url ? decodePathSegment(url.pathname) : null;
+    if (decoded === null) return false;
+    const rel = decoded === '/' ? '/index.html' : decoded;
     const file = path.resolve(root, `.${rel}`);
     if (!file.startsWith(root + path.sep)) return false; // no escaping dist/
-    let stat: fs.Stats;
+    let handle: fs.promises.FileHandle;
     try {
-      stat = fs.statSync(file);
-    } catch {
-      return false;
+      handle = await fs.promises.open(file, 'r');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return false;
+      log(`static ${rel}: cannot open: ${(err as Error).message}`);
+      sendJson(res, 500, { detail: 'Internal Server Error' });
+      return true;
     }
-    if (!stat.isFile()) return false;
-    const hashed = rel.startsWith('/assets/');
-    res.writeHead(200, {
-      'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
-      'content-length': stat.size,
-      'cache-control': hashed ? 'public, max-age=31536000, immutable' : 'no-cache',
-      ...ISOLATION_HEADERS,
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) {
+        await handle.close();
+        return false;
+      }
+      if (res.destroyed) {
+        await handle.close();
+        return true;
+      }
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'content-length': stat.size,
+        'cache-control': rel.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+        ...ISOLATION_HEADERS,
+      });
+      if (req.method === 'HEAD') {
+        await handle.close();
+        res.end();
+        return true;
+      }
+    } catch (err) {
+      await handle.close().catch(() => {});
+      log(`static ${rel}: ${(err as Error).message}`);
+      if (!res.headersSent) sendJson(res, 500, { detail: 'Internal Server Error' });
+      else res.destroy();
+      return true;
+    }
+    // pipeline destroys the file stream (closing the descriptor) on an abort or a read error.
+    const stream = handle.createReadStream();
+    pipeline(stream, res).catch((err: Error) => {
+      if (!isClientAbort(err)) log(`static ${rel}: ${err.message}`);
     });
-    if (req.method === 'HEAD') res.end();
-    else fs.createReadStream(file).pipe(res);
     return true;
   };
+}
+
+function isClientAbort(err: Error): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNRESET' || code === 'EPIPE';
 }

@@ -21,6 +21,13 @@ options:
                               WebSocket heartbeat drops dead clients; live ones may be slow)
   --proxy-session-timeout S   idle timeout for proxied sessions only (default: --session-timeout)
   --max-message-bytes N       largest client message / HTTP body (default 16777216)
+  --max-send-buffer-bytes N   unread reply bytes at which a client that stops reading is
+                              dropped (default 16777216)
+  --max-pending-bytes N       bytes of frames kept for a socket still queued or dialing
+                              upstream; past it the socket gets SESSION_ERROR (default 1048576)
+  --max-json-depth N          deepest nesting accepted in client JSON (default 256)
+  --mcp-session-timeout S     idle timeout for sessions opened by openenv/session/create over
+                              HTTP /mcp, seconds (default 600; --session-timeout overrides)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
                               repeatable
   --help                      this text`;
@@ -54,6 +61,10 @@ export const ENV_SERVER_OPTIONS: OptionTable = {
   'session-timeout': { type: 'string' },
   'proxy-session-timeout': { type: 'string' },
   'max-message-bytes': { type: 'string' },
+  'max-send-buffer-bytes': { type: 'string' },
+  'max-pending-bytes': { type: 'string' },
+  'max-json-depth': { type: 'string' },
+  'mcp-session-timeout': { type: 'string' },
   upstream: { type: 'string', multiple: true },
 };
 
@@ -83,6 +94,10 @@ export function envServerOptions(p: ParsedArgs): EnvServerOptions & { port: numb
     options.proxySessionTimeoutSec = numberArg('--proxy-session-timeout', value('proxy-session-timeout'), { integer: false, min: 0.001 });
   }
   if (value('max-message-bytes') !== undefined) options.maxMessageBytes = numberArg('--max-message-bytes', value('max-message-bytes'), { integer: true, min: 1 });
+  if (value('max-send-buffer-bytes') !== undefined) options.maxSendBufferBytes = numberArg('--max-send-buffer-bytes', value('max-send-buffer-bytes'), { integer: true, min: 1 });
+  if (value('max-pending-bytes') !== undefined) options.maxPendingBytes = numberArg('--max-pending-bytes', value('max-pending-bytes'), { integer: true, min: 1 });
+  if (value('max-json-depth') !== undefined) options.maxJsonDepth = numberArg('--max-json-depth', value('max-json-depth'), { integer: true, min: 1 });
+  if (value('mcp-session-timeout') !== undefined) options.mcpSessionTimeoutSec = numberArg('--mcp-session-timeout', value('mcp-session-timeout'), { integer: false, min: 0.001 });
   for (const spec of (p.values.upstream as string[] | undefined) ?? []) {
     const [name, urls] = parseUpstream(spec);
     if (options.upstreams![name]) throw new Error(`--upstream ${name} given twice; list replicas comma-separated`);

@@ -35,33 +35,53 @@ const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
 
 Serves the app, the run store and the built-in environments (echo, catch, wordle) on one port
 (default http://127.0.0.1:8000/).
-  --data DIR     where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
-  --rebuild      rebuild the web app even if dist/ looks current
+  --data DIR             where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
+  --rebuild              rebuild the web app even if dist/ looks current
+  --dist DIR             serve this already-built app folder instead of building dist/
+  --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
+  --max-import-bytes N   largest run import (default 67108864)
 Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-envs, --queue,
 --upstream NAME=URL[,URL…], …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
   const { ENV_SERVER_OPTIONS, envServerOptions } = await import('./env-server.ts');
-  const p = parseCli(argv, { ...ENV_SERVER_OPTIONS, data: { type: 'string' }, rebuild: { type: 'boolean' } });
+  const p = parseCli(argv, {
+    ...ENV_SERVER_OPTIONS,
+    data: { type: 'string' },
+    rebuild: { type: 'boolean' },
+    dist: { type: 'string' },
+    'max-body-bytes': { type: 'string' },
+    'max-import-bytes': { type: 'string' },
+  });
   if (p.help) {
     console.log(HELP);
     return 0;
   }
   if (str(p, 'data') === '') throw new Error('--data needs a directory');
+  if (str(p, 'dist') === '') throw new Error('--dist needs a directory');
   const dataDir = str(p, 'data') ?? process.env.WEBGRPO_DATA ?? path.join(os.homedir(), '.local', 'share', 'webgrpo');
-  const rebuild = p.values.rebuild === true;
+  const dist = str(p, 'dist') === undefined ? null : path.resolve(str(p, 'dist')!);
+  const byteCount = (flag: string): number | undefined => {
+    const value = str(p, flag);
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new Error(`--${flag}: expected an integer ≥ 1, got '${value}'`);
+    return n;
+  };
+  const runsOptions = { maxBodyBytes: byteCount('max-body-bytes'), maxImportBytes: byteCount('max-import-bytes') };
   const parsed = { options: envServerOptions(p) };
-  if (rebuild || distIsStale()) await buildApp();
+  if (dist === null && (p.values.rebuild === true || distIsStale())) await buildApp();
 
   const { RunStore } = await import('../../env-server/runs.ts');
   const { runsHandler } = await import('../../env-server/runs-http.ts');
   const { staticHandler } = await import('../../env-server/static.ts');
   const { createEnvServer } = await import('../../env-server/server.ts');
   const store = new RunStore(path.join(dataDir, 'runs.db'));
+  const log = (line: string) => console.error(line);
   const server = await createEnvServer({
-    logger: (line) => console.error(line),
+    logger: log,
     ...parsed.options,
-    extraHandlers: [runsHandler(store), staticHandler(DIST)],
+    extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
   });
   console.log(JSON.stringify({ url: `${server.url}/`, data: dataDir }));
   console.error(`webgrpo: open ${server.url}/ in a browser with WebGPU (Chrome/Edge). Ctrl-C stops.`);

@@ -1,0 +1,9 @@
+// Worker thread for `POST /api/runs/import`: parses, checks and writes an exported run through its own
+// connection to the same database file, so a large import never stalls the server's event loop.
+// Plain JavaScript so it starts without a loader; the TypeScript it needs is loaded through tsx.
+import { parentPort, workerData } from 'node:worker_threads';
+import { register } from 'tsx/esm/api';
+
+register();
+const { importRunText } = await import('./runs-import.ts');
+parentPort.postMessage(importRunText(workerData.file, workerData.text, workerData.maxJsonDepth));
