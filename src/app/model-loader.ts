@@ -1,12 +1,11 @@
 // Loading a model into the trainer worker, from the setup page or for a resumed run: one place that
 // keeps the UI store's model, progress and error in step, and remembers where the model came from so
 // a run can name it and a resume (after a reload, from the home page) can load the same one again.
-import { useUi } from './store.ts';
+import { useUi, type ModelSource } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
 import type { ModelChoice, ModelInfo } from './worker-api.ts';
 
 /** A model choice as a run stores it: a picked folder cannot be reopened without the user picking it again. */
-export type ModelSource = { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
 
 export function sourceOf(choice: ModelChoice, name: string): ModelSource {
   if (choice.kind === 'hub') return { kind: 'hub', repo: choice.repo.trim(), revision: choice.revision.trim() || 'main' };

@@ -2,8 +2,11 @@
 import { create } from 'zustand';
 import type { LoadProgress } from '../model/types.ts';
 import type { ModelInfo, ProbeResult, RolloutView, StepEvent } from './worker-api.ts';
-import type { ModelSource } from './model-loader.ts';
+
 import type { StepRecord } from './api.ts';
+
+/** Where the loaded model came from, kept with a run so a resume can load it again. */
+export type ModelSource = { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
 
 export type RunStatus = 'idle' | 'loading' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
 

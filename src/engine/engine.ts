@@ -15,10 +15,10 @@ import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
 import { createTrainState } from './train/index.ts';
-import { readPeftAdapter, type AdapterSource, type PeftLoraSettings } from './peft-adapter.ts';
+import { readPeftAdapter } from './peft-adapter.ts';
 import type {
-  BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
-  ScoreRequest, SequenceHandle, StepResult, TrainableMode,
+  AdapterSource, BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
+  PeftLoraSettings, ScoreRequest, SequenceHandle, StepResult, TrainableMode,
 } from './types.ts';
 
 export interface LoadEngineOptions {

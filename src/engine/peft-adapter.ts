@@ -6,7 +6,7 @@ import type { CheckpointFiles } from '../model/files.ts';
 import { browserFiles, memoryFiles } from '../model/files.ts';
 import { decodeToFloat32, parseSafetensors, writeSafetensors } from '../model/safetensors.ts';
 import type { ModelConfig } from '../model/types.ts';
-import type { LoraTarget, NamedTensor } from './types.ts';
+import type { AdapterSource, LoraTarget, NamedTensor, PeftLoraSettings } from './types.ts';
 
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';
 export const ADAPTER_WEIGHTS_FILE = 'adapter_model.safetensors';
@@ -19,13 +19,6 @@ const BLOCK: Record<LoraTarget, 'self_attn' | 'mlp'> = {
   q_proj: 'self_attn', k_proj: 'self_attn', v_proj: 'self_attn', o_proj: 'self_attn', gate_proj: 'mlp', up_proj: 'mlp', down_proj: 'mlp',
 };
 
-export interface PeftLoraSettings {
-  r: number;
-  alpha: number;
-  targetModules: LoraTarget[];
-  /** Rank-stabilised LoRA: scale = alpha / √r instead of alpha / r. */
-  useRslora: boolean;
-}
 
 /** Where the base model came from: a Hub id (with its revision) or a local name. */
 export interface BaseModelRef {
@@ -109,7 +102,6 @@ export interface PeftLoraAdapter {
 }
 
 /** Anything an adapter can be read from: a folder path (Node), picked files, in-memory files. */
-export type AdapterSource = string | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;
 
 async function adapterFiles(source: AdapterSource): Promise<CheckpointFiles> {
   if (typeof source === 'string') {

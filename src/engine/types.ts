@@ -4,7 +4,7 @@
 
 import type { Gpu } from './gpu.ts';
 import type { ModelConfig } from '../model/types.ts';
-import type { AdapterSource, PeftLoraSettings } from './peft-adapter.ts';
+import type { CheckpointFiles } from '../model/files.ts';
 
 export type LoraTarget = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
 
@@ -151,3 +151,15 @@ export interface Engine {
 
   destroy(): void;
 }
+
+/** A PEFT LoRA adapter's settings (adapter_config.json), as the engine applies them. */
+export interface PeftLoraSettings {
+  r: number;
+  alpha: number;
+  targetModules: LoraTarget[];
+  /** Rank-stabilised LoRA: scale = alpha / √r instead of alpha / r. */
+  useRslora: boolean;
+}
+
+/** Anything a PEFT adapter can be read from: a folder path (Node), picked files, in-memory files. */
+export type AdapterSource = string | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;

@@ -68,7 +68,7 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
     const tok = qwen3Tokenizer();
     const rows = EXAMPLES.echo.dataset();
     const rollouts = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo')), tokenizer: tok, rows, envFactory: EXAMPLES.echo.envFactory({ echo: url() }, open), config: CONFIG, seed: 3 });
-    expect(toolMetrics(rollouts.map((r) => ({ modelTokens: 0, totalTokens: 0, truncated: r.truncated, toolCalls: r.toolCalls, toolFailures: r.toolFailures })))).toEqual({
+    expect(toolMetrics(rollouts.map((r) => ({ modelTokens: 0, totalTokens: 0, truncated: r.truncated, toolCalls: r.toolCalls, toolFailures: r.toolFailures })))).toMatchObject({
       'tools/call_frequency': 1,
       'tools/failure_frequency': 0,
     });
