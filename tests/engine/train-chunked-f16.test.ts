@@ -8,7 +8,7 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { createTrainState } from '../../src/engine/train/index.ts';
 import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
-import { memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
+import { memoryCheckpoint, someIds, tinyConfig, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
@@ -23,7 +23,7 @@ function halfRounded(w: RefWeights): RefWeights {
   ]));
 }
 
-describe('training on chunked and f16 weights', () => {
+describe(onAdapter('training on chunked and f16 weights'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
