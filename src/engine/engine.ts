@@ -22,7 +22,7 @@ import type {
 
 export interface LoadEngineOptions {
   gpu?: Gpu;
-  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning needs 'f32'. */
+  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning promotes f16 weights to f32 when it starts. */
   weightDtype?: 'auto' | 'f16' | 'f32';
   onProgress?: (p: LoadProgress) => void;
   /** Kernel variant of the linears: 'auto' (default) = register-blocked on software adapters, workgroup-tiled otherwise. */
@@ -43,7 +43,6 @@ export interface LoadEngineOptions {
 type TrainSide = Pick<Engine, 'backward' | 'zeroGrad' | 'step' | 'setTrainable' | 'saveState' | 'loadState' | 'exportAdapter' | 'readGrads'> & { destroy(): void };
 
 export class WebGpuEngine implements Engine {
-  readonly weightDtype: 'f16' | 'f32';
   /** Counters of the generation path (benchmarks read them). */
   readonly stats: GenerateStats = { prefillTokens: 0, decodeSteps: 0, dispatchesPerDecodeStep: 0 };
   private readonly cache: KvCache;
@@ -61,8 +60,12 @@ export class WebGpuEngine implements Engine {
     readonly warnings: string[] = [],
   ) {
     const { config } = internals;
-    this.weightDtype = [...internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
     this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+  }
+
+  /** How the matrices are stored now: full fine-tuning promotes f16 weights to f32 (train/trainable.ts). */
+  get weightDtype(): 'f16' | 'f32' {
+    return [...this.internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
   }
 
   get config(): ModelConfig {
@@ -220,5 +223,5 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan, check.warnings);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }, maxBindingBytes), ownsGpu, memoryPlan, check.warnings);
 }

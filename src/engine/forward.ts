@@ -56,6 +56,7 @@ export class Qwen3Forward implements EngineInternals {
     readonly config: ModelConfig,
     readonly params: Map<string, ParamEntry>,
     readonly kernelVariants: KernelVariants,
+    readonly maxBindingBytes: number,
   ) {
     this.kernels = new KernelCache(gpu.device);
     this.uniformPool = new UniformPool(gpu.device);

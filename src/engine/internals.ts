@@ -110,6 +110,8 @@ export interface EngineInternals {
   config: ModelConfig;
   /** Every parameter by HF name (tied models have no `lm_head.weight` entry: the head is the embedding). */
   params: Map<string, ParamEntry>;
+  /** Largest bytes of one parameter buffer (the device's binding limit, or the loader's lower cap). */
+  maxBindingBytes: number;
   /** LoRA adapters by the HF name of the base linear's weight; set by the train side, read by every linear. */
   lora: Map<string, LoraAdapter>;
   /** Compiled, cached pipeline of `src/engine/kernels/<file>` with `{{NAME}}` placeholders filled. */

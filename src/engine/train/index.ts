@@ -59,7 +59,9 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
       optimizer = set ? new Optimizer(internals, ops, set) : null;
     },
     async backward(req) {
-      await runBackward(internals, ops, need('backward').set, req);
+      const s = need('backward').set;
+      await s.ready;
+      await runBackward(internals, ops, s, req);
     },
     zeroGrad() {
       const { optimizer: opt } = need('zeroGrad');
@@ -69,7 +71,9 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
       void rec.submit();
     },
     async step(opt) {
-      return need('step').optimizer.apply(opt);
+      const s = need('step');
+      await s.set.ready;
+      return s.optimizer.apply(opt);
     },
     async saveState() {
       const s = need('saveState');
