@@ -211,7 +211,9 @@ export async function run(argv: string[]): Promise<number> {
     if (tokenizerJson === null || tokenizerConfig === null) throw new Error(`${args.model}: tokenizer.json and tokenizer_config.json are required`);
     const tokenizer = loadTokenizer(tokenizerJson, tokenizerConfig);
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
-    engine = await loadEngine(ckpt, { weightDtype });
+    const loaded = await loadEngine(ckpt, { weightDtype });
+    engine = loaded;
+    console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
     const events = runExample({
       engine,
       tokenizer,

@@ -5,8 +5,8 @@
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
-import { getGpu, type Gpu } from './gpu.ts';
-import { Qwen3Forward, type AttentionVariant, type MatmulVariant } from './forward.ts';
+import { adapterName, getGpu, type Gpu } from './gpu.ts';
+import { Qwen3Forward, type AttentionVariant, type HalfLoads, type MatmulVariant } from './forward.ts';
 import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
@@ -29,6 +29,8 @@ export interface LoadEngineOptions {
   matmul?: 'auto' | MatmulVariant;
   /** Attention kernel: 'auto' (default) = one invocation per (token, head) on software adapters, one workgroup per (token, head) otherwise. */
   attention?: 'auto' | AttentionVariant;
+  /** How kernels read f16 weights: 'auto' (default) = natively (`array<f16>`) where the adapter has shader-f16, else unpacked from u32 words. */
+  halfLoads?: 'auto' | HalfLoads;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -66,6 +68,15 @@ export class WebGpuEngine implements Engine {
   /** How the matrices are stored now: full fine-tuning promotes f16 weights to f32 (train/trainable.ts). */
   get weightDtype(): 'f16' | 'f32' {
     return [...this.internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
+  }
+
+  /** What machine-readable CLI output reports about the run: the adapter, the weight storage, the memory plan. */
+  report(): { adapter: string; weight_dtype: 'f16' | 'f32'; memory_plan: { total_bytes: number; fits: boolean; items: { name: string; bytes: number }[] } } {
+    return {
+      adapter: adapterName(this.gpu.adapterInfo),
+      weight_dtype: this.weightDtype,
+      memory_plan: { total_bytes: this.memoryPlan.totalBytes, fits: this.memoryPlan.fits, items: this.memoryPlan.items.map((i) => ({ name: i.name, bytes: i.bytes })) },
+    };
   }
 
   get config(): ModelConfig {
@@ -185,6 +196,11 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const wanted = opts.weightDtype ?? 'auto';
   const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
+  const halfLoads: HalfLoads = !opts.halfLoads || opts.halfLoads === 'auto' ? (gpu.f16 ? 'native' : 'u32') : opts.halfLoads;
+  if (halfLoads === 'native' && !gpu.f16) {
+    if (ownsGpu) gpu.device.destroy();
+    throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
+  }
   const memoryPlan = planMemory({
     config: cfg,
     weightDtype: matrixDtype,
@@ -223,5 +239,5 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }, maxBindingBytes), ownsGpu, memoryPlan, check.warnings);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, check.warnings);
 }

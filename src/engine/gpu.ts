@@ -158,3 +158,9 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   });
   return { device, adapterInfo, limits: device.limits, f16, subgroups, software };
 }
+
+/** One line naming the adapter, for output and benchmarks: e.g. `llvmpipe (LLVM 15.0.7, 256 bits) (vulkan, software)`. */
+export function adapterName(info: GpuInfo): string {
+  const name = info.description || info.device || `${info.vendor} ${info.architecture}`.trim() || 'unknown adapter';
+  return `${name}${info.isFallbackAdapter ? ' (software)' : ''}`;
+}
