@@ -17,8 +17,12 @@ export interface Gpu {
   limits: GPUSupportedLimits;
   /** `shader-f16` is enabled: kernels may `enable f16;` and weights may be stored as f16. */
   f16: boolean;
-  /** `subgroups` is enabled. */
-  subgroups: boolean;
+  /**
+   * Subgroup sizes the adapter reports (null when it has no `subgroups` feature). The feature is NOT
+   * requested: no kernel uses subgroup operations (the row reductions use workgroup memory, which is
+   * portable across subgroup sizes 4 / 8 / 32 / 64); see BENCHMARKS.md for why.
+   */
+  subgroupSizes: { min: number; max: number } | null;
   /** Software adapters (SwiftShader, lavapipe) prefer register-blocked kernels over shared-memory tiling. */
   software: boolean;
 }
@@ -134,8 +138,6 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   const features: GPUFeatureName[] = [];
   const f16 = (opts.allowF16 ?? true) && adapter.features.has('shader-f16');
   if (f16) features.push('shader-f16');
-  const subgroups = adapter.features.has('subgroups');
-  if (subgroups) features.push('subgroups' as GPUFeatureName);
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
   const adapterInfo: GpuInfo = {
@@ -156,7 +158,9 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   device.lost.then((l) => {
     if (l.reason !== 'destroyed') console.error(`WebGPU device lost: ${l.message}`);
   });
-  return { device, adapterInfo, limits: device.limits, f16, subgroups, software };
+  const sg = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
+  const subgroupSizes = adapter.features.has('subgroups') && sg?.subgroupMinSize ? { min: sg.subgroupMinSize, max: sg.subgroupMaxSize ?? sg.subgroupMinSize } : null;
+  return { device, adapterInfo, limits: device.limits, f16, subgroupSizes, software };
 }
 
 /** One line naming the adapter, for output and benchmarks: e.g. `llvmpipe (LLVM 15.0.7, 256 bits) (vulkan, software)`. */

@@ -23,10 +23,12 @@ describe(onAdapter('WebGPU in Node (Dawn)'), () => {
         expect(text).toMatch(/swiftshader/i);
         expect(gpu.f16).toBe(false);
         expect(gpu.limits.maxStorageBufferBindingSize).toBeGreaterThan(128 * 1024 * 1024);
+        expect(gpu.subgroupSizes).toEqual({ min: 4, max: 4 });
       } else {
         expect(text).toMatch(/llvmpipe/i);
         expect(gpu.f16).toBe(true);
         expect(gpu.limits.maxStorageBufferBindingSize).toBe(128 * 1024 * 1024);
+        expect(gpu.subgroupSizes).toEqual({ min: 8, max: 8 });
       }
     } finally {
       gpu.device.destroy();
