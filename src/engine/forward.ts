@@ -142,8 +142,8 @@ export class Qwen3Forward implements EngineInternals {
   // ---------------------------------------------------------------------------------------------
   // Buffers of a batch.
 
-  createLayerActs(T: number, label: string): LayerActs {
-    return this.layerActsIn(T, (role, bytes) => this.createBuffer(`${label} ${role}`, bytes));
+  createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs {
+    return this.layerActsIn(T, make ?? ((role, bytes) => this.createBuffer(`${label} ${role}`, bytes)));
   }
 
   /** LayerActs over reusable scratch buffers (valid until the next call with the same prefix). */
@@ -178,13 +178,13 @@ export class Qwen3Forward implements EngineInternals {
     };
   }
 
-  packSequences(sequences: number[][]): PackedBatch {
+  packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch {
     const tokens: PackedToken[] = [];
     sequences.forEach((ids, s) => {
       const start = tokens.length;
       ids.forEach((token, p) => tokens.push({ token, position: p, kvBase: start, kvSlot: start + p, seq: s }));
     });
-    return this.packTokens(tokens, (role, bytes) => this.createBuffer(`packed ${role}`, bytes));
+    return this.packTokens(tokens, make ?? ((role, bytes) => this.createBuffer(`packed ${role}`, bytes)));
   }
 
   /** Uploads a packed batch into the given buffers (scratch or fresh). */

@@ -83,28 +83,63 @@ function checkFits(internals: EngineInternals, label: string, bytes: number): vo
   }
 }
 
-/** Buffers of one backward call; all destroyed together at the end. */
-class Scratch {
-  private readonly owned: GPUBuffer[] = [];
+/**
+ * The backward pass's buffers, kept between calls (llm.c's one planned allocation): each role's
+ * buffer is created the first time, reused while the next call's shape fits in it, and replaced only
+ * when a call needs more. A reused buffer is zero-filled again, exactly like a new one, so no kernel
+ * sees values of an earlier call. Calls never overlap (the engine runs GPU work one call at a time,
+ * and runBackward waits for its work to finish), so a buffer is never rewritten while in use.
+ */
+export class BackwardBuffers {
+  private readonly byRole = new Map<string, GPUBuffer>();
+  /** Buffers created so far (tests check that a second call of the same shape creates none). */
+  created = 0;
   constructor(private readonly internals: EngineInternals) {}
+
+  /** A zero-filled buffer of at least `bytes` for `role`. */
+  get(role: string, bytes: number): GPUBuffer {
+    const size = Math.max(16, Math.ceil(bytes / 4) * 4);
+    const have = this.byRole.get(role);
+    if (have && have.size >= size) {
+      const enc = this.internals.gpu.device.createCommandEncoder({ label: `clear backward ${role}` });
+      enc.clearBuffer(have);
+      this.internals.gpu.device.queue.submit([enc.finish()]);
+      return have;
+    }
+    have?.destroy();
+    const b = this.internals.createBuffer(`backward ${role}`, size);
+    this.created++;
+    this.byRole.set(role, b);
+    return b;
+  }
+
+  /** Bytes held now, by role (the memory plan's backward share is checked against this). */
+  bytes(): number {
+    let n = 0;
+    for (const b of this.byRole.values()) n += b.size;
+    return n;
+  }
+
+  destroy(): void {
+    for (const b of this.byRole.values()) b.destroy();
+    this.byRole.clear();
+  }
+}
+
+/** One backward call's view of the buffers: f32 scratch and uploads, checked against the binding limit. */
+class Scratch {
+  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers) {}
 
   f32(label: string, count: number): GPUBuffer {
     const bytes = count * 4;
     checkFits(this.internals, label, bytes);
-    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, bytes));
-    this.owned.push(b);
-    return b;
+    return this.pool.get(label, bytes);
   }
 
   upload(label: string, data: Float32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>): GPUBuffer {
-    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, data.byteLength));
+    const b = this.pool.get(label, data.byteLength);
     this.internals.gpu.device.queue.writeBuffer(b, 0, data);
-    this.owned.push(b);
     return b;
-  }
-
-  destroy(): void {
-    for (const b of this.owned) b.destroy();
   }
 }
 
@@ -114,7 +149,7 @@ function param(internals: EngineInternals, name: string): ParamEntry {
   return p;
 }
 
-export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest): Promise<void> {
+export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest, pool: BackwardBuffers): Promise<void> {
   const cfg = internals.config;
   checkBackwardRequest(req, cfg.vocabSize);
   const adapters = req.adapters ?? true;
@@ -126,19 +161,16 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const T = req.sequences.reduce((n, s) => n + s.ids.length, 0);
   const widest = Math.max(cfg.intermediateSize, cfg.numHeads * cfg.headDim, cfg.hiddenSize);
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
-  const batch = internals.packSequences(req.sequences.map((s) => s.ids));
+  const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => pool.get(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
-  const scratch = new Scratch(internals);
-  const acts = internals.createLayerActs(batch.T, 'backward');
+  const scratch = new Scratch(internals, pool);
+  const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => pool.get(`layer ${role}`, bytes));
+  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
   try {
-    const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
     await pass.run(scored, req.temperature);
-    await internals.gpu.device.queue.onSubmittedWorkDone();
   } finally {
-    scratch.destroy();
-    // LayerActs is T plus buffers only.
-    for (const b of Object.values(acts)) if (typeof b === 'object') (b as GPUBuffer).destroy();
-    for (const b of [batch.tokens, batch.meta, batch.rope]) b.destroy();
+    // The next call may reuse every buffer: this one's work must be done first.
+    await internals.gpu.device.queue.onSubmittedWorkDone();
   }
 }
 

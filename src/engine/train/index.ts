@@ -3,7 +3,7 @@
 
 import type { EngineInternals } from '../internals.ts';
 import type { BackwardRequest, NamedTensor, OptimizerConfig, StepResult, TrainableMode } from '../types.ts';
-import { runBackward } from './backward.ts';
+import { BackwardBuffers, runBackward } from './backward.ts';
 import { TrainOps, type GemmVariant } from './ops.ts';
 import { Optimizer } from './optimizer.ts';
 import { exportPeftAdapter, loadTrainState, readTensors, saveTrainState } from './state.ts';
@@ -25,6 +25,8 @@ export interface TrainState {
   exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }>;
   /** Trainable gradients: checkpoint names (full; tied embedding carries both shares) or `<linear>.lora_A.weight`/`lora_B`. */
   readGrads(): Promise<NamedTensor[]>;
+  /** Backward's buffers, kept between calls. */
+  readonly backwardBuffers: BackwardBuffers;
   destroy(): void;
 }
 
@@ -35,6 +37,7 @@ export interface TrainStateOptions {
 
 export function createTrainState(internals: EngineInternals, opts: TrainStateOptions = {}): TrainState {
   const ops = new TrainOps(internals, opts.gemm);
+  const backwardBuffers = new BackwardBuffers(internals);
   let set: TrainableSet | null = null;
   let optimizer: Optimizer | null = null;
 
@@ -61,7 +64,7 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
     async backward(req) {
       const s = need('backward').set;
       await s.ready;
-      await runBackward(internals, ops, s, req);
+      await runBackward(internals, ops, s, req, backwardBuffers);
     },
     zeroGrad() {
       const { optimizer: opt } = need('zeroGrad');
@@ -89,6 +92,12 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
     async readGrads() {
       return readTensors(internals, need('readGrads').set.tensors, 'grad');
     },
-    destroy: release,
+    get backwardBuffers() {
+      return backwardBuffers;
+    },
+    destroy() {
+      release();
+      backwardBuffers.destroy();
+    },
   };
 }
