@@ -8,6 +8,7 @@ import type {
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
+import { layerActsCounts } from './memory-plan.ts';
 import type { LoraTarget } from './types.ts';
 
 export type MatmulVariant = 'blocked' | 'tiled';
@@ -151,31 +152,10 @@ export class Qwen3Forward implements EngineInternals {
     return this.layerActsIn(T, (role, bytes) => this.scratchBuffer(`${prefix}.${role}`, bytes));
   }
 
+  /** Every LayerActs field sized from layerActsCounts, the memory plan's own description of it. */
   private layerActsIn(T: number, make: (role: string, bytes: number) => GPUBuffer): LayerActs {
-    const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = this.config;
-    const f = 4;
-    return {
-      T,
-      x: make('x', T * D * f),
-      a: make('a', T * D * f),
-      rstd1: make('rstd1', T * f),
-      qRaw: make('qRaw', T * H * d * f),
-      kRaw: make('kRaw', T * K * d * f),
-      qRstd: make('qRstd', T * H * f),
-      kRstd: make('kRstd', T * K * f),
-      q: make('q', T * H * d * f),
-      k: make('k', T * K * d * f),
-      v: make('v', T * K * d * f),
-      attn: make('attn', T * H * d * f),
-      lse: make('lse', T * H * f),
-      xMid: make('xMid', T * D * f),
-      b: make('b', T * D * f),
-      rstd2: make('rstd2', T * f),
-      gate: make('gate', T * F * f),
-      up: make('up', T * F * f),
-      hidden: make('hidden', T * F * f),
-      xOut: make('xOut', T * D * f),
-    };
+    const fields = Object.entries(layerActsCounts(this.config)).map(([role, n]) => [role, make(role, T * n * 4)]);
+    return { T, ...Object.fromEntries(fields) } as LayerActs;
   }
 
   packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch {

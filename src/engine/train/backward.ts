@@ -13,9 +13,8 @@ import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
+import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
 
-/** Bytes of one logits chunk (Ts, Vc) f32: bounds the LM head's working set. */
-export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 const NEG_BIG = -3.0e38;
 
 /**
@@ -126,18 +125,31 @@ export class BackwardBuffers {
   }
 }
 
-/** One backward call's view of the buffers: f32 scratch and uploads, checked against the binding limit. */
+/**
+ * One backward call's view of the buffers: f32 scratch and uploads, checked against the binding
+ * limit and against the memory plan (a buffer the plan does not list, or lists with another size,
+ * is a bug that would make the plan lie, so it fails loudly).
+ */
 class Scratch {
-  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers) {}
+  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers, private readonly plan: Map<string, number>) {}
+
+  /** A planned buffer of `bytes` for `role`. */
+  take(role: string, bytes: number): GPUBuffer {
+    const planned = this.plan.get(role);
+    if (planned !== bufferSize(bytes)) {
+      throw new Error(`backward: buffer '${role}' of ${bytes} bytes is not in the memory plan (${planned === undefined ? 'no such role' : `planned ${planned}`}); update backwardBufferPlan in memory-plan.ts`);
+    }
+    return this.pool.get(role, bytes);
+  }
 
   f32(label: string, count: number): GPUBuffer {
     const bytes = count * 4;
     checkFits(this.internals, label, bytes);
-    return this.pool.get(label, bytes);
+    return this.take(label, bytes);
   }
 
   upload(label: string, data: Float32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>): GPUBuffer {
-    const b = this.pool.get(label, data.byteLength);
+    const b = this.take(label, data.byteLength);
     this.internals.gpu.device.queue.writeBuffer(b, 0, data);
     return b;
   }
@@ -161,10 +173,13 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const T = req.sequences.reduce((n, s) => n + s.ids.length, 0);
   const widest = Math.max(cfg.intermediateSize, cfg.numHeads * cfg.headDim, cfg.hiddenSize);
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
-  const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => pool.get(`packed ${role}`, bytes));
+  const Ts = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
+  const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
+  const plan = backwardBufferPlan(cfg, T, Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
+  const scratch = new Scratch(internals, pool, plan);
+  const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
-  const scratch = new Scratch(internals, pool);
-  const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => pool.get(`layer ${role}`, bytes));
+  const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
   const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
   try {
     await pass.run(scored, req.temperature);
@@ -296,12 +311,12 @@ class BackwardPass {
 
     const head = param(internals, cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
     const headGrads = this.full ? this.trainable.gradChunks(head.name) : null;
-    const maxVc = Math.max(1, Math.floor(Math.min(LOGITS_CHUNK_BYTES, internals.gpu.limits.maxStorageBufferBindingSize) / (Ts * 4)));
+    const maxVc = logitsChunkRows(Ts, cfg.vocabSize, internals.gpu.limits.maxStorageBufferBindingSize);
     const pieces: { chunk: number; v0: number; vc: number }[] = [];
     head.chunks.forEach((c, ci) => {
       for (let v0 = c.rowStart; v0 < c.rowStart + c.rows; v0 += maxVc) pieces.push({ chunk: ci, v0, vc: Math.min(maxVc, c.rowStart + c.rows - v0) });
     });
-    const logits = scratch.f32('logits chunk', Ts * Math.min(maxVc, cfg.vocabSize)); // (Ts, Vc)
+    const logits = scratch.f32('logits chunk', Ts * maxVc); // (Ts, Vc)
     const encodeLogits = (p: { chunk: number; v0: number; vc: number }) => {
       const c = head.chunks[p.chunk]!;
       ops.gemm(rec, {

@@ -9,7 +9,6 @@ import { Optimizer } from './optimizer.ts';
 import { exportPeftAdapter, loadTrainState, readTensors, saveTrainState } from './state.ts';
 import { createTrainableSet, type TrainableSet } from './trainable.ts';
 
-export { modelParams, trainMemory, type TrainMemory } from './memory.ts';
 
 export interface TrainState {
   /** The current mode ('none' until setTrainable). */
