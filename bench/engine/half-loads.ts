@@ -17,7 +17,7 @@ export async function benchHalfLoads(opts: Record<string, string> = {}) {
     gpu.device.destroy();
     return { adapter: gpu.adapterInfo, rounds: 0, results: [], note: 'no shader-f16 on this adapter: the u32 path is the only one' };
   }
-  const model = await makeTinyModel({ seed: 1, dtype: 'bf16', hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64, vocab: 64 });
+  const model = await makeTinyModel({ seed: 1, dtype: 'bf16', hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64, vocab: 512 });
   const engine = await loadEngine(await openCheckpoint(model.files), { gpu });
   const fwd: Qwen3Forward = engine.internals;
   const N = num(opts, 'N', 3072);
