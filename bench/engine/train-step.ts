@@ -17,7 +17,7 @@
 //   batch        sequences per step (default 4)
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step
-//   weights      auto|f16|f32 (default auto; full mode needs f32)
+//   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
 
 import { getGpu } from '../../src/engine/gpu.ts';
 import { benchCheckpoint, matmulPeak, peakName, median, now, num } from './common.ts';

@@ -29,7 +29,7 @@ export interface LoadEngineOptions {
   matmul?: 'auto' | MatmulVariant;
   /** Attention kernel: 'auto' (default) = one invocation per (token, head) on software adapters, one workgroup per (token, head) otherwise. */
   attention?: 'auto' | AttentionVariant;
-  /** How kernels read f16 weights: 'auto' (default) = natively (`array<f16>`) where the adapter has shader-f16, else unpacked from u32 words. */
+  /** How kernels read f16 weights: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
   halfLoads?: 'auto' | HalfLoads;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
@@ -196,7 +196,10 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const wanted = opts.weightDtype ?? 'auto';
   const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
-  const halfLoads: HalfLoads = !opts.halfLoads || opts.halfLoads === 'auto' ? (gpu.f16 ? 'native' : 'u32') : opts.halfLoads;
+  // Measured on lavapipe (BENCHMARKS.md): native f16 loads were no faster than unpacking u32 words
+  // (median 0.93×, within the noise), so software adapters keep the u32 path; GPUs with shader-f16
+  // read halves natively, which is what their hardware loads do.
+  const halfLoads: HalfLoads = !opts.halfLoads || opts.halfLoads === 'auto' ? (gpu.f16 && !gpu.software ? 'native' : 'u32') : opts.halfLoads;
   if (halfLoads === 'native' && !gpu.f16) {
     if (ownsGpu) gpu.device.destroy();
     throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');

@@ -40,16 +40,25 @@ describe(onAdapter('f16 weights'), () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the adapter\'s f16 path: native f16 loads where shader-f16 exists, refused clearly where not', async () => {
+  it('the adapter\'s f16 path: native and u32 loads agree where shader-f16 exists; native refused clearly where not', async () => {
     if (ADAPTER === 'lavapipe') expect(gpu.f16).toBe(true);
     if (ADAPTER === 'swiftshader') expect(gpu.f16).toBe(false);
     const cfg = tinyConfig();
     const ckpt = memoryCheckpoint(cfg, randomRefWeights(cfg, 3));
     if (gpu.f16) {
-      const engine = await loadEngine(ckpt, { gpu });
-      expect(engine.weightDtype).toBe('f16');
-      expect(engine.internals.kernelVariants.halfLoads).toBe('native');
-      engine.destroy();
+      const auto = await loadEngine(ckpt, { gpu });
+      expect(auto.weightDtype).toBe('f16');
+      // The faster path measured per adapter: u32 unpacking on software adapters, native on GPUs.
+      expect(auto.internals.kernelVariants.halfLoads).toBe(gpu.software ? 'u32' : 'native');
+      // Both paths score the same model the same way, to float rounding.
+      const native = await loadEngine(ckpt, { gpu, halfLoads: 'native' });
+      const u32 = await loadEngine(ckpt, { gpu, weightDtype: 'f16', halfLoads: 'u32' });
+      const sequences = [{ ids: someIds(11, cfg.vocabSize, 2), scoreFrom: 1 }];
+      const a = await native.score({ sequences, temperature: 1 });
+      const b = await u32.score({ sequences, temperature: 1 });
+      expect(native.internals.kernelVariants.halfLoads).toBe('native');
+      expect(maxAbsDiff(a.logprobs[0]!, b.logprobs[0]!)).toBeLessThan(1e-5);
+      for (const e of [auto, native, u32]) e.destroy();
     } else {
       await expect(loadEngine(ckpt, { gpu, weightDtype: 'f16', halfLoads: 'native' })).rejects.toThrow(/shader-f16/);
     }
@@ -57,7 +66,7 @@ describe(onAdapter('f16 weights'), () => {
 
   // Every weight-reading kernel (4-wide, scalar, workgroup-tiled matmul; the embedding gather) in
   // every load mode the adapter has, on real halves, against float64.
-  it('matmul (vec4, scalar, tiled) on f16 weights matches float64, in each load mode (the embedding: in the score test)', async () => {
+  it('matmul (vec4, scalar, tiled) on f16 weights matches float64, in each load mode (the embedding: scored both ways above)', async () => {
     const cfg = tinyConfig();
     const engine = await loadEngine(memoryCheckpoint(cfg, randomRefWeights(cfg, 4)), { gpu, weightDtype: 'f16' });
     const fwd = engine.internals;
