@@ -16,6 +16,8 @@ export const num = (opts: Record<string, string>, key: string, dflt: number): nu
 
 export const now = () => performance.now();
 
+const generated = new Map<string, Map<string, Uint8Array>>();
+
 /** `--model DIR|repo`, else a generated model (hidden 256, 4 layers, vocab 2048 unless overridden). */
 export async function benchCheckpoint(opts: Record<string, string>, dtype: 'bf16' | 'f32'): Promise<{ ckpt: Checkpoint; source: string }> {
   if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
@@ -28,8 +30,15 @@ export async function benchCheckpoint(opts: Record<string, string>, dtype: 'bf16
     intermediate: num(opts, 'intermediate', 768),
     vocab: num(opts, 'vocab', 2048),
   };
-  const model = await makeTinyModel({ seed: 1, dtype, ...shape });
-  return { ckpt: await openCheckpoint(model.files), source: `generated ${JSON.stringify(shape)}` };
+  // Generating a 0.6B-shaped model takes minutes of single-threaded JS: one per shape and dtype per
+  // process (the GPU-bench archive runs the train bench twice on the same model).
+  const key = `${dtype} ${JSON.stringify(shape)}`;
+  let files = generated.get(key);
+  if (!files) {
+    files = (await makeTinyModel({ seed: 1, dtype, ...shape })).files;
+    generated.set(key, files);
+  }
+  return { ckpt: await openCheckpoint(files), source: `generated ${JSON.stringify(shape)}` };
 }
 
 export function median(xs: number[]): number {
