@@ -11,11 +11,12 @@
 //   weights      auto|f16|f32 (default auto)
 //   matmul       auto|blocked|tiled (default auto)
 //   attention    auto|thread|workgroup (default auto)
+//   halfLoads    auto|native|u32: how kernels read f16 weights (default auto)
 //   matmulSize   M,N,K of the matmul peak probe (default 256,1024,1024)
 //   rounds       alternating B=1 / B=8 rounds, fastest of each kept (default 2)
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, matmulPeak, now, num } from './common.ts';
+import { benchCheckpoint, matmulPeak, peakName, now, num } from './common.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 
 /** Prefill (prompt − 1 tokens per sequence) and decode (newTokens steps) rates with B sequences. */
@@ -49,6 +50,7 @@ export async function benchEngineForward(opts: Record<string, string> = {}) {
     weightDtype: (opts.weights ?? 'auto') as 'auto' | 'f16' | 'f32',
     matmul: (opts.matmul ?? 'auto') as 'auto' | 'blocked' | 'tiled',
     attention: (opts.attention ?? 'auto') as 'auto' | 'thread' | 'workgroup',
+    halfLoads: (opts.halfLoads ?? 'auto') as 'auto' | 'native' | 'u32',
   });
   try {
     await measure(engine, 1, 8, 2, ckpt.config.vocabSize); // compile every pipeline once
@@ -84,7 +86,7 @@ export async function benchEngineForward(opts: Record<string, string> = {}) {
       decodeSpeedupB8: b8.decodeTokensPerSec / b1.decodeTokensPerSec,
       prefillSpeedupB8: b8.prefillTokensPerSec / b1.prefillTokensPerSec,
       dispatchesPerDecodeStep: engine.stats.dispatchesPerDecodeStep,
-      matmul: { M, N, K, results: matmul, bestGflops: best.gflops, best: `${best.variant}/${best.weights}` },
+      matmul: { M, N, K, results: matmul, bestGflops: best.gflops, best: peakName(best) },
     };
   } finally {
     engine.destroy();

@@ -17,10 +17,10 @@
 //   batch        sequences per step (default 4)
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step
-//   weights      auto|f16|f32 (default auto; full mode needs f32)
+//   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, matmulPeak, median, now, num } from './common.ts';
+import { benchCheckpoint, matmulPeak, peakName, median, now, num } from './common.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import type { LoraTarget, ScoreSequence } from '../../src/engine/types.ts';
@@ -110,7 +110,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
       matmulGflop: flops.matmulFlops / 1e9,
       modelGflop: flops.modelFlops / 1e9,
       achievedGflops: achieved,
-      matmulPeak: { M, N, K, results: peak, bestGflops: best.gflops, best: `${best.variant}/${best.weights}` },
+      matmulPeak: { M, N, K, results: peak, bestGflops: best.gflops, best: peakName(best) },
       fractionOfPeak: achieved / best.gflops,
     };
   } finally {

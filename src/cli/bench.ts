@@ -22,6 +22,11 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
     options: { matmulSize: { type: 'string' }, weights: { type: 'string' }, matmul: { type: 'string' }, attention: { type: 'string' } },
   },
+  'half-loads': {
+    load: async () => (await import('../../bench/engine/half-loads.ts')).benchHalfLoads as Bench,
+    help: 'f16 weights read natively (array<f16>) vs unpacked from u32, matmul GFLOP/s at decode/prefill rows',
+    options: { rows: { type: 'string' } },
+  },
   train: {
     load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
     help: 'train-step time and achieved GFLOP/s vs the matmul peak',

@@ -79,6 +79,7 @@ export async function run(argv: string[]): Promise<number> {
         logprobs: o.logprobs,
         finish_reason: o.finishReason,
       })),
+      ...engine.report(),
     }));
   } finally {
     engine.destroy();

@@ -52,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(trained ?? {}),
       logprobs: Array.from(out.logprobs[0]!),
       entropies: Array.from(out.entropy[0]!),
+      ...engine.report(),
     };
     if (gradsOut) {
       engine.setTrainable({ kind: 'full' });

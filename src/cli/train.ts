@@ -263,8 +263,10 @@ export async function run(argv: string[]): Promise<number> {
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
     const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
-    engine = await loadEngine(ckpt, { weightDtype, onProgress: (pr) => upload.update(pr.loadedBytes) });
-    upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${engine.weightDtype} weights`);
+    const loaded = await loadEngine(ckpt, { weightDtype, onProgress: (pr) => upload.update(pr.loadedBytes) });
+    engine = loaded;
+    upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${loaded.weightDtype} weights`);
+    console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
     if (ctrl.signal.aborted) {
       progress.line('webgrpo train: stopped before training started; nothing to save');
       return SIGNAL_EXIT[stoppedBy!];

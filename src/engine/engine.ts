@@ -5,8 +5,8 @@
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
-import { getGpu, type Gpu } from './gpu.ts';
-import { Qwen3Forward, type AttentionVariant, type MatmulVariant } from './forward.ts';
+import { adapterName, getGpu, type Gpu } from './gpu.ts';
+import { Qwen3Forward, type AttentionVariant, type HalfLoads, type MatmulVariant } from './forward.ts';
 import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
@@ -23,13 +23,15 @@ import type {
 
 export interface LoadEngineOptions {
   gpu?: Gpu;
-  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning needs 'f32'. */
+  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning promotes f16 weights to f32 when it starts. */
   weightDtype?: 'auto' | 'f16' | 'f32';
   onProgress?: (p: LoadProgress) => void;
   /** Kernel variant of the linears: 'auto' (default) = register-blocked on software adapters, workgroup-tiled otherwise. */
   matmul?: 'auto' | MatmulVariant;
   /** Attention kernel: 'auto' (default) = one invocation per (token, head) on software adapters, one workgroup per (token, head) otherwise. */
   attention?: 'auto' | AttentionVariant;
+  /** How kernels read f16 weights: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
+  halfLoads?: 'auto' | HalfLoads;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -44,7 +46,6 @@ export interface LoadEngineOptions {
 type TrainSide = Pick<Engine, 'backward' | 'zeroGrad' | 'step' | 'setTrainable' | 'saveState' | 'loadState' | 'exportAdapter' | 'readGrads'> & { destroy(): void };
 
 export class WebGpuEngine implements Engine {
-  readonly weightDtype: 'f16' | 'f32';
   /** Counters of the generation path (benchmarks read them). */
   readonly stats: GenerateStats = { prefillTokens: 0, decodeSteps: 0, dispatchesPerDecodeStep: 0 };
   private readonly cache: KvCache;
@@ -62,8 +63,21 @@ export class WebGpuEngine implements Engine {
     readonly warnings: string[] = [],
   ) {
     const { config } = internals;
-    this.weightDtype = [...internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
     this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+  }
+
+  /** How the matrices are stored now: full fine-tuning promotes f16 weights to f32 (train/trainable.ts). */
+  get weightDtype(): 'f16' | 'f32' {
+    return [...this.internals.params.values()].some((p) => p.dtype === 'f16') ? 'f16' : 'f32';
+  }
+
+  /** What machine-readable CLI output reports about the run: the adapter, the weight storage, the memory plan. */
+  report(): { adapter: string; weight_dtype: 'f16' | 'f32'; memory_plan: { total_bytes: number; fits: boolean; items: { name: string; bytes: number }[] } } {
+    return {
+      adapter: adapterName(this.gpu.adapterInfo),
+      weight_dtype: this.weightDtype,
+      memory_plan: { total_bytes: this.memoryPlan.totalBytes, fits: this.memoryPlan.fits, items: this.memoryPlan.items.map((i) => ({ name: i.name, bytes: i.bytes })) },
+    };
   }
 
   get config(): ModelConfig {
@@ -195,6 +209,14 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const wanted = opts.weightDtype ?? 'auto';
   const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
+  // Measured on lavapipe (BENCHMARKS.md): native f16 loads were no faster than unpacking u32 words
+  // (median 0.93×, within the noise), so software adapters keep the u32 path; GPUs with shader-f16
+  // read halves natively, which is what their hardware loads do.
+  const halfLoads: HalfLoads = !opts.halfLoads || opts.halfLoads === 'auto' ? (gpu.f16 && !gpu.software ? 'native' : 'u32') : opts.halfLoads;
+  if (halfLoads === 'native' && !gpu.f16) {
+    if (ownsGpu) gpu.device.destroy();
+    throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
+  }
   const memoryPlan = planMemory({
     config: cfg,
     weightDtype: matrixDtype,
@@ -233,5 +255,5 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention }), ownsGpu, memoryPlan, check.warnings);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, check.warnings);
 }

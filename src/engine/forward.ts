@@ -8,15 +8,45 @@ import type {
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
+import { layerActsCounts } from './memory-plan.ts';
 import type { LoraTarget } from './types.ts';
 
 export type MatmulVariant = 'blocked' | 'tiled';
 /** 'thread': one invocation per (token, head), best on software adapters; 'workgroup': one workgroup per (token, head), for GPUs. */
 export type AttentionVariant = 'thread' | 'workgroup';
 
+/** How kernels read f16 weights: 'native' binds them as `array<f16>` (needs shader-f16); 'u32' unpacks halves from u32 words. */
+export type HalfLoads = 'native' | 'u32';
+
 export interface KernelVariants {
   matmul: MatmulVariant;
   attention: AttentionVariant;
+  halfLoads: HalfLoads;
+}
+
+/**
+ * The placeholders of a weight-reading kernel (matmul*.wgsl, embedding.wgsl): W's storage element
+ * and the WGSL of a scalar load `LOAD_W` and a 4-wide load `LOAD_W4` at element i, widened to f32.
+ * The three layouts hold the same bytes: f32 values, or IEEE halves with element 2i in the low half
+ * of word i (which is exactly `array<f16>`'s layout, so 'native' needs no other upload).
+ */
+export function weightLoads(dtype: 'f16' | 'f32', halfLoads: HalfLoads): Record<string, string | boolean> {
+  if (dtype === 'f32') {
+    return {
+      W_F16: false, ENABLE_F16: '', W_ELEM: 'u32', LOAD_W: 'bitcast<f32>(w[i])',
+      LOAD_W4: 'vec4f(bitcast<f32>(w[i]), bitcast<f32>(w[i + 1u]), bitcast<f32>(w[i + 2u]), bitcast<f32>(w[i + 3u]))',
+    };
+  }
+  if (halfLoads === 'native') {
+    return {
+      W_F16: true, ENABLE_F16: 'enable f16;', W_ELEM: 'f16', LOAD_W: 'f32(w[i])',
+      LOAD_W4: 'vec4f(f32(w[i]), f32(w[i + 1u]), f32(w[i + 2u]), f32(w[i + 3u]))',
+    };
+  }
+  return {
+    W_F16: true, ENABLE_F16: '', W_ELEM: 'u32', LOAD_W: 'unpack2x16float(w[i >> 1u])[i & 1u]',
+    LOAD_W4: 'vec4f(unpack2x16float(w[i >> 1u]), unpack2x16float(w[(i >> 1u) + 1u]))',
+  };
 }
 
 /** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
@@ -56,6 +86,7 @@ export class Qwen3Forward implements EngineInternals {
     readonly config: ModelConfig,
     readonly params: Map<string, ParamEntry>,
     readonly kernelVariants: KernelVariants,
+    readonly maxBindingBytes: number,
   ) {
     this.kernels = new KernelCache(gpu.device);
     this.uniformPool = new UniformPool(gpu.device);
@@ -112,8 +143,8 @@ export class Qwen3Forward implements EngineInternals {
   // ---------------------------------------------------------------------------------------------
   // Buffers of a batch.
 
-  createLayerActs(T: number, label: string): LayerActs {
-    return this.layerActsIn(T, (role, bytes) => this.createBuffer(`${label} ${role}`, bytes));
+  createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs {
+    return this.layerActsIn(T, make ?? ((role, bytes) => this.createBuffer(`${label} ${role}`, bytes)));
   }
 
   /** LayerActs over reusable scratch buffers (valid until the next call with the same prefix). */
@@ -121,40 +152,19 @@ export class Qwen3Forward implements EngineInternals {
     return this.layerActsIn(T, (role, bytes) => this.scratchBuffer(`${prefix}.${role}`, bytes));
   }
 
+  /** Every LayerActs field sized from layerActsCounts, the memory plan's own description of it. */
   private layerActsIn(T: number, make: (role: string, bytes: number) => GPUBuffer): LayerActs {
-    const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = this.config;
-    const f = 4;
-    return {
-      T,
-      x: make('x', T * D * f),
-      a: make('a', T * D * f),
-      rstd1: make('rstd1', T * f),
-      qRaw: make('qRaw', T * H * d * f),
-      kRaw: make('kRaw', T * K * d * f),
-      qRstd: make('qRstd', T * H * f),
-      kRstd: make('kRstd', T * K * f),
-      q: make('q', T * H * d * f),
-      k: make('k', T * K * d * f),
-      v: make('v', T * K * d * f),
-      attn: make('attn', T * H * d * f),
-      lse: make('lse', T * H * f),
-      xMid: make('xMid', T * D * f),
-      b: make('b', T * D * f),
-      rstd2: make('rstd2', T * f),
-      gate: make('gate', T * F * f),
-      up: make('up', T * F * f),
-      hidden: make('hidden', T * F * f),
-      xOut: make('xOut', T * D * f),
-    };
+    const fields = Object.entries(layerActsCounts(this.config)).map(([role, n]) => [role, make(role, T * n * 4)]);
+    return { T, ...Object.fromEntries(fields) } as LayerActs;
   }
 
-  packSequences(sequences: number[][]): PackedBatch {
+  packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch {
     const tokens: PackedToken[] = [];
     sequences.forEach((ids, s) => {
       const start = tokens.length;
       ids.forEach((token, p) => tokens.push({ token, position: p, kvBase: start, kvSlot: start + p, seq: s }));
     });
-    return this.packTokens(tokens, (role, bytes) => this.createBuffer(`packed ${role}`, bytes));
+    return this.packTokens(tokens, make ?? ((role, bytes) => this.createBuffer(`packed ${role}`, bytes)));
   }
 
   /** Uploads a packed batch into the given buffers (scratch or fresh). */
@@ -201,7 +211,8 @@ export class Qwen3Forward implements EngineInternals {
   encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void {
     const E = this.param('model.embed_tokens.weight');
     const D = this.config.hiddenSize;
-    const pipe = this.getPipeline('embedding.wgsl', { W_F16: E.dtype === 'f16' });
+    const loads = weightLoads(E.dtype, this.kernelVariants.halfLoads);
+    const pipe = this.getPipeline('embedding.wgsl', { ENABLE_F16: loads.ENABLE_F16!, W_ELEM: loads.W_ELEM!, LOAD_W: loads.LOAD_W! });
     for (const c of E.chunks) {
       rec.dispatch(pipe, [batch.tokens, c.buffer, out], [batch.T, D, c.rowStart, c.rows], groups1d(batch.T * D), `embedding rows ${c.rowStart}`);
     }
@@ -216,20 +227,26 @@ export class Qwen3Forward implements EngineInternals {
     wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
     /** Kernel variant (default: the engine's). */
     variant?: MatmulVariant;
+    /** How f16 W is read (default: the engine's). */
+    halfLoads?: HalfLoads;
   }): void {
     const mode = a.mode ?? MatmulMode.Overwrite;
     const tiled = (a.variant ?? this.kernelVariants.matmul) === 'tiled';
     const wRow0 = a.wRow0 ?? 0;
     // Vector loads need K and the W offset in whole 4-element groups.
     const vec4 = !tiled && a.K % 4 === 0;
-    const f16 = a.wDtype === 'f16';
+    const halfLoads = a.halfLoads ?? this.kernelVariants.halfLoads;
+    const loads = weightLoads(a.wDtype, halfLoads);
+    const vec4Loads = a.wDtype === 'f32'
+      ? { W_VEC: 'vec4u', W_LOAD4: 'bitcast<vec4f>(v)' }
+      : halfLoads === 'native'
+        ? { W_VEC: 'vec4<f16>', W_LOAD4: 'vec4f(v)' }
+        : { W_VEC: 'vec2u', W_LOAD4: 'vec4f(unpack2x16float(v.x), unpack2x16float(v.y))' };
     const pipe = tiled
-      ? this.getPipeline('matmul_tiled.wgsl', { W_F16: f16, MODE: mode })
+      ? this.getPipeline('matmul_tiled.wgsl', { ENABLE_F16: loads.ENABLE_F16!, W_ELEM: loads.W_ELEM!, LOAD_W: loads.LOAD_W!, MODE: mode })
       : vec4
-        ? this.getPipeline('matmul_vec4.wgsl', f16
-          ? { MODE: mode, W_VEC: 'vec2u', W_LOAD4: 'vec4f(unpack2x16float(v.x), unpack2x16float(v.y))' }
-          : { MODE: mode, W_VEC: 'vec4u', W_LOAD4: 'bitcast<vec4f>(v)' })
-        : this.getPipeline('matmul.wgsl', { W_F16: f16, MODE: mode });
+        ? this.getPipeline('matmul_vec4.wgsl', { ENABLE_F16: loads.ENABLE_F16!, MODE: mode, ...vec4Loads })
+        : this.getPipeline('matmul.wgsl', { ...loads, MODE: mode });
     const groups: [number, number, number] = tiled
       ? [Math.ceil(a.N / 16), Math.ceil(a.M / 16), 1]
       : [Math.ceil(a.N / 256), Math.ceil(a.M / 4), 1];

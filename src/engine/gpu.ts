@@ -17,8 +17,12 @@ export interface Gpu {
   limits: GPUSupportedLimits;
   /** `shader-f16` is enabled: kernels may `enable f16;` and weights may be stored as f16. */
   f16: boolean;
-  /** `subgroups` is enabled. */
-  subgroups: boolean;
+  /**
+   * Subgroup sizes the adapter reports (null when it has no `subgroups` feature). The feature is NOT
+   * requested: no kernel uses subgroup operations (the row reductions use workgroup memory, which is
+   * portable across subgroup sizes 4 / 8 / 32 / 64); see BENCHMARKS.md for why.
+   */
+  subgroupSizes: { min: number; max: number } | null;
   /** Software adapters (SwiftShader, lavapipe) prefer register-blocked kernels over shared-memory tiling. */
   software: boolean;
 }
@@ -47,6 +51,28 @@ const isNode = typeof process !== 'undefined' && !!process.versions?.node && typ
 
 let nodeGpu: GPU | null = null;
 
+/** CPU Vulkan drivers a Node process can be pinned to with WEBGPU_ADAPTER (tests run once per adapter). */
+export type NamedAdapter = 'swiftshader' | 'lavapipe';
+
+/** The adapter WEBGPU_ADAPTER names (Node only), or null when the environment leaves the choice to Vulkan. */
+export function requestedAdapter(): NamedAdapter | null {
+  const v = typeof process !== 'undefined' ? process.env?.WEBGPU_ADAPTER : undefined;
+  if (!v) return null;
+  if (v !== 'swiftshader' && v !== 'lavapipe') throw new NoWebGpuError(`WEBGPU_ADAPTER must be 'swiftshader' or 'lavapipe', got '${v}'`);
+  return v;
+}
+
+/** ICD file of a named adapter: Debian chromium's SwiftShader, or Mesa 25's lavapipe extracted by .ci/run (LAVAPIPE_ICD overrides). */
+function icdOf(name: NamedAdapter): string {
+  return name === 'swiftshader' ? '/usr/lib/chromium/vk_swiftshader_icd.json' : (process.env.LAVAPIPE_ICD || '/opt/lavapipe/lvp_icd.json');
+}
+
+/** Whether the adapter Dawn returned is the one that was asked for (a missing driver must fail, not fall back). */
+function isAdapter(name: NamedAdapter, info: GpuInfo): boolean {
+  const text = `${info.architecture} ${info.description} ${info.device}`;
+  return name === 'swiftshader' ? /swiftshader/i.test(text) : /llvmpipe|lavapipe/i.test(text);
+}
+
 /** Node: Dawn through the `webgpu` package, pointed at SwiftShader when no Vulkan GPU driver is configured. */
 async function nodeNavigatorGpu(): Promise<GPU> {
   if (nodeGpu) return nodeGpu;
@@ -63,7 +89,14 @@ async function nodeNavigatorGpu(): Promise<GPU> {
       return false;
     }
   });
-  if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && !hasGpuNode && fs.existsSync(swiftshader)) {
+  const named = requestedAdapter();
+  if (named) {
+    // An explicit choice overrides any configured driver; a missing driver is an error, never a fallback.
+    const icd = icdOf(named);
+    if (!fs.existsSync(icd)) throw new NoWebGpuError(`WEBGPU_ADAPTER=${named} but its Vulkan driver file ${icd} does not exist${named === 'lavapipe' ? ' (run .ci/run, or set LAVAPIPE_ICD)' : ' (install Debian\'s chromium)'}`);
+    process.env.VK_ICD_FILENAMES = icd;
+    delete process.env.VK_DRIVER_FILES;
+  } else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && !hasGpuNode && fs.existsSync(swiftshader)) {
     process.env.VK_ICD_FILENAMES = swiftshader;
   }
   process.env.XDG_RUNTIME_DIR ??= os.tmpdir();
@@ -105,8 +138,6 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   const features: GPUFeatureName[] = [];
   const f16 = (opts.allowF16 ?? true) && adapter.features.has('shader-f16');
   if (f16) features.push('shader-f16');
-  const subgroups = adapter.features.has('subgroups');
-  if (subgroups) features.push('subgroups' as GPUFeatureName);
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
   const adapterInfo: GpuInfo = {
@@ -117,10 +148,23 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
     isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter
       ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
   };
+  const named = isNode ? requestedAdapter() : null;
+  if (named && !isAdapter(named, adapterInfo)) {
+    device.destroy();
+    throw new NoWebGpuError(`WEBGPU_ADAPTER=${named} but Dawn returned "${adapterInfo.description || adapterInfo.architecture}"`);
+  }
   const software = adapterInfo.isFallbackAdapter || /swiftshader|software|llvmpipe|lavapipe/i.test(
     `${adapterInfo.architecture} ${adapterInfo.description} ${adapterInfo.device}`);
   device.lost.then((l) => {
     if (l.reason !== 'destroyed') console.error(`WebGPU device lost: ${l.message}`);
   });
-  return { device, adapterInfo, limits: device.limits, f16, subgroups, software };
+  const sg = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
+  const subgroupSizes = adapter.features.has('subgroups') && sg?.subgroupMinSize ? { min: sg.subgroupMinSize, max: sg.subgroupMaxSize ?? sg.subgroupMinSize } : null;
+  return { device, adapterInfo, limits: device.limits, f16, subgroupSizes, software };
+}
+
+/** One line naming the adapter, for output and benchmarks: e.g. `llvmpipe (LLVM 15.0.7, 256 bits) (vulkan, software)`. */
+export function adapterName(info: GpuInfo): string {
+  const name = info.description || info.device || `${info.vendor} ${info.architecture}`.trim() || 'unknown adapter';
+  return `${name}${info.isFallbackAdapter ? ' (software)' : ''}`;
 }

@@ -110,6 +110,8 @@ export interface EngineInternals {
   config: ModelConfig;
   /** Every parameter by HF name (tied models have no `lm_head.weight` entry: the head is the embedding). */
   params: Map<string, ParamEntry>;
+  /** Largest bytes of one parameter buffer (the device's binding limit, or the loader's lower cap). */
+  maxBindingBytes: number;
   /** LoRA adapters by the HF name of the base linear's weight; set by the train side, read by every linear. */
   lora: Map<string, LoraAdapter>;
   /** Compiled, cached pipeline of `src/engine/kernels/<file>` with `{{NAME}}` placeholders filled. */
@@ -118,10 +120,10 @@ export interface EngineInternals {
   createBuffer(label: string, byteSize: number): GPUBuffer;
   /** A new command recorder (dispatches + copies, one submit). */
   recorder(label: string): Recorder;
-  /** Allocates a LayerActs for up to T tokens (label prefix for debugging). */
-  createLayerActs(T: number, label: string): LayerActs;
-  /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack). */
-  packSequences(sequences: number[][]): PackedBatch;
+  /** Allocates a LayerActs for up to T tokens (label prefix for debugging), from `make` when given (a caller's buffer pool). */
+  createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs;
+  /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack), into `make`'s buffers when given. */
+  packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch;
   /** Records the embedding gather of batch.tokens into `out` (T, D). */
   encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void;
   /** Records one decoder layer: reads acts.x, writes every other field of acts. */

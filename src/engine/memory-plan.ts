@@ -2,8 +2,14 @@
 // limits (shared/specs/qwen3.md §4). Computed from the config alone, before any allocation, so the
 // UI and CLI can say clearly what does not fit. Tensors larger than one storage binding are not
 // rejected: they are split by rows across several bindings (and buffers), and the split is reported.
+//
+// The ONE plan: the per-token activations (layerActsCounts) and every buffer of a backward call
+// (backwardBufferPlan) are described here and nowhere else. forward.ts builds its LayerActs from
+// layerActsCounts, and the backward pass refuses to allocate a buffer that is not in
+// backwardBufferPlan with the same size, so the plan cannot drift from what is allocated
+// (tests/engine/gpu-memory.test.ts compares it with the bytes createBuffer was asked for).
 
-import { linearShape, qwen3ParamCount, QWEN3_LINEARS, type Qwen3Linear } from '../model/qwen3-tensors.ts';
+import { linearShape, qwen3ParamCount, qwen3TensorLayout, QWEN3_LINEARS, type Qwen3Linear } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
 
 export type GpuDtype = 'f32' | 'f16';
@@ -29,10 +35,6 @@ export interface MemoryPlanInput {
   /** Prompt + completion (+ tool turns) tokens of one sequence. */
   maxTokensPerSequence: number;
   limits: MemoryLimits;
-  /** KV cache dtype (default: weightDtype). */
-  kvDtype?: GpuDtype;
-  /** Tokens per log-softmax chunk (default: as many as one binding holds, at most 256). */
-  logitsChunkTokens?: number;
 }
 
 export interface MemoryItem {
@@ -62,7 +64,6 @@ export interface MemoryPlan {
   fits: boolean;
   /** One readable paragraph: the total, the splits, and what does not fit. */
   message: string;
-  logitsChunkTokens: number;
 }
 
 const F32 = 4;
@@ -92,6 +93,84 @@ export function kvBytesPerToken(config: ModelConfig, dtype: GpuDtype): number {
   return config.numLayers * 2 * config.numKvHeads * config.headDim * bytesOf(dtype);
 }
 
+/** Bytes a buffer of `bytes` really takes: the engine rounds to whole words, 16 bytes at least. */
+export const bufferSize = (bytes: number): number => Math.max(16, Math.ceil(bytes / 4) * 4);
+
+/** Bytes of one logits chunk (Ts, Vc) f32 in the backward LM head: bounds its working set. */
+export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+
+/** f32 values per token of each LayerActs field (internals.ts), besides per-token scalars. */
+export function layerActsCounts(c: ModelConfig): Record<string, number> {
+  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = c;
+  return {
+    x: D, a: D, rstd1: 1, qRaw: H * d, kRaw: K * d, qRstd: H, kRstd: K, q: H * d, k: K * d, v: K * d,
+    attn: H * d, lse: H, xMid: D, b: D, rstd2: 1, gate: F, up: F, hidden: F, xOut: D,
+  };
+}
+
+/** Vocabulary rows per logits chunk of the backward LM head over Ts scored rows. */
+export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number): number {
+  return Math.min(vocab, Math.max(1, Math.floor(Math.min(LOGITS_CHUNK_BYTES, bindingBytes) / (Ts * F32))));
+}
+
+/**
+ * Every buffer one backward call over T packed tokens (Ts of them scored) allocates, by role, in
+ * bytes as allocated. `loraR` is the largest LoRA rank (0: none). backward.ts allocates exactly these.
+ */
+export function backwardBufferPlan(c: ModelConfig, T: number, Ts: number, loraR: number, bindingBytes: number): Map<string, number> {
+  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
+  const plan = new Map<string, number>();
+  const add = (role: string, bytes: number) => plan.set(role, bufferSize(bytes));
+  // the packed batch: token ids, [kvBase, position, kvSlot, seq], RoPE cos/sin
+  add('packed tokens', Math.max(T, 1) * 4);
+  add('packed meta', Math.max(T, 1) * 16);
+  add('packed rope', Math.max(T * d * F32, 4));
+  for (const [role, n] of Object.entries(layerActsCounts(c))) add(`layer ${role}`, T * n * F32);
+  for (let l = 0; l < L; l++) add(`x[${l}]`, T * D * F32);
+  const perToken: [string, number][] = [
+    ['dx', D], ['dnorm', D], ['dhidden', F], ['dgate', F], ['dup', F], ['dattn', H * d], ['dq', H * d], ['dq raw', H * d],
+    ['dk', K * d], ['dk raw', K * d], ['dv', K * d], ['attention stats', 2 * H], ['rstd', Math.max(H, K, 1)], ['sequence bounds', 2],
+  ];
+  for (const [role, n] of perToken) add(role, T * n * F32);
+  add('frozen dw', Math.max(D, d) * F32);
+  if (loraR > 0) {
+    add('lora u', T * loraR * F32);
+    add('lora du', T * loraR * F32);
+  }
+  for (const role of ['scored rows', 'targets', 'dL/dlogp', 'dL/dentropy', 'final rstd']) add(role, Ts * F32);
+  add('logsumexp state', Ts * 3 * F32);
+  for (const role of ['x_L scored rows', 'h scored rows', 'dh scored rows', 'dx_L scored rows']) add(role, Ts * D * F32);
+  add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
+  return plan;
+}
+
+/** Workgroups of one Σg² pass over `count` gradient values (optimizer.ts). */
+export const sumsqGroups = (count: number): number => Math.max(1, Math.min(MAX_SUMSQ_GROUPS, Math.ceil(count / 256)));
+export const MAX_SUMSQ_GROUPS = 64;
+
+/** The optimizer's gradient-norm buffers: one partial per Σg² workgroup of every trainable tensor, and the 16-byte result. */
+function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number): number {
+  const counts: number[] = [];
+  for (let l = 0; l < c.numLayers; l++) {
+    if (mode.kind === 'lora') {
+      for (const t of QWEN3_LINEARS.filter((x) => mode.targets.includes(x))) {
+        const [out, inp] = linearShape(c, t);
+        counts.push(mode.r * inp, out * mode.r);
+      }
+    }
+  }
+  if (mode.kind === 'full') {
+    // Every tensor, in the f32 row chunks of at most one binding that full fine-tuning trains.
+    for (const { shape } of qwen3TensorLayout(c, !c.tieWordEmbeddings)) {
+      const rows = shape.length === 2 ? shape[0]! : 1;
+      const rowLen = shape.reduce((a, b) => a * b, 1) / rows;
+      const perChunk = Math.max(1, Math.floor(bindingBytes / (rowLen * F32)));
+      for (let r0 = 0; r0 < rows; r0 += perChunk) counts.push(Math.min(perChunk, rows - r0) * rowLen);
+    }
+  }
+  return bufferSize(counts.reduce((s, n) => s + sumsqGroups(n) * F32, 0)) + 16;
+}
+
 /** Splits a [rows, rowBytes] tensor across bindings of at most `bindingLimit` bytes. */
 export function planBuffer(name: string, rows: number, rowBytes: number, bindingLimit: number): BufferPlan {
   const bytes = rows * rowBytes;
@@ -111,49 +190,48 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     if (unknown.length > 0) throw new Error(`planMemory: unknown LoRA target(s) ${unknown.join(', ')} (valid: ${QWEN3_LINEARS.join(', ')})`);
     if (mode.targets.length === 0) throw new Error('planMemory: LoRA needs at least one target module');
   }
-  const D = c.hiddenSize, V = c.vocabSize, F = c.intermediateSize, L = c.numLayers;
-  const qWidth = c.numHeads * c.headDim;
+  const D = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
   const kvWidth = c.numKvHeads * c.headDim;
   const tokens = B * T;
   const params = qwen3ParamCount(c);
   // Full fine-tuning updates weights in f32; LoRA keeps the frozen base in the chosen dtype.
   const weightDtype: GpuDtype = mode.kind === 'full' ? 'f32' : input.weightDtype;
-  const kvDtype = input.kvDtype ?? input.weightDtype;
+  // The engine's KV cache holds f32 rows whatever the weights are (kv-cache.ts).
+  const kvDtype: GpuDtype = 'f32';
   const binding = limits.maxStorageBufferBindingSize;
-  const logitsChunkTokens = input.logitsChunkTokens ?? Math.max(1, Math.min(256, Math.floor(binding / (V * F32))));
 
   const items: MemoryItem[] = [];
+  // Norm weights (1-D) stay f32 on the GPU whatever the matrices are (engine.ts).
+  const normParams = L * (2 * D + 2 * c.headDim) + D;
   items.push({
     name: 'weights',
-    bytes: params * bytesOf(weightDtype),
-    detail: `${params.toLocaleString('en-US')} params in ${weightDtype}${c.tieWordEmbeddings ? ' (lm_head tied to the embedding)' : ''}`,
+    bytes: (params - normParams) * bytesOf(weightDtype) + normParams * F32,
+    detail: `${params.toLocaleString('en-US')} params, matrices in ${weightDtype}, norm weights in f32${c.tieWordEmbeddings ? ' (lm_head tied to the embedding)' : ''}`,
   });
   items.push({
     name: 'KV cache',
     bytes: tokens * kvBytesPerToken(c, kvDtype),
     detail: `${B} sequences × ${T} tokens × ${kvBytesPerToken(c, kvDtype).toLocaleString('en-US')} B/token (${kvDtype})`,
   });
+  // One backward call over every sequence of the step, all tokens but the first of each scored.
+  const backward = backwardBufferPlan(c, tokens, B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
+  let checkpointBytes = 0;
+  let backwardBytes = 0;
+  for (const [role, bytes] of backward) {
+    if (/^x\[\d+\]$/.test(role)) checkpointBytes += bytes;
+    else backwardBytes += bytes;
+  }
   items.push({
     name: 'activation checkpoints',
-    bytes: tokens * L * D * F32,
+    bytes: checkpointBytes,
     detail: `each layer's input kept for backward (${L} × ${D} f32 per token); the rest is recomputed layer by layer`,
   });
-  // One layer's forward intermediates and their gradients while it is recomputed for backward.
-  const layerWidth = 3 * D + 2 * qWidth + 2 * kvWidth + 3 * F;
+  // Every LoRA linear's forward writes u = x·Aᵀ (tokens, r) into one scratch buffer of forward.ts.
+  if (mode.kind === 'lora') backwardBytes += bufferSize(tokens * mode.r * F32);
   items.push({
-    name: 'layer working set',
-    bytes: 2 * tokens * layerWidth * F32,
-    detail: `one layer recomputed: ${layerWidth} f32 values per token, and their gradients`,
-  });
-  items.push({
-    name: 'attention scores',
-    bytes: c.numHeads * T * T * F32,
-    detail: `one layer, one sequence at a time: ${c.numHeads} heads × ${T}² f32`,
-  });
-  items.push({
-    name: 'logits chunk',
-    bytes: 2 * logitsChunkTokens * V * F32,
-    detail: `log-softmax over ${logitsChunkTokens} tokens at a time (logits and their gradient, f32)`,
+    name: 'backward working set',
+    bytes: backwardBytes,
+    detail: `one layer recomputed with its gradients, the packed batch, and the LM head over the scored rows in vocabulary chunks of ≤ ${formatBytes(LOGITS_CHUNK_BYTES)}`,
   });
 
   let trainableParams: number;
@@ -165,6 +243,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     items.push({ name: 'gradients', bytes: params * F32, detail: 'full fine-tuning: one f32 gradient per parameter' });
   }
   items.push({ name: 'AdamW moments', bytes: trainableParams * 2 * F32, detail: 'm and v in f32 for every trainable parameter' });
+  items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });
 
   const wb = bytesOf(weightDtype);
   const [largestOut, largestIn] = (['gate_proj', 'down_proj', 'q_proj', 'o_proj'] as const)
@@ -176,7 +255,6 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     planBuffer(`largest layer matrix [${largestOut}, ${largestIn}]`, largestOut, largestIn * wb, binding),
     planBuffer('KV cache, one layer (K or V)', B * T, kvWidth * bytesOf(kvDtype), binding),
     planBuffer('activation checkpoints, one layer', tokens, D * F32, binding),
-    planBuffer('logits chunk', logitsChunkTokens, V * F32, binding),
   ];
   if (mode.kind === 'full') buffers.push(planBuffer('embedding gradient', V, D * F32, binding));
 
@@ -199,5 +277,5 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     splits.length > 0 ? `Split by rows: ${splits.join('; ')}.` : '',
     problems.length > 0 ? `Does not fit: ${problems.join('; ')}.` : 'Fits the adapter limits.',
   ].filter(Boolean).join(' ');
-  return { params, trainableParams, items, buffers, totalBytes, fits: problems.length === 0, message, logitsChunkTokens };
+  return { params, trainableParams, items, buffers, totalBytes, fits: problems.length === 0, message };
 }

@@ -6,7 +6,7 @@ import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engi
 import { loadEngine, type LoadEngineOptions } from '../../src/engine/engine.ts';
 import { halfToFloat, floatToBf16, floatToHalf } from '../../src/model/safetensors.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import { maxAbsDiff, memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
+import { maxAbsDiff, memoryCheckpoint, someIds, tinyConfig, onAdapter } from './helpers.ts';
 
 /** The value a bf16 checkpoint stores for v. */
 const roundBf16 = (v: number): number => new Float32Array(new Uint32Array([floatToBf16(v) << 16]).buffer)[0]!;
@@ -16,7 +16,7 @@ const SEQS = (V: number) => [
   { ids: someIds(6, V, 2), scoreFrom: 2 },
 ];
 
-describe('forward parity across shapes and variants', () => {
+describe(onAdapter('forward parity across shapes and variants'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
@@ -155,7 +155,7 @@ describe('forward parity across shapes and variants', () => {
   });
 });
 
-describe('engine input errors', () => {
+describe(onAdapter('engine input errors'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());

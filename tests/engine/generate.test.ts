@@ -3,11 +3,11 @@ import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refLogits } from '../../src/engine/reference/qwen3.ts';
 import type { WebGpuEngine } from '../../src/engine/engine.ts';
 import type { RefWeights } from '../../src/engine/reference/weights.ts';
-import { maxAbsDiff, someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { maxAbsDiff, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 
 const greedy = { temperature: 0, topP: 1, topK: 0, seed: 0 };
 
-describe('engine generation (KV cache, batched decode, GPU sampling)', () => {
+describe(onAdapter('engine generation (KV cache, batched decode, GPU sampling)'), () => {
   const cfg = tinyConfig({ numLayers: 2, vocabSize: 80 });
   let gpu: Gpu;
   let engine: WebGpuEngine;

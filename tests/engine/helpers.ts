@@ -69,3 +69,12 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 export function someIds(n: number, V: number, salt: number): number[] {
   return Array.from({ length: n }, (_, i) => (i * 37 + salt * 11 + ((i * i) % 7)) % V);
 }
+
+/**
+ * The adapter this test file runs on, for test titles: the per-adapter vitest projects set
+ * WEBGPU_ADAPTER (and getGpu fails when Dawn returns a different adapter); elsewhere Vulkan's default.
+ */
+export const ADAPTER = process.env.WEBGPU_ADAPTER ?? 'default adapter';
+
+/** `title [adapter]`: every GPU test names the adapter it ran on. */
+export const onAdapter = (title: string): string => `${title} [${ADAPTER}]`;

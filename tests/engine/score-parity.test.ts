@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refScore } from '../../src/engine/reference/qwen3.ts';
-import { maxAbsDiff, someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { maxAbsDiff, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 
-describe('engine scoring vs the float64 reference', () => {
+describe(onAdapter('engine scoring vs the float64 reference'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());

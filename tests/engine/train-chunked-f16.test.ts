@@ -8,7 +8,7 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { createTrainState } from '../../src/engine/train/index.ts';
 import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
-import { memoryCheckpoint, someIds, tinyConfig } from './helpers.ts';
+import { memoryCheckpoint, someIds, tinyConfig, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
@@ -23,7 +23,7 @@ function halfRounded(w: RefWeights): RefWeights {
   ]));
 }
 
-describe('training on chunked and f16 weights', () => {
+describe(onAdapter('training on chunked and f16 weights'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
@@ -75,9 +75,30 @@ describe('training on chunked and f16 weights', () => {
     });
   }
 
-  it('full fine-tuning refuses f16 weights with a clear error', async () => {
-    const engine = await loadEngine(memoryCheckpoint(cfg, randomRefWeights(cfg, 33)), { gpu, weightDtype: 'f16' });
-    expect(() => engine.setTrainable({ kind: 'full' })).toThrow(/full fine-tuning needs f32 weights/);
+  // The app's worker loads f16 weights wherever the adapter has shader-f16 (lavapipe, most GPUs);
+  // full fine-tuning must then train f32 master weights, not refuse.
+  it('full fine-tuning over f16-stored weights trains f32 master weights, re-split to the binding limit', async () => {
+    // Weights that are exact halves, so f16 storage loses nothing and the f32 reference applies as is.
+    const weights: RefWeights = new Map([...randomRefWeights(cfg, 33)].map(([n, d]) => [n, d.map((x) => halfToFloat(floatToHalf(Math.fround(x))))]));
+    const ckpt = memoryCheckpoint(cfg, weights, 'F16');
+    const engine = await loadEngine(ckpt, { gpu, weightDtype: gpu.f16 ? 'auto' : 'f16', maxBindingBytes: SMALL_BINDING / 2 });
+    expect(engine.weightDtype).toBe('f16');
+    expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(3); // 96 rows × 64 B in 2 KiB
+    engine.setTrainable({ kind: 'full' });
+    expect(engine.weightDtype).toBe('f32');
+    expect(engine.internals.params.get('model.embed_tokens.weight')!.chunks.length).toBe(6); // 96 rows × 128 B in 2 KiB
+    await engine.backward({ sequences, temperature: 0.9, dLdLogp });
+    const ref = refBatchGrads(cfg, weights, sequences, 0.9, dLdLogp);
+    const got = await engine.readGrads();
+    expect(got.length).toBe(ref.size);
+    for (const t of got) expect(relNormError(t.data, ref.get(t.name)!), t.name).toBeLessThan(1e-3);
+    // The master weights are the checkpoint's values in f32, and a step moves them by less than a half's ulp.
+    const before = (await engine.saveState()).tensors.find((t) => t.name === 'model.layers.0.mlp.down_proj.weight')!.data.slice();
+    expect(relNormError(before, weights.get('model.layers.0.mlp.down_proj.weight')!)).toBe(0);
+    await engine.step({ learningRate: 1e-5, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 0 });
+    const after = (await engine.saveState()).tensors.find((t) => t.name === 'model.layers.0.mlp.down_proj.weight')!.data;
+    const moved = after.filter((x, i) => x !== before[i] && Math.abs(x - before[i]!) < 2e-5).length;
+    expect(moved).toBe(after.length);
     engine.destroy();
   });
 });

@@ -8,12 +8,12 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { randomRefLora, randomRefWeights } from '../../src/engine/reference/weights.ts';
 import { createTrainState } from '../../src/engine/train/index.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
-import { memoryCheckpoint, someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { memoryCheckpoint, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
-describe('training gradients with an entropy term vs the float64 reference', () => {
+describe(onAdapter('training gradients with an entropy term vs the float64 reference'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());

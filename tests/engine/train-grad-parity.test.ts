@@ -7,12 +7,12 @@ import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { randomRefLora } from '../../src/engine/reference/weights.ts';
 import { createTrainState } from '../../src/engine/train/index.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
-import { someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
-describe('training gradients vs the float64 reference', () => {
+describe(onAdapter('training gradients vs the float64 reference'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());

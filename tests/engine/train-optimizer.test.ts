@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { newRefAdamWState, refOptimizerStep, transformersDecays } from '../../src/engine/reference/adamw.ts';
 import type { LoraTarget, NamedTensor, OptimizerConfig, ScoreSequence } from '../../src/engine/types.ts';
-import { someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { relNormError, someGrads } from './train-helpers.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
@@ -21,7 +21,7 @@ function sftGrads(seqs: ScoreSequence[]): Float32Array[] {
   return seqs.map((s) => new Float32Array(s.ids.length - s.scoreFrom).fill(-1 / n));
 }
 
-describe('optimizer and trainable state', () => {
+describe(onAdapter('optimizer and trainable state'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());

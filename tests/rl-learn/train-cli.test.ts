@@ -48,8 +48,9 @@ describe('webgrpo train', () => {
     ];
     const first = await runCli([...common, '--sft-solver', 'catch-compact', '--sft-episodes', '2', '--sft_steps', '2', '--sft_batch_size', '1', '--max_steps', '1']);
     expect(first.code).toBe(0);
-    expect(first.lines.map((l) => [l.phase, l.step])).toEqual([['sft', 1], ['sft', 2], ['grpo', 1], ['done', undefined]]);
-    const step = first.lines[2]!;
+    expect(first.lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['sft', 1], ['sft', 2], ['grpo', 1], ['done', undefined]]);
+    const step = first.lines[3]!;
+    expect(first.lines[0]).toMatchObject({ weight_dtype: expect.stringMatching(/^f(16|32)$/), adapter: expect.any(String) });
     for (const key of ['reward', 'rewards/caught/mean', 'rewards/progress/mean', 'completions/mean_length', 'tools/call_frequency', 'entropy', 'grad_norm', 'learning_rate', 'num_tokens']) {
       expect(step, key).toHaveProperty([key]);
     }
@@ -63,7 +64,7 @@ describe('webgrpo train', () => {
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
     const resumed = await runCli([...common, '--resume', 'latest', '--max_steps', '2']);
-    expect(resumed.lines.map((l) => [l.phase, l.step])).toEqual([['grpo', 2], ['done', undefined]]);
-    expect(resumed.lines[0]!.num_tokens).toBeGreaterThan(step.num_tokens as number);
+    expect(resumed.lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['grpo', 2], ['done', undefined]]);
+    expect(resumed.lines[1]!.num_tokens).toBeGreaterThan(step.num_tokens as number);
   });
 });

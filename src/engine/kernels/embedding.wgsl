@@ -1,21 +1,18 @@
 // embedding: out[t] = E[tokens[t]] for the tokens whose id falls in this row-chunk of the
 // embedding, [row_start, row_start + rows). The engine dispatches once per chunk (a tensor larger
-// than one storage binding is split by rows). E is f32 or f16 (two halves per u32).
-const W_F16: bool = {{W_F16}};
+// than one storage binding is split by rows). E is f32 or f16, read as weightLoads (forward.ts)
+// says: f32 bits or packed halves (u32), or native f16.
+{{ENABLE_F16}}
 
 struct Params { T: u32, D: u32, row_start: u32, rows: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>; // (T)
-@group(0) @binding(2) var<storage, read> w: array<u32>;      // (rows, D)
+@group(0) @binding(2) var<storage, read> w: array<{{W_ELEM}}>; // (rows, D)
 @group(0) @binding(3) var<storage, read_write> out: array<f32>; // (T, D)
 
 fn load_w(i: u32) -> f32 {
-  if (W_F16) {
-    let pair = unpack2x16float(w[i >> 1u]);
-    return select(pair.x, pair.y, (i & 1u) == 1u);
-  }
-  return bitcast<f32>(w[i]);
+  return {{LOAD_W}};
 }
 
 @compute @workgroup_size(64, 1, 1)

@@ -1,10 +1,13 @@
 // matmul: y = scale · x·Wᵀ as nn.Linear computes it (W stored [out, in]), with three write modes:
 //   MODE 0: y  = scale·x·Wᵀ        MODE 1: y += scale·x·Wᵀ        MODE 2: y = r + scale·x·Wᵀ (residual)
-// x (M, K) f32, W (N, K) at element offset w_offset, stored f32 or f16 (W_F16: two halves per u32),
-// y (M, ldy) f32 written at columns [y_offset, y_offset + N).
+// x (M, K) f32, W (N, K) at element offset w_offset, stored f32 or f16 (W_F16), y (M, ldy) f32
+// written at columns [y_offset, y_offset + N). How W is read comes from the engine (weightLoads in
+// forward.ts): f32 bits or packed halves as `array<u32>`, or native `array<f16>` with shader-f16;
+// every load widens to f32 and all accumulation is f32.
 // Register-blocked without workgroup memory: each invocation owns 4 rows × 4 columns of y, the
 // fastest layout on software adapters (specs/webgpu-without-a-gpu.md §5). Out-of-range rows and
 // columns read a clamped valid address and are not written, so the inner loop has no branches.
+{{ENABLE_F16}}
 const W_F16: bool = {{W_F16}};
 const MODE: u32 = {{MODE}}u;
 
@@ -16,25 +19,17 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<{{W_ELEM}}>;
 @group(0) @binding(3) var<storage, read> r: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 fn load_w(i: u32) -> f32 {
-  if (W_F16) {
-    let pair = unpack2x16float(w[i >> 1u]);
-    return select(pair.x, pair.y, (i & 1u) == 1u);
-  }
-  return bitcast<f32>(w[i]);
+  return {{LOAD_W}};
 }
 
 // Four consecutive weights starting at element i (i is even whenever W_F16: rows have even length).
 fn load_w4(i: u32) -> vec4f {
-  if (W_F16) {
-    let j = i >> 1u;
-    return vec4f(unpack2x16float(w[j]), unpack2x16float(w[j + 1u]));
-  }
-  return vec4f(bitcast<f32>(w[i]), bitcast<f32>(w[i + 1u]), bitcast<f32>(w[i + 2u]), bitcast<f32>(w[i + 3u]));
+  return {{LOAD_W4}};
 }
 
 fn load_x4(i: u32) -> vec4f {

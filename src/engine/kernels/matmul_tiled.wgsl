@@ -1,7 +1,8 @@
 // matmul_tiled: the same contract as matmul.wgsl (y = scale·x·Wᵀ, MODE 0/1/2, f32 or f16 W), with
 // the classic 16×16 workgroup-memory tiling that suits real GPUs (it is the slowest choice on
 // software adapters, so the engine picks matmul.wgsl there). One output per invocation.
-const W_F16: bool = {{W_F16}};
+// W is read as weightLoads (forward.ts) says: f32 bits or packed halves (u32), or native f16.
+{{ENABLE_F16}}
 const MODE: u32 = {{MODE}}u;
 const TILE: u32 = 16u;
 
@@ -13,7 +14,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<{{W_ELEM}}>;
 @group(0) @binding(3) var<storage, read> r: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
@@ -21,11 +22,7 @@ var<workgroup> xs: array<array<f32, 16>, 16>; // [row][k]
 var<workgroup> ws: array<array<f32, 16>, 16>; // [col][k]
 
 fn load_w(i: u32) -> f32 {
-  if (W_F16) {
-    let pair = unpack2x16float(w[i >> 1u]);
-    return select(pair.x, pair.y, (i & 1u) == 1u);
-  }
-  return bitcast<f32>(w[i]);
+  return {{LOAD_W}};
 }
 
 @compute @workgroup_size(16, 16, 1)

@@ -2,6 +2,7 @@
 // of 4, with x and W read as 4-wide vectors (one load per 4 values: on software adapters every
 // scalar load is a separate, bounds-checked gather). w_offset must be a multiple of 4.
 // Each invocation owns 4 rows × 4 columns of y; clamped reads, unwritten out-of-range outputs.
+{{ENABLE_F16}}
 const MODE: u32 = {{MODE}}u;
 
 struct Params {
@@ -17,7 +18,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 // W[4i .. 4i+4) as f32. f32 storage: W_VEC = vec4u, W_LOAD4 = bitcast<vec4f>(v);
-// f16 storage: W_VEC = vec2u (4 halves), W_LOAD4 = vec4f(unpack2x16float(v.x), unpack2x16float(v.y)).
+// f16 storage: W_VEC = vec2u (4 packed halves), W_LOAD4 = vec4f(unpack2x16float(v.x), unpack2x16float(v.y));
+// or, with shader-f16, W_VEC = vec4<f16>, W_LOAD4 = vec4f(v) (the same bytes, read natively).
 fn load_w4(i: u32) -> vec4f {
   let v = w[i];
   return {{W_LOAD4}};

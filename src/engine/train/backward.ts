@@ -13,9 +13,8 @@ import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
+import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
 
-/** Bytes of one logits chunk (Ts, Vc) f32: bounds the LM head's working set. */
-export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 const NEG_BIG = -3.0e38;
 
 /**
@@ -83,28 +82,76 @@ function checkFits(internals: EngineInternals, label: string, bytes: number): vo
   }
 }
 
-/** Buffers of one backward call; all destroyed together at the end. */
-class Scratch {
-  private readonly owned: GPUBuffer[] = [];
+/**
+ * The backward pass's buffers, kept between calls (llm.c's one planned allocation): each role's
+ * buffer is created the first time, reused while the next call's shape fits in it, and replaced only
+ * when a call needs more. A reused buffer is zero-filled again, exactly like a new one, so no kernel
+ * sees values of an earlier call. Calls never overlap (the engine runs GPU work one call at a time,
+ * and runBackward waits for its work to finish), so a buffer is never rewritten while in use.
+ */
+export class BackwardBuffers {
+  private readonly byRole = new Map<string, GPUBuffer>();
+  /** Buffers created so far (tests check that a second call of the same shape creates none). */
+  created = 0;
   constructor(private readonly internals: EngineInternals) {}
+
+  /** A zero-filled buffer of at least `bytes` for `role`. */
+  get(role: string, bytes: number): GPUBuffer {
+    const size = Math.max(16, Math.ceil(bytes / 4) * 4);
+    const have = this.byRole.get(role);
+    if (have && have.size >= size) {
+      const enc = this.internals.gpu.device.createCommandEncoder({ label: `clear backward ${role}` });
+      enc.clearBuffer(have);
+      this.internals.gpu.device.queue.submit([enc.finish()]);
+      return have;
+    }
+    have?.destroy();
+    const b = this.internals.createBuffer(`backward ${role}`, size);
+    this.created++;
+    this.byRole.set(role, b);
+    return b;
+  }
+
+  /** Bytes held now, by role (the memory plan's backward share is checked against this). */
+  bytes(): number {
+    let n = 0;
+    for (const b of this.byRole.values()) n += b.size;
+    return n;
+  }
+
+  destroy(): void {
+    for (const b of this.byRole.values()) b.destroy();
+    this.byRole.clear();
+  }
+}
+
+/**
+ * One backward call's view of the buffers: f32 scratch and uploads, checked against the binding
+ * limit and against the memory plan (a buffer the plan does not list, or lists with another size,
+ * is a bug that would make the plan lie, so it fails loudly).
+ */
+class Scratch {
+  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers, private readonly plan: Map<string, number>) {}
+
+  /** A planned buffer of `bytes` for `role`. */
+  take(role: string, bytes: number): GPUBuffer {
+    const planned = this.plan.get(role);
+    if (planned !== bufferSize(bytes)) {
+      throw new Error(`backward: buffer '${role}' of ${bytes} bytes is not in the memory plan (${planned === undefined ? 'no such role' : `planned ${planned}`}); update backwardBufferPlan in memory-plan.ts`);
+    }
+    return this.pool.get(role, bytes);
+  }
 
   f32(label: string, count: number): GPUBuffer {
     const bytes = count * 4;
     checkFits(this.internals, label, bytes);
-    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, bytes));
-    this.owned.push(b);
-    return b;
+    return this.take(label, bytes);
   }
 
   upload(label: string, data: Float32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>): GPUBuffer {
-    const b = this.internals.createBuffer(`backward ${label}`, Math.max(16, data.byteLength));
+    const b = this.take(label, data.byteLength);
     this.internals.gpu.device.queue.writeBuffer(b, 0, data);
-    this.owned.push(b);
     return b;
-  }
-
-  destroy(): void {
-    for (const b of this.owned) b.destroy();
   }
 }
 
@@ -114,7 +161,7 @@ function param(internals: EngineInternals, name: string): ParamEntry {
   return p;
 }
 
-export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest): Promise<void> {
+export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest, pool: BackwardBuffers): Promise<void> {
   const cfg = internals.config;
   checkBackwardRequest(req, cfg.vocabSize);
   const adapters = req.adapters ?? true;
@@ -126,19 +173,19 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const T = req.sequences.reduce((n, s) => n + s.ids.length, 0);
   const widest = Math.max(cfg.intermediateSize, cfg.numHeads * cfg.headDim, cfg.hiddenSize);
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
-  const batch = internals.packSequences(req.sequences.map((s) => s.ids));
+  const Ts = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
+  const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
+  const plan = backwardBufferPlan(cfg, T, Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
+  const scratch = new Scratch(internals, pool, plan);
+  const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
-  const scratch = new Scratch(internals);
-  const acts = internals.createLayerActs(batch.T, 'backward');
+  const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
+  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
   try {
-    const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
     await pass.run(scored, req.temperature);
-    await internals.gpu.device.queue.onSubmittedWorkDone();
   } finally {
-    scratch.destroy();
-    // LayerActs is T plus buffers only.
-    for (const b of Object.values(acts)) if (typeof b === 'object') (b as GPUBuffer).destroy();
-    for (const b of [batch.tokens, batch.meta, batch.rope]) b.destroy();
+    // The next call may reuse every buffer: this one's work must be done first.
+    await internals.gpu.device.queue.onSubmittedWorkDone();
   }
 }
 
@@ -264,12 +311,12 @@ class BackwardPass {
 
     const head = param(internals, cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
     const headGrads = this.full ? this.trainable.gradChunks(head.name) : null;
-    const maxVc = Math.max(1, Math.floor(Math.min(LOGITS_CHUNK_BYTES, internals.gpu.limits.maxStorageBufferBindingSize) / (Ts * 4)));
+    const maxVc = logitsChunkRows(Ts, cfg.vocabSize, internals.gpu.limits.maxStorageBufferBindingSize);
     const pieces: { chunk: number; v0: number; vc: number }[] = [];
     head.chunks.forEach((c, ci) => {
       for (let v0 = c.rowStart; v0 < c.rowStart + c.rows; v0 += maxVc) pieces.push({ chunk: ci, v0, vc: Math.min(maxVc, c.rowStart + c.rows - v0) });
     });
-    const logits = scratch.f32('logits chunk', Ts * Math.min(maxVc, cfg.vocabSize)); // (Ts, Vc)
+    const logits = scratch.f32('logits chunk', Ts * maxVc); // (Ts, Vc)
     const encodeLogits = (p: { chunk: number; v0: number; vc: number }) => {
       const c = head.chunks[p.chunk]!;
       ops.gemm(rec, {

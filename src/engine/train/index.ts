@@ -3,13 +3,12 @@
 
 import type { EngineInternals } from '../internals.ts';
 import type { BackwardRequest, NamedTensor, OptimizerConfig, StepResult, TrainableMode } from '../types.ts';
-import { runBackward } from './backward.ts';
+import { BackwardBuffers, runBackward } from './backward.ts';
 import { TrainOps, type GemmVariant } from './ops.ts';
 import { Optimizer } from './optimizer.ts';
 import { exportPeftAdapter, loadTrainState, readTensors, saveTrainState } from './state.ts';
 import { createTrainableSet, type TrainableSet } from './trainable.ts';
 
-export { modelParams, trainMemory, type TrainMemory } from './memory.ts';
 
 export interface TrainState {
   /** The current mode ('none' until setTrainable). */
@@ -25,6 +24,8 @@ export interface TrainState {
   exportAdapter(baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }>;
   /** Trainable gradients: checkpoint names (full; tied embedding carries both shares) or `<linear>.lora_A.weight`/`lora_B`. */
   readGrads(): Promise<NamedTensor[]>;
+  /** Backward's buffers, kept between calls. */
+  readonly backwardBuffers: BackwardBuffers;
   destroy(): void;
 }
 
@@ -35,6 +36,7 @@ export interface TrainStateOptions {
 
 export function createTrainState(internals: EngineInternals, opts: TrainStateOptions = {}): TrainState {
   const ops = new TrainOps(internals, opts.gemm);
+  const backwardBuffers = new BackwardBuffers(internals);
   let set: TrainableSet | null = null;
   let optimizer: Optimizer | null = null;
 
@@ -59,7 +61,9 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
       optimizer = set ? new Optimizer(internals, ops, set) : null;
     },
     async backward(req) {
-      await runBackward(internals, ops, need('backward').set, req);
+      const s = need('backward').set;
+      await s.ready;
+      await runBackward(internals, ops, s, req, backwardBuffers);
     },
     zeroGrad() {
       const { optimizer: opt } = need('zeroGrad');
@@ -69,7 +73,9 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
       void rec.submit();
     },
     async step(opt) {
-      return need('step').optimizer.apply(opt);
+      const s = need('step');
+      await s.set.ready;
+      return s.optimizer.apply(opt);
     },
     async saveState() {
       const s = need('saveState');
@@ -85,6 +91,12 @@ export function createTrainState(internals: EngineInternals, opts: TrainStateOpt
     async readGrads() {
       return readTensors(internals, need('readGrads').set.tensors, 'grad');
     },
-    destroy: release,
+    get backwardBuffers() {
+      return backwardBuffers;
+    },
+    destroy() {
+      release();
+      backwardBuffers.destroy();
+    },
   };
 }

@@ -3,6 +3,7 @@
 // with bias correction and decoupled weight decay (not applied to norm weights, as transformers'
 // Trainer groups them). Gradients are zeroed afterwards, ready to accumulate the next step.
 
+import { sumsqGroups } from '../memory-plan.ts';
 import type { EngineInternals } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
 import type { OptimizerConfig, StepResult } from '../types.ts';
@@ -10,7 +11,6 @@ import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
 
 /** Workgroups reducing one gradient tensor (each covers a strided slice). */
-const MAX_SUMSQ_GROUPS = 64;
 
 export function checkOptimizerConfig(opt: OptimizerConfig): void {
   const nonNeg = (k: keyof OptimizerConfig) => {
@@ -36,14 +36,14 @@ export class Optimizer {
     let slot = 0;
     this.slots = trainable.tensors.map((t) =>
       t.chunks.map((c) => {
-        const groups = Math.max(1, Math.min(MAX_SUMSQ_GROUPS, Math.ceil(c.count / 256)));
+        const groups = sumsqGroups(c.count);
         const s = { groups, slot };
         slot += groups;
         return s;
       }),
     );
     this.totalSlots = slot;
-    this.partials = internals.createBuffer('grad norm partials', Math.max(16, slot * 4));
+    this.partials = internals.createBuffer('grad norm partials', slot * 4); // planned by memory-plan.ts (gradient norm scratch)
     this.result = internals.createBuffer('grad norm result', 16);
   }
 

@@ -2,9 +2,11 @@
 //   LoRA: per adapted linear an A (r, in) and a B (out, r), f32, owned here and published in
 //         internals.lora so that every forward linear adds scale·B·(A·x). PEFT's init:
 //         A ~ kaiming_uniform(a=√5) = U(−1/√in, 1/√in), B = 0, scale = alpha / r.
-//   full: every parameter of the checkpoint (f32 weights required), updated in place.
+//   full: every parameter of the checkpoint, updated in place in f32 (f16-stored weights are
+//         promoted to f32 master weights first).
 
-import type { EngineInternals, LoraAdapter, ParamEntry } from '../internals.ts';
+import type { EngineInternals, LoraAdapter, ParamChunk, ParamEntry } from '../internals.ts';
+import { groups1d, type Recorder } from '../recorder.ts';
 import type { LoraConfig, LoraTarget, TrainableMode } from '../types.ts';
 import { transformersDecays } from '../reference/adamw.ts';
 import { mulberry32 } from '../../random.ts';
@@ -47,6 +49,8 @@ export interface TrainableSet {
   lora: Map<string, LoraParams>;
   /** Full mode: gradient chunks of a checkpoint tensor (aligned with its ParamEntry chunks), else null. */
   gradChunks(name: string): GPUBuffer[] | null;
+  /** Settles when GPU work queued by setTrainable (full mode's f16 → f32 promotion) is done; rejects with its error. */
+  ready: Promise<void>;
   destroy(): void;
 }
 
@@ -131,6 +135,7 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
     tensors,
     lora: adapters,
     gradChunks: () => null,
+    ready: Promise.resolve(),
     destroy() {
       internals.lora.clear();
       for (const t of tensors) for (const c of t.chunks) for (const buf of [c.weight, c.grad, c.m, c.v]) buf.destroy();
@@ -138,12 +143,50 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
   };
 }
 
+/**
+ * Full fine-tuning updates every weight in place with AdamW, which needs f32 master weights: an f16
+ * matrix (the default on adapters with shader-f16) is widened on the GPU into f32 row chunks, split
+ * again to the binding limit (an f32 row is twice as long), and replaces its f16 buffers in the
+ * engine's parameter table; forward and backward then read the f32 weights being trained.
+ */
+function promoteToF32(internals: EngineInternals, rec: Recorder, p: ParamEntry): GPUBuffer[] {
+  const rows = p.shape.length === 2 ? p.shape[0]! : 1;
+  const rowLen = p.shape.reduce((a, b) => a * b, 1) / rows;
+  const rowsPerChunk = Math.floor(internals.maxBindingBytes / (rowLen * 4));
+  if (rowsPerChunk < 1) throw new Error(`full fine-tuning: one f32 row of ${p.name} (${rowLen * 4} bytes) exceeds the storage binding limit (${internals.maxBindingBytes} bytes)`);
+  const pipe = internals.getPipeline('half_to_float.wgsl');
+  const chunks: ParamChunk[] = [];
+  for (let r0 = 0; r0 < rows; r0 += rowsPerChunk) {
+    const n = Math.min(rowsPerChunk, rows - r0);
+    const buffer = internals.createBuffer(chunks.length || r0 + n < rows ? `${p.name} rows ${r0}..${r0 + n}` : p.name, n * rowLen * 4);
+    // Copy the overlap with every f16 chunk (chunk boundaries of the two dtypes need not align).
+    for (const src of p.chunks) {
+      const lo = Math.max(r0, src.rowStart);
+      const hi = Math.min(r0 + n, src.rowStart + src.rows);
+      if (lo >= hi) continue;
+      const count = (hi - lo) * rowLen;
+      rec.dispatch(pipe, [src.buffer, buffer], [count, (lo - src.rowStart) * rowLen, (lo - r0) * rowLen, 0], groups1d(count / 2), `promote ${p.name}`);
+    }
+    chunks.push({ buffer, rowStart: r0, rows: n });
+  }
+  const old = p.chunks.map((c) => c.buffer);
+  p.chunks = chunks;
+  p.dtype = 'f32';
+  return old;
+}
+
 function createFull(internals: EngineInternals): TrainableSet {
   const tensors: TrainableTensor[] = [];
   const byName = new Map<string, TrainableTensor>();
-  const notF32 = [...internals.params.values()].filter((p: ParamEntry) => p.dtype !== 'f32').map((p) => p.name);
-  if (notF32.length > 0) {
-    throw new Error(`full fine-tuning needs f32 weights, but ${notF32.length} tensors are stored as f16 (e.g. ${notF32[0]}); load the model with f32 weights`);
+  let ready = Promise.resolve();
+  if ([...internals.params.values()].some((p) => p.dtype === 'f16')) {
+    const rec = internals.recorder('promote f16 weights to f32');
+    const halves = [...internals.params.values()].filter((p) => p.dtype === 'f16').flatMap((p) => promoteToF32(internals, rec, p));
+    // submit() hands the work to the queue synchronously; buffers may be destroyed once submitted.
+    // A failure surfaces at the next backward/step (they await `ready`), never as a silent zero model.
+    ready = rec.submit().then(() => undefined);
+    ready.catch(() => undefined);
+    for (const b of halves) b.destroy();
   }
   for (const p of internals.params.values()) {
     const t = newTensor(internals, p.name, p.shape, p.chunks);
@@ -156,6 +199,7 @@ function createFull(internals: EngineInternals): TrainableSet {
     tensors,
     lora: new Map(),
     gradChunks: (name) => byName.get(name)?.chunks.map((c) => c.grad) ?? null,
+    ready,
     destroy() {
       // The weights belong to the engine's parameter table; only the optimizer's buffers go.
       for (const t of tensors) for (const c of t.chunks) for (const buf of [c.grad, c.m, c.v]) buf.destroy();

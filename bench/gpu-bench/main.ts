@@ -1,0 +1,98 @@
+// The one-run GPU benchmark (`npm run build:gpu-bench` packs it with Node, Dawn and the Vulkan
+// loader into one archive). On a machine with a real GPU, for a few minutes and without network:
+//   1. parity: a small random Qwen3 scored on the GPU (f16 and f32 weights) against the float64
+//      reference; the run fails when any logprob differs by more than 1e-4;
+//   2. engine: prefill and decode tokens/s at B = 1 and B = 8, f16 weights, plus the matmul peak
+//      (f32 and real halves, output checked) at Qwen3-0.6B's shapes;
+//   3. train: one LoRA r = 16 training step (all 7 linears, f16 frozen weights) at B = 1 and B = 8.
+// The Qwen3-0.6B-shaped checkpoint is random and generated on the spot (none is carried).
+// Writes one JSON file (--out, default gpu-bench-results.json) and prints a short summary.
+// --small runs the same steps at toy shapes (to test the archive on a CPU adapter).
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { adapterName, getGpu } from '../../src/engine/gpu.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import { refScore } from '../../src/engine/reference/qwen3.ts';
+import { randomRefWeights } from '../../src/engine/reference/weights.ts';
+import type { DType, ModelConfig } from '../../src/model/types.ts';
+import { decodeToFloat32, encodeFromFloat32, dtypeSize } from '../../src/model/safetensors.ts';
+import type { Checkpoint, TensorInfo } from '../../src/model/types.ts';
+import { refWeightShapes } from '../../src/engine/reference/weights.ts';
+import { benchEngineForward } from '../engine/forward.ts';
+import { benchTrainStep } from '../engine/train-step.ts';
+
+const QWEN3_06B = { hidden: '1024', layers: '28', heads: '16', kvHeads: '8', headDim: '128', intermediate: '3072', vocab: '151936' };
+const SMALL = { hidden: '64', layers: '2', heads: '4', kvHeads: '2', headDim: '16', intermediate: '128', vocab: '512' };
+
+/** The parity model: small enough for the float64 reference, with GQA and a tied head. */
+const PARITY: ModelConfig = {
+  vocabSize: 256, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16,
+  rmsNormEps: 1e-6, ropeTheta: 1e6, tieWordEmbeddings: true, maxPositionEmbeddings: 4096, bosTokenId: null, eosTokenIds: [], raw: {},
+};
+
+function memoryCheckpoint(config: ModelConfig, seed: number, dtype: DType): { ckpt: Checkpoint; weights: Map<string, Float64Array> } {
+  const raw = randomRefWeights(config, seed);
+  // The reference sees exactly the stored values (bf16-rounded).
+  const weights = new Map<string, Float64Array>();
+  const shapes = refWeightShapes(config);
+  const tensors = new Map<string, TensorInfo>();
+  const bytes = new Map<string, Uint8Array>();
+  for (const [name, data] of raw) {
+    const enc = encodeFromFloat32(dtype, Float32Array.from(data));
+    bytes.set(name, enc);
+    weights.set(name, Float64Array.from(decodeToFloat32({ name, dtype }, enc)));
+    tensors.set(name, { name, dtype, shape: shapes.get(name)!, byteLength: data.length * dtypeSize(dtype) });
+  }
+  return { ckpt: { config, tensors, readTensor: async (n) => bytes.get(n)!, readText: async () => null }, weights };
+}
+
+async function parity() {
+  const { ckpt, weights } = memoryCheckpoint(PARITY, 11, 'BF16');
+  const ids = Array.from({ length: 24 }, (_, i) => (i * 37 + 5) % PARITY.vocabSize);
+  const ref = refScore(PARITY, weights, { ids, scoreFrom: 1 }, 1);
+  const out: Record<string, number> = {};
+  for (const weightDtype of ['f16', 'f32'] as const) {
+    const engine = await loadEngine(ckpt, { weightDtype });
+    try {
+      const got = await engine.score({ sequences: [{ ids, scoreFrom: 1 }], temperature: 1 });
+      out[`${weightDtype}MaxAbsLogprobDiff`] = Math.max(...Array.from(got.logprobs[0]!, (v, i) => Math.abs(v - ref.logprobs[i]!)));
+      out[`${weightDtype}MaxAbsEntropyDiff`] = Math.max(...Array.from(got.entropy[0]!, (v, i) => Math.abs(v - ref.entropy[i]!)));
+    } finally {
+      engine.destroy();
+    }
+  }
+  const worst = Math.max(...Object.values(out));
+  return { model: 'random Qwen3, hidden 64, 2 layers, GQA 4/2, bf16 checkpoint', tokens: ids.length, ...out, tolerance: 1e-4, pass: worst <= 1e-4 };
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { small: { type: 'boolean', default: false }, out: { type: 'string', default: 'gpu-bench-results.json' } } });
+  const shape = values.small ? SMALL : QWEN3_06B;
+  const gpu = await getGpu();
+  const adapter = { name: adapterName(gpu.adapterInfo), ...gpu.adapterInfo, f16: gpu.f16, subgroupSizes: gpu.subgroupSizes, maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize };
+  gpu.device.destroy();
+  const results: Record<string, unknown> = { date: new Date().toISOString(), shape: values.small ? 'small' : 'Qwen3-0.6B', adapter };
+  const save = () => writeFileSync(values.out!, JSON.stringify(results, null, 2) + '\n');
+  const step = async (name: string, run: () => Promise<unknown>) => {
+    const t0 = performance.now();
+    console.error(`gpu-bench: ${name}…`);
+    try {
+      results[name] = await run();
+    } catch (err) {
+      results[name] = { error: String((err as Error)?.stack ?? err) };
+    }
+    console.error(`gpu-bench: ${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    save();
+  };
+  await step('parity', parity);
+  const sizes = values.small ? { prompt: '16', newTokens: '4', seqLen: '16', matmulSize: '64,256,256' } : { prompt: '128', newTokens: '32', seqLen: '256', matmulSize: '256,3072,1024' };
+  await step('engine', () => benchEngineForward({ ...shape, weights: 'f16', prompt: sizes.prompt, newTokens: sizes.newTokens, rounds: '2', matmulSize: sizes.matmulSize }));
+  for (const batch of ['1', '8']) {
+    await step(`train_b${batch}`, () => benchTrainStep({ ...shape, mode: 'lora', r: '16', alpha: '32', batch, seqLen: sizes.seqLen, steps: '2', weights: 'f16' }));
+  }
+  const failed = Object.entries(results).filter(([, v]) => typeof v === 'object' && v !== null && ('error' in v || (v as { pass?: boolean }).pass === false));
+  console.log(JSON.stringify({ out: values.out, adapter: adapter.name, failed: failed.map(([k]) => k) }));
+  return failed.length === 0 ? 0 : 1;
+}
+
+main().then((code) => { process.exitCode = code; }, (err) => { console.error(err); process.exitCode = 1; });

@@ -1,0 +1,62 @@
+// What the benchmarks report must match what the engine runs: trainStepFlops (bench/engine/
+// train-step.ts) against the FLOPs of every GEMM a real training step records, and the decode
+// step's dispatch count against its breakdown in BENCHMARKS.md (16 per layer + 5).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
+import { Qwen3Forward } from '../../src/engine/forward.ts';
+import { TrainOps, type GemmArgs } from '../../src/engine/train/ops.ts';
+import { trainStepFlops } from '../../bench/engine/train-step.ts';
+import type { LoraTarget } from '../../src/engine/types.ts';
+import { onAdapter, someIds, tinyConfig, tinyEngine } from './helpers.ts';
+
+const ALL: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+
+describe(onAdapter('benchmark counts vs the engine'), () => {
+  let gpu: Gpu;
+  beforeAll(async () => { gpu = await getGpu(); });
+  afterAll(() => gpu?.device.destroy());
+
+  for (const mode of ['lora', 'full'] as const) {
+    it(`trainStepFlops equals the GEMM FLOPs a ${mode} training step records`, async () => {
+      const cfg = tinyConfig();
+      const { engine } = await tinyEngine(gpu, cfg, 2);
+      const r = 4;
+      engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: ALL, seed: 1 } } : { kind: 'full' });
+      let flops = 0;
+      const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
+      const gemm = TrainOps.prototype.gemm;
+      Qwen3Forward.prototype.encodeMatmul = function (this: Qwen3Forward, rec, a) {
+        flops += 2 * a.M * a.N * a.K;
+        return fwdMatmul.call(this, rec, a);
+      };
+      TrainOps.prototype.gemm = function (this: TrainOps, rec, a: GemmArgs) {
+        flops += 2 * a.M * a.N * a.K;
+        return gemm.call(this, rec, a);
+      };
+      try {
+        const B = 3;
+        const seqLen = 10;
+        const scoreFrom = 5;
+        const sequences = Array.from({ length: B }, (_, i) => ({ ids: someIds(seqLen, cfg.vocabSize, i), scoreFrom }));
+        await engine.backward({ sequences, temperature: 1, dLdLogp: sequences.map(() => new Float32Array(seqLen - scoreFrom).fill(0.1)) });
+        await engine.step({ learningRate: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 });
+        expect(flops).toBe(trainStepFlops(cfg, B * seqLen, B * (seqLen - scoreFrom), mode, r).matmulFlops);
+      } finally {
+        Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
+        TrainOps.prototype.gemm = gemm;
+        engine.destroy();
+      }
+    });
+  }
+
+  it('a decode step records 16 dispatches per layer + 5 (embedding, row gather, final norm, LM head, sampling)', async () => {
+    for (const numLayers of [2, 3]) {
+      const cfg = tinyConfig({ numLayers });
+      const { engine } = await tinyEngine(gpu, cfg, 3);
+      const seq = engine.newSequence();
+      await engine.generate({ items: [{ seq, append: someIds(4, cfg.vocabSize, 1), maxNewTokens: 2 }], sampling: { temperature: 1, topP: 1, topK: 0, seed: 1 }, stopIds: [] });
+      expect(engine.stats.dispatchesPerDecodeStep).toBe(16 * numLayers + 5);
+      engine.destroy();
+    }
+  });
+});

@@ -1,0 +1,37 @@
+// The app's worker fine-tunes every weight on the adapter it gets: on an adapter with shader-f16
+// (lavapipe, most GPUs) it loads f16 weights, and full fine-tuning must train f32 master weights
+// rather than refuse them (issue 11). The same worker API the browser tab drives, in Node.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import type { StepEvent } from '../../src/app/worker-api.ts';
+import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { TrainerService } from '../../workers/trainer-service.ts';
+import { E2E_RUN_CONFIG } from '../e2e/run-config.ts';
+import { ADAPTER, onAdapter } from './helpers.ts';
+
+describe(onAdapter('trainer worker: full fine-tuning'), () => {
+  let server: EnvServer;
+  beforeAll(async () => { server = await createEnvServer({}); });
+  afterAll(async () => { await server?.close(); });
+
+  it('trains a GRPO step of full fine-tuning on the weights the adapter loads (f16 where it has shader-f16)', async () => {
+    const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+    const probe = await service.probe();
+    const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    expect(info.weightDtype).toBe(probe.f16 ? 'f16' : 'f32');
+    if (ADAPTER === 'lavapipe') expect(info.weightDtype).toBe('f16');
+    const steps: StepEvent[] = [];
+    const statuses: string[] = [];
+    await service.train({
+      runId: 'full-ft',
+      config: { ...E2E_RUN_CONFIG, train_mode: 'full', max_steps: 1, learning_rate: 1e-4 },
+      envUrl: `${server.url}/envs/catch`,
+      envName: 'catch',
+      sftSteps: 0,
+      resume: false,
+    }, { onProgress: () => undefined, onStep: (e) => steps.push(e), onStatus: (s) => statuses.push(s.status) });
+    expect(statuses).toEqual(['running', 'finished']);
+    expect(steps).toHaveLength(1);
+    expect(Number.isFinite(steps[0]!.metrics.grad_norm)).toBe(true);
+  });
+});
