@@ -27,9 +27,10 @@ export interface Tabs {
   chat: string[];
   /** Set by `report_infeasible`: the episode ends. */
   infeasible: boolean;
+  /** Element actions give up after this long (BrowserGym: 500 ms). */
+  timeoutMs: number;
 }
 
-const ELEMENT_TIMEOUT_MS = 500;
 /** `noop(wait_ms)` waits at most this long: a model must not stall its session for minutes. */
 const MAX_NOOP_MS = 10_000;
 /** Pixels per `scroll('up'|'down')` (TRL's form); BrowserGym's form takes explicit deltas. */
@@ -134,8 +135,8 @@ function numberArg(value: PyValue, what: string): number {
 type Modifier = 'Alt' | 'Control' | 'ControlOrMeta' | 'Meta' | 'Shift';
 type MouseButton = 'left' | 'middle' | 'right';
 
-function clickOptions(bound: Record<string, PyValue>): { button: MouseButton; modifiers: Modifier[]; timeout: number } {
-  return { button: toJs(bound.button!) as MouseButton, modifiers: toJs(bound.modifiers!) as Modifier[], timeout: ELEMENT_TIMEOUT_MS };
+function clickOptions(tabs: Tabs, bound: Record<string, PyValue>): { button: MouseButton; modifiers: Modifier[]; timeout: number } {
+  return { button: toJs(bound.button!) as MouseButton, modifiers: toJs(bound.modifiers!) as Modifier[], timeout: tabs.timeoutMs };
 }
 
 /** Key names Playwright's keyboard.press understands (with optional `Mod+` prefixes). */
@@ -167,34 +168,34 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
       const el = await element(tabs, a.bid!);
       const value = stringArg(a.value!, 'value');
       if (a.enable_autocomplete_menu === true && value.length > 0) {
-        await el.clear({ timeout: ELEMENT_TIMEOUT_MS });
-        await el.fill(value.slice(0, -1), { timeout: ELEMENT_TIMEOUT_MS });
-        await el.pressSequentially(value.slice(-1), { timeout: ELEMENT_TIMEOUT_MS });
+        await el.clear({ timeout: tabs.timeoutMs });
+        await el.fill(value.slice(0, -1), { timeout: tabs.timeoutMs });
+        await el.pressSequentially(value.slice(-1), { timeout: tabs.timeoutMs });
         return;
       }
-      return el.fill(value, { timeout: ELEMENT_TIMEOUT_MS });
+      return el.fill(value, { timeout: tabs.timeoutMs });
     }
     case 'select_option': {
       const el = await element(tabs, a.bid!);
-      await el.selectOption(toJs(a.options!) as string | string[], { timeout: ELEMENT_TIMEOUT_MS });
+      await el.selectOption(toJs(a.options!) as string | string[], { timeout: tabs.timeoutMs });
       return;
     }
     case 'click':
-      return (await element(tabs, a.bid!)).click(clickOptions(a));
+      return (await element(tabs, a.bid!)).click(clickOptions(tabs, a));
     case 'dblclick':
-      return (await element(tabs, a.bid!)).dblclick(clickOptions(a));
+      return (await element(tabs, a.bid!)).dblclick(clickOptions(tabs, a));
     case 'hover':
-      return (await element(tabs, a.bid!)).hover({ timeout: ELEMENT_TIMEOUT_MS });
+      return (await element(tabs, a.bid!)).hover({ timeout: tabs.timeoutMs });
     case 'press':
-      return (await element(tabs, a.bid!)).press(stringArg(a.key_comb!, 'key_comb'), { timeout: ELEMENT_TIMEOUT_MS });
+      return (await element(tabs, a.bid!)).press(stringArg(a.key_comb!, 'key_comb'), { timeout: tabs.timeoutMs });
     case 'focus':
-      return (await element(tabs, a.bid!)).focus({ timeout: ELEMENT_TIMEOUT_MS });
+      return (await element(tabs, a.bid!)).focus({ timeout: tabs.timeoutMs });
     case 'clear':
-      return (await element(tabs, a.bid!)).clear({ timeout: ELEMENT_TIMEOUT_MS });
+      return (await element(tabs, a.bid!)).clear({ timeout: tabs.timeoutMs });
     case 'drag_and_drop': {
       const from = await element(tabs, a.from_bid!);
       const to = await element(tabs, a.to_bid!);
-      await from.dragTo(to, { timeout: ELEMENT_TIMEOUT_MS });
+      await from.dragTo(to, { timeout: tabs.timeoutMs });
       return;
     }
     case 'upload_file':

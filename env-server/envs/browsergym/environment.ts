@@ -25,6 +25,8 @@ export interface BrowserGymOptions {
   /** The page's episode time limit in ms (BrowserGym: 1 000 000). */
   episodeMaxTimeMs: number;
   axtree: FlattenOptions;
+  /** Element actions' timeout, ms (BrowserGym: 500). */
+  actionTimeoutMs: number;
 }
 
 type ScreenshotMode = false | 'pixels' | 'png';
@@ -144,7 +146,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     await page.goto(this.taskUrl, { waitUntil: 'load' });
     await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
     this.taskPage = page;
-    this.tabs = { context: this.context, pages: [page], active: 0, chat: [], infeasible: false };
+    this.tabs = { context: this.context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
     return this.observe(0.0, false, '');
   }
 

@@ -46,6 +46,11 @@ export interface BrowserGymEnvOptions {
   /** The pages' episode time limit, ms (default 1 000 000, BrowserGym's). */
   episodeMaxTimeMs?: number;
   axtree?: FlattenOptions;
+  /**
+   * Element actions (click, fill, …) give up after this long. Default $BROWSERGYM_ACTION_TIMEOUT_MS,
+   * else BrowserGym's 500; a busy machine with many sessions may need more.
+   */
+  actionTimeoutMs?: number;
 }
 
 function envInt(value: string | undefined, what: string, fallback: number): number {
@@ -73,6 +78,7 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
     },
     episodeMaxTimeMs: options.episodeMaxTimeMs ?? 1_000_000,
     axtree: options.axtree ?? {},
+    actionTimeoutMs: options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500),
   };
   return {
     name: 'browsergym',
