@@ -11,17 +11,17 @@ import { EXAMPLES } from '../rl/prompts.ts';
 import { promptWithObservation, renderPrompt } from '../rl/rollout.ts';
 import { rolloutChatTemplate } from '../rl/templates/select.ts';
 
-const HELP = `usage: webgrpo render --model DIR --env echo|catch|wordle [--prompt TEXT] [--env-url URL]
+const HELP = `usage: webgrpo render --model DIR --env echo|catch|wordle|browsergym [--prompt TEXT] [--env-url URL]
 
   --model DIR      checkpoint folder with tokenizer.json and tokenizer_config.json
-  --env NAME       example task: echo, catch or wordle
+  --env NAME       example task: echo, catch, wordle or browsergym
   --prompt TEXT    user message instead of the example's first prompt
   --env-url URL    OpenEnv base URL of the env (e.g. http://127.0.0.1:8765/envs/catch);
                    default: a built-in env-server started in-process
 
 Prints one JSON object: {"text": <prompt text>, "ids": <token ids>}.`;
 
-const ENVS = ['echo', 'catch', 'wordle'] as const;
+const ENVS = ['echo', 'catch', 'wordle', 'browsergym'] as const;
 type EnvName = (typeof ENVS)[number];
 
 interface Args {

@@ -16,16 +16,18 @@ import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-exam
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
+import { browsergymTask, parseBrowserGymMix } from '../rl/browsergym-task.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
   --model DIR|REPO        Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
                           or a Hugging Face repo id (downloaded with progress, cached)
-  --env NAME|URL          task: echo, catch, wordle, multi (TRL's examples), catch-compact (catch with
-                          one-word observations for tiny models); built-in env-server in-process,
-                          or any OpenEnv base URL (the task is told by its /metadata)
+  --env NAME|URL          task: echo, catch, wordle, multi, browsergym (TRL's examples), catch-compact
+                          (catch with one-word observations for tiny models), browsergym:TASK[,TASK…]
+                          or browsergym:mix (web tasks, easy-biased mix); built-in env-server
+                          in-process, or any OpenEnv base URL (the task is told by its /metadata)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle)
+  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the example's own settings)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter
@@ -96,7 +98,7 @@ function parseArgs(argv: string[]): Args | 'help' {
 /** Warm-up steps when transcripts are given but sft_steps is not. */
 const DEFAULT_SFT_STEPS = 50;
 
-const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
+const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true, browsergym: true };
 
 /** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
 const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
@@ -112,6 +114,7 @@ async function resolveEnv(env: string): Promise<{ name: string; task: ChatTempla
     const name = BUILTIN[last] ? last : await taskFromMetadata(url.replace(/^ws/, 'http'));
     return { name, task: TASKS[name]!, url };
   }
+  if (env.startsWith('browsergym:')) return { name: 'browsergym', task: browsergymTask(parseBrowserGymMix(env.slice('browsergym:'.length))), url: null };
   const task = TASKS[env];
   if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
   return { name: env, task, url: null };
@@ -188,7 +191,9 @@ export async function run(argv: string[]): Promise<number> {
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadEngine } = await import('../engine/engine.ts');
   const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
-  const envUrls = url ? { [name]: url } : { echo: `${server!.url}/envs/echo`, catch: `${server!.url}/envs/catch`, wordle: `${server!.url}/envs/wordle` };
+  const envUrls = url
+    ? { [name]: url }
+    : { echo: `${server!.url}/envs/echo`, catch: `${server!.url}/envs/catch`, wordle: `${server!.url}/envs/wordle`, browsergym: `${server!.url}/envs/browsergym` };
   const ctrl = new AbortController();
   const onSignal = () => ctrl.abort();
   process.once('SIGINT', onSignal);
