@@ -15,6 +15,13 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string }> = {
     },
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
   },
+  browsergym: {
+    load: async () => {
+      const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('../../bench/env-server/browsergym.ts');
+      return (opts) => benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+    },
+    help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts',
+  },
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',

@@ -56,6 +56,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private cdp: CDPSession | null = null;
   private cdpPage: Page | null = null;
   private screenshot: ScreenshotMode = false;
+  /** The current episode's page, served for the task URL. */
+  private html = '';
   /** Validation ended the episode (wrong page or URL): it stays over with reward 0. */
   private invalidated = false;
   /** Calls run one at a time, in arrival order, whatever the transport does. */
@@ -127,21 +129,23 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     this.goal = instance.goal;
     this.invalidated = false;
 
+    this.html = html;
     if (!this.context) {
       const context = await this.opts.browser.newContext({ viewport: this.opts.viewport });
-      // The agent's browser reaches nothing but the task pages.
+      // The agent's browser reaches nothing but the task pages, answered from memory (the current
+      // episode's page for every MiniWoB URL); everything else is blocked.
       await context.route('**/*', (route) => {
         const url = route.request().url();
-        if (url.startsWith(MINIWOB_BASE_URL) || url.startsWith('data:') || url === 'about:blank') return route.fallback();
+        if (url.startsWith(MINIWOB_BASE_URL)) return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: this.html });
+        if (url.startsWith('data:') || url === 'about:blank') return route.fallback();
         return route.abort('blockedbyclient');
       });
       this.context = context;
     }
-    // The page of the current episode, answered from memory: each reset re-routes the task URL.
-    await this.context.unroute(`${MINIWOB_BASE_URL}**`).catch(() => undefined);
-    await this.context.route(`${MINIWOB_BASE_URL}**`, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html }));
-    for (const p of this.context.pages()) await p.close().catch(() => undefined);
-    const page = await this.context.newPage();
+    // One tab again: keep the first open page (navigating it is cheaper than a new one).
+    const [keep, ...extra] = this.context.pages().filter((p) => !p.isClosed());
+    for (const p of extra) await p.close().catch(() => undefined);
+    const page = keep ?? (await this.context.newPage());
     this.taskUrl = `${MINIWOB_BASE_URL}${task.name}.html`;
     await page.goto(this.taskUrl, { waitUntil: 'load' });
     await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
