@@ -245,3 +245,30 @@ describe('screenshots on request', () => {
     expect(small.browser.contexts).toBe(0);
   }, 60_000);
 });
+
+describe('a dying session takes only its context', () => {
+  it('one context killed: its step answers with the error, the other session plays on, a reset recovers', async () => {
+    const own = createBrowserGymEnv({ actionTimeoutMs: 10_000 }, {});
+    const a = own.create();
+    const b = own.create();
+    try {
+      await a.reset({ task_name: 'click-test', seed: 1 });
+      await b.reset({ task_name: 'click-test', seed: 2 });
+      expect(own.browser.contexts).toBe(2);
+      // Kill a's browser context from outside, as a crash would.
+      await (a as unknown as { context: { close(): Promise<void> } }).context.close();
+      const broken = await a.step({ action_str: "click('13')" });
+      expect([broken.done, broken.observation.last_action_error]).toEqual([false, true]);
+      expect(broken.observation.error).toMatch(/browser context was closed/);
+      expect((await b.step({ action_str: "click('13')" })).reward).toBe(1);
+      const again = await a.reset({ task_name: 'click-test', seed: 1 });
+      expect(again.observation.goal).toBe('Click the button.');
+      expect((await a.step({ action_str: "click('13')" })).reward).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+      expect(own.browser.contexts).toBe(0);
+      await own.dispose!();
+    }
+  }, 60_000);
+});

@@ -63,6 +63,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   /** Calls run one at a time, in arrival order, whatever the transport does. */
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** The session's browser context died mid-episode (not closed by us). */
+  private lost = false;
 
   constructor(private readonly opts: BrowserGymOptions) {}
 
@@ -128,6 +130,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     this.taskName = task.name;
     this.goal = instance.goal;
     this.invalidated = false;
+    this.lost = false;
 
     this.html = html;
     if (!this.context) {
@@ -141,13 +144,30 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
         return route.abort('blockedbyclient');
       });
       this.context = context;
+      // The context can die under us (browser crash, killed renderer): the next reset starts afresh.
+      context.on('close', () => {
+        if (this.context !== context) return;
+        this.context = null;
+        this.tabs = null;
+        this.taskPage = null;
+        this.cdp = null;
+        this.cdpPage = null;
+        this.lost = true;
+      });
     }
     // One tab again: keep the first open page (navigating it is cheaper than a new one).
     const [keep, ...extra] = this.context.pages().filter((p) => !p.isClosed());
     for (const p of extra) await p.close().catch(() => undefined);
-    const page = keep ?? (await this.context.newPage());
     this.taskUrl = `${MINIWOB_BASE_URL}${task.name}.html`;
-    await page.goto(this.taskUrl, { waitUntil: 'load' });
+    let page = keep ?? (await this.context.newPage());
+    try {
+      await page.goto(this.taskUrl, { waitUntil: 'load' });
+    } catch {
+      // A crashed tab cannot navigate: replace it once.
+      await page.close().catch(() => undefined);
+      page = await this.context.newPage();
+      await page.goto(this.taskUrl, { waitUntil: 'load' });
+    }
     await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
     this.taskPage = page;
     this.tabs = { context: this.context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
@@ -157,6 +177,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private async doStep(actionStr: string): Promise<WireObservation> {
     this.stepCount += 1;
     try {
+      if (this.lost) throw new Error("This session's browser context was closed (browser or tab crash); reset to start a new episode.");
       if (!this.tabs || !this.taskPage) throw new Error('Cannot call env.step() before calling env.reset()');
       const actionError = await executeAction(this.tabs, actionStr);
       const { reward, done } = await this.validate();
