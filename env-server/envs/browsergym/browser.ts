@@ -68,8 +68,15 @@ export class SharedBrowser {
     if (launching) await launching.then((b) => b.close(), () => undefined);
   }
 
-  /** Closes the browser but allows a later relaunch (server restart in the same process). */
-  async release(): Promise<void> {
+  /**
+   * Closes the browser once no context is open (sessions closing right now get `waitMs` to finish),
+   * allowing a later relaunch. With contexts still open after that — another server in this process
+   * shares the built-in definition — the browser stays for them.
+   */
+  async release(waitMs = 10_000): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    while (this.openContexts > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (this.openContexts > 0) return;
     const launching = this.launching;
     this.launching = null;
     if (launching) await launching.then((b) => b.close(), () => undefined);
