@@ -220,6 +220,9 @@ describe('sessions and the cap', () => {
   it('HTTP: /metadata names the class; /reset is stateless (fresh context, closed again)', async () => {
     const meta = await (await fetch(`${server.url}/envs/browsergym/metadata`)).json();
     expect(meta.name).toBe('BrowserGymEnvironment');
+    const schema = await (await fetch(`${server.url}/envs/browsergym/schema`)).json();
+    expect(Object.keys(schema.action.properties)).toEqual(['metadata', 'action_str']);
+    expect(Object.keys(schema.observation.properties)).toEqual(['done', 'reward', 'metadata', 'text', 'url', 'screenshot', 'goal', 'axtree_txt', 'pruned_html', 'error', 'last_action_error']);
     const res = await fetch(`${server.url}/envs/browsergym/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seed: 42, task_name: 'focus-text' }) });
     expect(res.status).toBe(200);
     const body = await res.json();
