@@ -9,13 +9,14 @@ import { MARK_ELEMENTS, PRUNED_HTML, UNMARK_ELEMENTS } from './marking.ts';
 export async function readPage(page: Page, cdp: CDPSession, options: FlattenOptions = {}): Promise<{ axtree: string; prunedHtml: string }> {
   await page.evaluate(MARK_ELEMENTS);
   let nodes: AXNode[];
-  let prunedHtml: string;
   try {
     ({ nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: AXNode[] });
-    prunedHtml = (await page.evaluate(PRUNED_HTML)) as string;
-  } finally {
-    await page.evaluate(UNMARK_ELEMENTS);
+  } catch (err) {
+    await page.evaluate(UNMARK_ELEMENTS).catch(() => undefined);
+    throw err;
   }
+  // One round trip for both: the pruned HTML (read while marked, as BrowserGym's DOM snapshot), then unmark.
+  const prunedHtml = (await page.evaluate(`[${PRUNED_HTML}, ${UNMARK_ELEMENTS}][0]`)) as string;
   attachBids(nodes);
   return { axtree: flattenAxtree(nodes, options), prunedHtml };
 }
