@@ -7,7 +7,7 @@ import { admit, type AdmissionPolicy } from './admission.ts';
 import { handleBuiltinHttp } from './builtin-http.ts';
 import type { Downstream } from './downstream.ts';
 import { isPlainObject, parseClientFrame } from './envelope.ts';
-import type { EnvDefinition, EnvInstance } from './envs/types.ts';
+import type { AnyEnvInstance, EnvDefinition } from './envs/types.ts';
 import { capacityMessage, errorFrame, pyTypeName, factoryErrorFrame, idleTimeoutFrame, mcpFrame, observationFrame, stateFrame, validationErrorFrame } from './frames.ts';
 import { handleMcp, JSONRPC, MCP_REFUSALS, pythonDumps, rpcError, type McpSessions } from './mcp.ts';
 import { parseBoundedJson } from './json-limits.ts';
@@ -27,7 +27,7 @@ export interface BuiltinHostOptions extends AdmissionPolicy {
 
 /** A session opened by `openenv/session/create` over HTTP: an env and a slot, no socket. */
 interface McpOnlySession {
-  env: EnvInstance;
+  env: AnyEnvInstance;
   idle: ReturnType<typeof setTimeout> | null;
 }
 
@@ -41,6 +41,15 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Closes an env, sync or async; a failure is only logged (the session is over either way). */
+function closeEnv(env: AnyEnvInstance, onError: (err: unknown) => void): void {
+  try {
+    void Promise.resolve(env.close()).catch(onError);
+  } catch (err) {
+    onError(err);
+  }
+}
+
 export class BuiltinEnvHost implements EnvHost {
   readonly kind = 'builtin';
   private readonly pool: SlotPool;
@@ -50,10 +59,10 @@ export class BuiltinEnvHost implements EnvHost {
 
   constructor(
     readonly name: string,
-    private readonly def: EnvDefinition,
+    private readonly def: EnvDefinition<AnyEnvInstance>,
     private readonly opts: BuiltinHostOptions,
   ) {
-    this.pool = new SlotPool(opts.maxConcurrentEnvs);
+    this.pool = new SlotPool(Math.min(opts.maxConcurrentEnvs, def.maxConcurrentEnvs ?? Infinity));
     this.mcpSessions = {
       create: () => this.createMcpOnlySession(),
       close: (id) => this.closeMcpOnlySession(id),
@@ -112,20 +121,29 @@ export class BuiltinEnvHost implements EnvHost {
     for (const id of [...this.mcpOnly.keys()]) this.closeMcpOnlySession(id);
   }
 
+  /** Frees what the env holds across sessions (browsergym's Chromium); after shutdown(). */
+  async dispose(): Promise<void> {
+    await this.def.dispose?.();
+  }
+
   private runSession(down: Downstream): void {
     const session = this.openSession(down, { factoryError: () => factoryErrorFrame(this.def.metadata.name), idle: idleTimeoutFrame });
     if (!session) return;
     const { env, sessionId, touch } = session;
 
-    // Env calls are synchronous, so replies leave in request order without any queueing here.
-    const run = (work: () => string) => {
-      let reply: string;
-      try {
-        reply = work();
-      } catch (err) {
-        reply = errorFrame('EXECUTION_ERROR', errorText(err));
-      }
-      down.send(reply);
+    // One call at a time, replies in request order: sync envs answer at once, async ones (browsergym)
+    // are chained so a step never overtakes the reset before it.
+    let pending: Promise<void> = Promise.resolve();
+    const run = (work: () => string | Promise<string>) => {
+      pending = pending.then(async () => {
+        let reply: string;
+        try {
+          reply = await work();
+        } catch (err) {
+          reply = errorFrame('EXECUTION_ERROR', errorText(err));
+        }
+        if (!down.ended) down.send(reply);
+      });
     };
 
     down.setHandler((data, isBinary) => {
@@ -144,32 +162,32 @@ export class BuiltinEnvHost implements EnvHost {
           down.end('close frame');
           return;
         case 'reset':
-          return run(() => {
-            const frame = observationFrame(env.reset(command.data));
+          return run(async () => {
+            const frame = observationFrame(await env.reset(command.data));
             touch();
             return frame;
           });
         case 'step':
-          return run(() => {
+          return run(async () => {
             const check = this.def.validateAction(command.data);
             if (!check.ok) return validationErrorFrame(check.errors);
-            const frame = observationFrame(env.step(check.action));
+            const frame = observationFrame(await env.step(check.action));
             session.countStep();
             touch();
             return frame;
           });
         case 'state':
-          return run(() => stateFrame(env.state()));
+          return run(async () => stateFrame(await env.state()));
         case 'mcp':
           touch();
-          return down.send(mcpFrame(handleMcp(command.data, this.mcpSessions, { sessionId, env })));
+          return run(() => mcpFrame(handleMcp(command.data, this.mcpSessions, { sessionId, env })));
       }
     });
   }
 
   /** Env, slot, idle timer and log lines shared by `/ws` and WS `/mcp` sessions; null if the factory failed. */
-  private openSession(down: Downstream, replies: SessionEndReplies): { env: EnvInstance; sessionId: string; touch(): void; countStep(): void } | null {
-    let env: EnvInstance;
+  private openSession(down: Downstream, replies: SessionEndReplies): { env: AnyEnvInstance; sessionId: string; touch(): void; countStep(): void } | null {
+    let env: AnyEnvInstance;
     try {
       env = this.def.create();
     } catch (err) {
@@ -185,11 +203,7 @@ export class BuiltinEnvHost implements EnvHost {
     this.opts.log(`session open ${this.name}#${down.id} active=${this.pool.active}/${this.pool.capacity}`);
     down.onEnd(({ reason }) => {
       if (idle) clearTimeout(idle);
-      try {
-        env.close();
-      } catch (err) {
-        this.opts.log(`session ${this.name}#${down.id} env.close() failed: ${errorText(err)}`);
-      }
+      closeEnv(env, (err) => this.opts.log(`session ${this.name}#${down.id} env.close() failed: ${errorText(err)}`));
       this.pool.release();
       this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" steps=${steps} ms=${Date.now() - opened}`);
     });
@@ -237,7 +251,7 @@ export class BuiltinEnvHost implements EnvHost {
         data: { active_sessions: active, max_sessions: capacity },
       };
     }
-    let env: EnvInstance;
+    let env: AnyEnvInstance;
     try {
       env = this.def.create();
     } catch {
@@ -262,11 +276,7 @@ export class BuiltinEnvHost implements EnvHost {
     if (!session) return false;
     this.mcpOnly.delete(sessionId);
     if (session.idle) clearTimeout(session.idle);
-    try {
-      session.env.close();
-    } catch (err) {
-      this.opts.log(`mcp session ${this.name} ${sessionId} env.close() failed: ${errorText(err)}`);
-    }
+    closeEnv(session.env, (err) => this.opts.log(`mcp session ${this.name} ${sessionId} env.close() failed: ${errorText(err)}`));
     this.pool.release();
     return true;
   }

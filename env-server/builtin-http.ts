@@ -2,7 +2,7 @@
 // an env builds a fresh one and closes it; none counts against the session cap.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EnvDefinition, EnvInstance } from './envs/types.ts';
+import type { AnyEnvInstance, EnvDefinition } from './envs/types.ts';
 import { observationJson, withPydanticUrl } from './frames.ts';
 import { BodyTooLargeError, readBody, sendBodyTooLarge, sendJson, sendJsonText, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
 import { checkResetBody, checkStepBody, parseJsonBody } from './http-models.ts';
@@ -23,7 +23,7 @@ const ROUTE_METHODS: Record<string, 'GET' | 'POST'> = {
 };
 
 export interface BuiltinHttpContext {
-  def: EnvDefinition;
+  def: EnvDefinition<AnyEnvInstance>;
   sessions: McpSessions;
   maxBodyBytes: number;
   maxJsonDepth: number;
@@ -31,12 +31,12 @@ export interface BuiltinHttpContext {
 }
 
 /** Builds a throwaway env, runs `use`, always closes it. */
-function withFreshEnv<T>(def: EnvDefinition, use: (env: EnvInstance) => T): T {
+async function withFreshEnv<T>(def: EnvDefinition<AnyEnvInstance>, use: (env: AnyEnvInstance) => T | Promise<T>): Promise<T> {
   const env = def.create();
   try {
-    return use(env);
+    return await use(env);
   } finally {
-    env.close();
+    await env.close();
   }
 }
 
@@ -63,13 +63,13 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
       case '/schema':
         return sendJson(res, 200, { action: def.schema.action, observation: def.schema.observation, state: def.schema.state });
       case '/state':
-        return sendJson(res, 200, withFreshEnv(def, (env) => env.state()));
+        return sendJson(res, 200, await withFreshEnv(def, (env) => env.state()));
       case '/reset': {
         const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), false, ctx.maxJsonDepth);
         if (!parsed.ok) return sendJson(res, 422, { detail: parsed.detail });
         const issues = checkResetBody(parsed.body);
         if (issues.length > 0) return sendJson(res, 422, { detail: issues });
-        return sendJsonText(res, 200, observationJson(withFreshEnv(def, (env) => env.reset(parsed.body))));
+        return sendJsonText(res, 200, observationJson(await withFreshEnv(def, (env) => env.reset(parsed.body))));
       }
       case '/step': {
         const parsed = parseJsonBody(await readBody(req, ctx.maxBodyBytes), true, ctx.maxJsonDepth);
@@ -79,7 +79,7 @@ export async function handleBuiltinHttp(ctx: BuiltinHttpContext, req: IncomingMe
         const check = def.validateAction(parsed.body.action);
         // Upstream raises HTTPException(detail=e.errors()): the action's own locs, no "body" prefix.
         if (!check.ok) return sendJson(res, 422, { detail: check.errors.map(withPydanticUrl) });
-        return sendJsonText(res, 200, observationJson(withFreshEnv(def, (env) => env.step(check.action))));
+        return sendJsonText(res, 200, observationJson(await withFreshEnv(def, (env) => env.step(check.action))));
       }
       default: {
         const raw = (await readBody(req, ctx.maxBodyBytes)).toString('utf8');

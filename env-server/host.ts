@@ -32,4 +32,6 @@ export interface EnvHost {
   stats(): EnvStats;
   /** Ends every session and queued socket (close 1001). */
   shutdown(): void;
+  /** After shutdown: frees what outlives sessions (a built-in's browser). */
+  dispose?(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import type { JsonRpcResponse } from '../src/openenv/types.ts';
 import type { RefusalFrames } from './admission.ts';
 import { isPlainObject } from './envelope.ts';
 import { pydanticErrorText, type PydanticLine } from './envs/pydantic-text.ts';
-import type { EnvInstance } from './envs/types.ts';
+import type { McpToolEnv } from './envs/types.ts';
 import { capacityMessage, queueTimeoutMessage } from './frames.ts';
 
 export const JSONRPC = {
@@ -46,9 +46,9 @@ export interface McpSessions {
   /** True (and counts as activity) when the session exists. */
   touch(sessionId: string): boolean;
   /** The env of an HTTP-created session (after `touch` said it exists). */
-  env(sessionId: string): EnvInstance | undefined;
+  env(sessionId: string): McpToolEnv | undefined;
   /** Runs `use` on a throwaway env (HTTP tools/* without a session, §3.1). */
-  withTemporaryEnv<T>(use: (env: EnvInstance) => T): T;
+  withTemporaryEnv<T>(use: (env: McpToolEnv) => T): T;
 }
 
 const REQUEST_FIELDS = new Set(['jsonrpc', 'method', 'params', 'id']);
@@ -75,13 +75,13 @@ function requestProblems(request: Record<string, unknown>): PydanticLine[] {
 }
 
 /** Where tools/* run: the socket's env (WS), a named HTTP session's env, or a throwaway one. */
-function runOnEnv<T>(sessions: McpSessions, wsEnv: EnvInstance | undefined, sessionId: unknown, use: (env: EnvInstance) => T): T {
+function runOnEnv<T>(sessions: McpSessions, wsEnv: McpToolEnv | undefined, sessionId: unknown, use: (env: McpToolEnv) => T): T {
   if (wsEnv) return use(wsEnv);
   const env = typeof sessionId === 'string' && sessionId ? sessions.env(sessionId) : undefined;
   return env ? use(env) : sessions.withTemporaryEnv(use);
 }
 
-function toolsMethod(method: 'tools/list' | 'tools/call', params: Record<string, unknown>, env: EnvInstance, id: RpcId): JsonRpcResponse {
+function toolsMethod(method: 'tools/list' | 'tools/call', params: Record<string, unknown>, env: McpToolEnv, id: RpcId): JsonRpcResponse {
   if (!env.listTools || !env.callTool) return rpcError(JSONRPC.INTERNAL_ERROR, 'Environment does not support MCP', id);
   if (method === 'tools/list') return rpcResult({ tools: env.listTools() }, id);
   if (!('name' in params)) return rpcError(JSONRPC.INVALID_PARAMS, "Missing 'name' in params", id);
@@ -95,7 +95,7 @@ function toolsMethod(method: 'tools/list' | 'tools/call', params: Record<string,
  * Answers one JSON-RPC request. `ws` is set when it came over a socket (`/ws` or WS `/mcp`): then
  * session/create returns that session, session/close may not close it, and tools/* use its env.
  */
-export function handleMcp(request: unknown, sessions: McpSessions, ws?: { sessionId: string; env: EnvInstance }): JsonRpcResponse {
+export function handleMcp(request: unknown, sessions: McpSessions, ws?: { sessionId: string; env: McpToolEnv }): JsonRpcResponse {
   if (!isPlainObject(request)) return rpcError(JSONRPC.PARSE_ERROR);
   const problems = requestProblems(request);
   // Upstream's quirk: the -32600 reply's id is always null (§3.2).

@@ -2,7 +2,7 @@
 // validate --url` reads `info.version` (a string) and decides the env's mode from the keys of `paths`:
 // `/reset` with `/step` and `/state` is "simulation", which is what every built-in env is.
 
-import type { EnvDefinition } from './envs/types.ts';
+import type { AnyEnvInstance, EnvDefinition } from './envs/types.ts';
 
 type Operation = { method: 'get' | 'post'; summary: string; requestBody?: string; response: string };
 
@@ -21,7 +21,7 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, ...(required.length ? { required } : {}) });
 const reward = { anyOf: [{ type: 'number' }, { type: 'null' }], title: 'Reward' };
 
-function componentSchemas(def: EnvDefinition): Record<string, unknown> {
+function componentSchemas(def: EnvDefinition<AnyEnvInstance>): Record<string, unknown> {
   return {
     EnvironmentMetadata: object({ name: { type: 'string' }, description: { type: 'string' }, version: { type: 'string' } }, ['name', 'description']),
     HealthResponse: object({ status: ref('HealthStatus') }, ['status']),
@@ -39,7 +39,7 @@ function componentSchemas(def: EnvDefinition): Record<string, unknown> {
 }
 
 /** An OpenAPI 3.1 document for one built-in env. */
-export function openApiDocument(def: EnvDefinition): Record<string, unknown> {
+export function openApiDocument(def: EnvDefinition<AnyEnvInstance>): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
   for (const [path, op] of Object.entries(ROUTES)) {
     const responses: Record<string, unknown> = { '200': { description: 'Successful Response', content: { 'application/json': { schema: ref(op.response) } } } };
@@ -65,7 +65,7 @@ function escapeHtml(text: string): string {
 }
 
 /** A self-contained page listing the routes (no CDN: the env-server may run offline). */
-export function docsPage(def: EnvDefinition): string {
+export function docsPage(def: EnvDefinition<AnyEnvInstance>): string {
   const rows = Object.entries(ROUTES)
     .map(([path, op]) => `<tr><td><code>${op.method.toUpperCase()}</code></td><td><code>${path}</code></td><td>${escapeHtml(op.summary)}</td></tr>`)
     .join('\n');

@@ -7,7 +7,7 @@ import { WebSocketServer } from 'ws';
 import { BuiltinEnvHost } from './builtin-host.ts';
 import { Downstream } from './downstream.ts';
 import { BUILTIN_ENVS } from './envs/index.ts';
-import type { EnvDefinition } from './envs/types.ts';
+import type { AnyEnvInstance, EnvDefinition } from './envs/types.ts';
 import type { EnvHost, EnvStats } from './host.ts';
 import { parseRequestUrl, sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.ts';
@@ -17,7 +17,7 @@ export type ExtraHandler = (req: IncomingMessage, res: ServerResponse) => boolea
 
 export interface EnvServerOptions {
   /** Built-in envs by path name (default: echo, catch, wordle). Pass `{}` for a proxy-only server. */
-  envs?: Record<string, EnvDefinition>;
+  envs?: Record<string, EnvDefinition<AnyEnvInstance>>;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0 (a free port). */
@@ -249,6 +249,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
       closing ??= (async () => {
         clearInterval(heartbeat);
         for (const host of hosts.values()) host.shutdown();
+        const disposed = Promise.all([...hosts.values()].map((host) => host.dispose?.()));
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
         // Sockets that ignore our close frame are cut after a grace period.
@@ -259,6 +260,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
         while (liveSockets.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
         clearTimeout(grace);
         wss.close();
+        await disposed;
       })();
       return closing;
     },

@@ -19,7 +19,7 @@ import { rolloutChatTemplate } from '../src/rl/templates/select.ts';
 import type { DatasetRow, EnvFactory } from '../src/rl/env.ts';
 import type { ToolSchema } from '../src/rl/schema.ts';
 
-const ENV_NAMES = ['echo', 'catch', 'wordle'] as const;
+const ENV_NAMES = ['echo', 'catch', 'wordle', 'browsergym'] as const;
 type EnvName = (typeof ENV_NAMES)[number];
 
 export interface RunTask {

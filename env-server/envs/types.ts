@@ -53,12 +53,30 @@ export interface EnvInstance {
   callTool?(name: string, args: Record<string, unknown>): ToolCallOutcome;
 }
 
-export interface EnvDefinition {
+/**
+ * What the host accepts: an EnvInstance or one that answers with promises (an env driving something
+ * outside the process, like browsergym's Chromium). The host runs one call at a time per session.
+ */
+export interface AnyEnvInstance extends McpToolEnv {
+  reset(kwargs: Record<string, unknown>): WireObservation | Promise<WireObservation>;
+  step(action: Record<string, unknown>): WireObservation | Promise<WireObservation>;
+  state(): Record<string, unknown> | Promise<Record<string, unknown>>;
+  close(): void | Promise<void>;
+}
+
+/** What JSON-RPC `tools/*` needs of an env (answered synchronously; an env without them is not MCP). */
+export type McpToolEnv = Pick<EnvInstance, 'listTools' | 'callTool'>;
+
+export interface EnvDefinition<I extends AnyEnvInstance = EnvInstance> {
   /** Path segment under /envs/ (echo, catch, wordle). */
   name: string;
   metadata: EnvMetadata;
   /** JSON Schemas for GET /schema. */
   schema: { action: unknown; observation: unknown; state: unknown };
   validateAction(data: unknown): ActionCheck;
-  create(): EnvInstance;
+  create(): I;
+  /** The env's own session cap (e.g. browsergym: browser contexts); the server's cap still applies. */
+  maxConcurrentEnvs?: number;
+  /** Frees what the env holds across sessions (browsergym's Chromium); called when the server closes. */
+  dispose?(): Promise<void>;
 }

@@ -3,7 +3,7 @@
 import type { GpuInfo } from '../engine/gpu.ts';
 import type { LoadProgress } from '../model/types.ts';
 
-export type BuiltinEnvName = 'echo' | 'catch' | 'wordle';
+export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
 export type ModelChoice =
   | { kind: 'tiny' }

@@ -17,6 +17,14 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
     options: { sessions: { type: 'string' }, steps: { type: 'string' }, cap: { type: 'string' }, env: { type: 'string' }, queue: { type: 'boolean' }, 'no-queue': { type: 'boolean' } },
   },
+  browsergym: {
+    load: async () => {
+      const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('../../bench/env-server/browsergym.ts');
+      return (opts) => benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+    },
+    help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts',
+    options: { sessions: { type: 'string' }, cap: { type: 'string' }, steps: { type: 'string' } },
+  },
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',

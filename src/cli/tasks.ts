@@ -1,22 +1,24 @@
 // The tasks `--env` names, shared by `train` and `render` so both accept the same ones: TRL's four
-// examples, catch with one-word observations for tiny models, or any OpenEnv base URL.
+// examples and the browsergym web task (with its task mixes), catch with one-word observations for
+// tiny models, or any OpenEnv base URL.
 
 import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
 import { envProtocol } from '../openenv/index.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
 import type { DatasetRow } from '../rl/env.ts';
 import { mcpTask } from '../rl/mcp-task.ts';
-import { EXAMPLES } from '../rl/prompts.ts';
+import { EXAMPLES, type EnvUrlName } from '../rl/prompts.ts';
+import { browsergymTask, parseBrowserGymMix } from '../rl/browsergym-task.ts';
 import type { ChatTemplateTask } from '../rl/run-example.ts';
 
-const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true };
+const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true, browsergym: true };
 
 /** Tasks by `--env` name: TRL's four examples plus the compact catch variant for tiny models. */
 export const TASKS: Record<string, ChatTemplateTask> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
 
 /** Built-in env URLs of an in-process env-server at `base`. */
-export function builtinEnvUrls(base: string): Record<'echo' | 'catch' | 'wordle', string> {
-  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle` };
+export function builtinEnvUrls(base: string): Record<EnvUrlName, string> {
+  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle`, browsergym: `${base}/envs/browsergym` };
 }
 
 /**
@@ -39,6 +41,8 @@ export async function resolveEnv(
     if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') throw known;
     return { name: 'mcp', task: await mcpTask(httpUrl, await prompts()), url };
   }
+  // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
+  if (env.startsWith('browsergym:')) return { name: 'browsergym', task: browsergymTask(parseBrowserGymMix(env.slice('browsergym:'.length))), url: null };
   const task = TASKS[env];
   if (!task) throw new Error(`--env: unknown env '${env}' (choose ${Object.keys(TASKS).join(', ')}, or give a URL)`);
   return { name: env, task, url: null };

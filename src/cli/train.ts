@@ -24,11 +24,12 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
 
   --model DIR|REPO        Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
                           or a Hugging Face repo id (downloaded with progress, cached)
-  --env NAME|URL          task: echo, catch, wordle, multi (TRL's examples), catch-compact (catch with
-                          one-word observations for tiny models); built-in env-server in-process,
-                          or any OpenEnv base URL (the task is told by its /metadata)
+  --env NAME|URL          task: echo, catch, wordle, multi, browsergym (TRL's examples), catch-compact
+                          (catch with one-word observations for tiny models), browsergym:TASK[,TASK…]
+                          or browsergym:mix (web tasks, easy-biased mix); built-in env-server
+                          in-process, or any OpenEnv base URL (the task is told by its /metadata)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle)
+  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the example's own settings)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter

@@ -2,12 +2,13 @@
 // environment class its GET /metadata names — so a remote server (a Hugging Face Space, a proxied
 // upstream under any name) trains with the right tool wrappers.
 
-export type EnvTaskName = 'echo' | 'catch' | 'wordle';
+export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
 export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
   EchoEnvironment: 'echo',
   OpenSpielEnvironment: 'catch',
   TextArenaEnvironment: 'wordle',
+  BrowserGymEnvironment: 'browsergym',
 };
 
 /** The task of the env at `baseUrl` (http(s)), from its /metadata; a clear error for unknown classes. */

@@ -8,6 +8,7 @@ import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes, type OpenEpisode } from './envs/episode.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import { WordleEnv } from './envs/wordle.ts';
+import { browsergymTask } from './browsergym-task.ts';
 import type { RewardFunction } from './rewards.ts';
 
 export const ECHO_PROMPTS = [
@@ -59,15 +60,18 @@ function userRow(content: string, extra: Record<string, unknown> = {}): DatasetR
   return { prompt: [{ role: 'user', content }], ...extra };
 }
 
-export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi';
+/** The built-in envs a task may need a URL for. */
+export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym';
+
+export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym';
 
 export interface ExampleTask {
   /** `mcp`: the generic task of any MCP env (src/rl/mcp-task.ts). */
   name: ExampleName | 'mcp';
   /** The example's dataset (`size` rows where the script has a --dataset-size). */
   dataset(size?: number): DatasetRow[];
-  /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`). */
-  envFactory(urls: Partial<Record<'echo' | 'catch' | 'wordle', string>>, open?: OpenEpisode): EnvFactory;
+  /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`, `browsergym`). */
+  envFactory(urls: Partial<Record<EnvUrlName, string>>, open?: OpenEpisode): EnvFactory;
   /** Named as in the script (`fn.name` is the metric name `rewards/<name>/mean`). */
   rewardFuncs: RewardFunction[];
   /** The script's GRPOConfig arguments (TRL names) that differ from the defaults. */
@@ -164,4 +168,6 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
     ],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
   },
+  // TRL's browsergym_llm.py; other task mixes: browsergymTask() in browsergym-task.ts.
+  browsergym: browsergymTask(),
 };

@@ -8,7 +8,7 @@ import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import { envToolSchemas } from './env.ts';
-import type { ChatTemplateTask } from './prompts.ts';
+import type { ChatTemplateTask, EnvUrlName } from './prompts.ts';
 import { rewardSources } from './rewards.ts';
 import { runTraining, type RunEvent } from './run.ts';
 import { tokenizeTranscript, type Transcript } from './sft.ts';
@@ -24,7 +24,7 @@ export interface ExampleRunOptions {
   tokenizer: TextTokenizer;
   task: ChatTemplateTask;
   /** Base URL of each built-in env the example needs, e.g. `{ catch: 'http://127.0.0.1:8000/envs/catch' }`. */
-  envUrls: Partial<Record<'echo' | 'catch' | 'wordle', string>>;
+  envUrls: Partial<Record<EnvUrlName, string>>;
   config: GRPOConfig;
   /** SFT warm-up data; used when config.sft_steps > 0 (skipped on resume). */
   transcripts?: Transcript[];

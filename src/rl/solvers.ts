@@ -2,43 +2,21 @@
 // the conversations as transcripts, the SFT warm-up data small models need before GRPO can find any
 // reward. Catch: read the observation's "LEFT/RIGHT of the paddle" line and move toward the ball.
 // Echo: echo the quoted text of the prompt. Wordle: narrow the answer list with each feedback and guess
-// the candidate that splits it best (src/rl/wordle-solver.ts).
+// the candidate that splits it best (src/rl/wordle-solver.ts). Web tasks: src/rl/browsergym-solver.ts.
 
-import type { ChatMessage, ToolCall } from '../model/chat-template.ts';
-import { envToolSchemas, envTools, type DatasetRow, type ToolEnv } from './env.ts';
+import type { ToolCall } from '../model/chat-template.ts';
+import type { DatasetRow } from './env.ts';
 import { CatchEnv } from './envs/catch.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
-import { openEpisode, type OpenEpisode } from './envs/episode.ts';
 import { WordleEnv } from './envs/wordle.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
 import type { Transcript } from './sft.ts';
-import { executeToolCalls } from './tools.ts';
 import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
+import { browsergymTranscripts } from './browsergym-solver.ts';
+import { playEpisode, seededEpisodes } from './play-episode.ts';
 
-/** What the solver answers after the episode ended (the model learns to stop calling tools). */
-export const FINAL_ANSWER = 'Done.';
-
-/** An OpenEpisode whose k-th episode since the last `reseed(base)` resets with `{seed: base + k}`. */
-export type SeededEpisodes = OpenEpisode & { reseed(base: number): void };
-
-/**
- * Opens one OpenEnv episode per call with reset `{seed: base + k}` for the k-th episode, so a run's
- * env randomness (e.g. the catch ball column) is reproducible. Episodes are numbered in call order,
- * which is rollout order (resets start in order); the trainer reseeds per generation batch so a
- * resumed run meets the same games.
- */
-export function seededEpisodes(base: number): SeededEpisodes {
-  let start = base;
-  let k = 0;
-  const open: OpenEpisode = (baseUrl) => openEpisode(baseUrl, { reset: { seed: (start + k++) >>> 0 } });
-  return Object.assign(open, {
-    reseed(next: number) {
-      start = next;
-      k = 0;
-    },
-  });
-}
+export { FINAL_ANSWER, playEpisode, seededEpisodes, type SeededEpisodes } from './play-episode.ts';
 
 function call(name: string, args: Record<string, unknown>): ToolCall {
   return { type: 'function', function: { name, arguments: args } };
@@ -49,45 +27,6 @@ export function catchAction(observation: string): ToolCall {
   const m = /The ball is \d+ column\(s\) to the (LEFT|RIGHT) of the paddle\./.exec(observation);
   if (m) return call('move', { direction: m[1] === 'LEFT' ? 'left' : 'right' });
   return call('stay', {});
-}
-
-/** Plays one episode: reset, then one tool call per assistant turn until `done()`; ends with FINAL_ANSWER. */
-async function playEpisode(
-  env: ToolEnv,
-  row: DatasetRow,
-  policy: (lastObservation: string, turn: number) => ToolCall | null,
-  maxTurns: number,
-  baseUrl: string,
-): Promise<Transcript> {
-  const observation = await env.reset(row);
-  const prompt = structuredClone(row.prompt);
-  const last = prompt[prompt.length - 1]!;
-  if (typeof observation === 'string') last.content += observation;
-  const messages: ChatMessage[] = [...prompt];
-  let seen = typeof observation === 'string' ? observation : '';
-  try {
-    for (let turn = 0; turn < maxTurns; turn++) {
-      const action = policy(seen, turn);
-      if (!action) break;
-      messages.push({ role: 'assistant', content: '', tool_calls: [action] });
-      const result = await executeToolCalls(envTools(env), [action]);
-      // A warm-up teaches whatever its transcripts show: an env error in one would teach the model
-      // to expect errors (or that a broken env is normal). Stop and name it instead.
-      if (result.failures > 0) {
-        throw new Error(
-          `scripted warm-up: the env at ${baseUrl} answered the solver's ${action.function.name}(${JSON.stringify(action.function.arguments)}) ` +
-            `with an error, so its transcripts cannot be trained on: ${result.errors[0]}`,
-        );
-      }
-      messages.push(...result.messages);
-      const content = result.messages[result.messages.length - 1]!.content;
-      seen = typeof content === 'string' ? content : '';
-    }
-    messages.push({ role: 'assistant', content: FINAL_ANSWER });
-    return { messages, tools: envToolSchemas(env) };
-  } finally {
-    await env.close?.();
-  }
 }
 
 /** Scripted catch games against the catch env at `baseUrl` (e.g. `${server.url}/envs/catch`). */
@@ -159,4 +98,5 @@ export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number;
   'catch-compact': compactCatchTranscripts,
   echo: echoTranscripts,
   wordle: wordleTranscripts,
+  browsergym: (opts) => browsergymTranscripts(opts),
 };

@@ -16,6 +16,6 @@ describe('taskFromMetadata', () => {
   it('names the URL and the class when it cannot tell', async () => {
     await expect(taskFromMetadata(`${server.url}/envs/nope`)).rejects.toThrow(`Cannot read ${server.url}/envs/nope/metadata to tell which environment this is: HTTP 404`);
     const other = (async () => new Response(JSON.stringify({ name: 'ChessEnvironment' }))) as typeof fetch;
-    await expect(taskFromMetadata('http://space.example', other)).rejects.toThrow('http://space.example reports ChessEnvironment; the trainer has tool wrappers for EchoEnvironment, OpenSpielEnvironment, TextArenaEnvironment only');
+    await expect(taskFromMetadata('http://space.example', other)).rejects.toThrow('http://space.example reports ChessEnvironment; the trainer has tool wrappers for EchoEnvironment, OpenSpielEnvironment, TextArenaEnvironment, BrowserGymEnvironment only');
   });
 });

@@ -17,12 +17,15 @@ export interface EpisodeSession {
   close(): Promise<void>;
 }
 
-/** Opens a connection to an env base URL (e.g. `http://127.0.0.1:8765/envs/catch`) and resets it. */
-export type OpenEpisode = (baseUrl: string) => Promise<EpisodeSession>;
+/**
+ * Opens a connection to an env base URL (e.g. `http://127.0.0.1:8765/envs/catch`) and resets it;
+ * `reset` adds kwargs to the reset frame (e.g. browsergym's `task_name`).
+ */
+export type OpenEpisode = (baseUrl: string, reset?: Record<string, unknown>) => Promise<EpisodeSession>;
 
 /** Over the OpenEnv client: capacity refusals are retried with jittered backoff before giving up. */
 export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): OpenEpisode {
-  return (baseUrl) => openEpisode(baseUrl, options);
+  return (baseUrl, reset) => openEpisode(baseUrl, reset ? { ...options, reset } : options);
 }
 
 /** One episode over `withEpisode` (connect, reset with `options.reset`, retry refusals, close). */
@@ -72,10 +75,10 @@ export class EpisodeSlot {
   ) {}
 
   /** Closes the previous episode's connection, opens a new one, returns the reset observation. */
-  async reset(): Promise<StepResult> {
+  async reset(kwargs?: Record<string, unknown>): Promise<StepResult> {
     await this.close();
     try {
-      this.session = await this.open(this.baseUrl);
+      this.session = await this.open(this.baseUrl, kwargs);
     } catch (err) {
       throw classifyEnvError(err);
     }

@@ -1,0 +1,96 @@
+// `/envs/browsergym`: OpenEnv's BrowserGym environment (specs/browsergym.md §2) over webgrpo's own
+// MiniWoB-style tasks, driven in one shared headless Chromium with a browser context per session.
+// Its own session cap (default 8, $BROWSERGYM_MAX_CONCURRENT_ENVS) bounds the browser's memory
+// below the server-wide cap.
+
+import type { EnvDefinition } from '../types.ts';
+import type { BrowserGymEnvironment as Instance } from './environment.ts';
+import { actionJsonSchema, actionModel, validateModel } from '../validation.ts';
+import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
+import { defaultMetadata } from '../metadata.ts';
+import { SharedBrowser } from './browser.ts';
+import { BrowserGymEnvironment } from './environment.ts';
+import type { FlattenOptions } from './axtree.ts';
+import { MINIWOB_TASKS } from './tasks/index.ts';
+
+export { MINIWOB_TASKS } from './tasks/index.ts';
+export { MINIWOB_BASE_URL } from './environment.ts';
+
+export const BROWSERGYM_ACTION = actionModel('BrowserGymAction', 'Action to be executed in a BrowserGym environment.', [
+  { name: 'action_str', type: { kind: 'string' }, description: 'Natural language action string (e.g., "click(\'Submit\')")' },
+]);
+
+const BROWSERGYM_OBSERVATION_SCHEMA = observationSchema('BrowserGymObservation', 'Observation returned from a BrowserGym environment.', [
+  { name: 'text', schema: { type: 'string' }, description: 'Text representation of the page (accessibility tree or pruned HTML)', default: '' },
+  { name: 'url', schema: { type: 'string' }, description: 'Current URL of the page', default: '' },
+  {
+    name: 'screenshot',
+    schema: { anyOf: [{ items: { items: { items: { type: 'integer' }, type: 'array' }, type: 'array' }, type: 'array' }, { type: 'null' }] },
+    description: 'Screenshot as a nested list of RGB pixels (height x width x 3), only when requested',
+    default: null,
+  },
+  { name: 'goal', schema: { type: 'string' }, description: 'Task goal/instruction', default: '' },
+  { name: 'axtree_txt', schema: { type: 'string' }, description: 'Accessibility tree as text', default: '' },
+  { name: 'pruned_html', schema: { type: 'string' }, description: 'Pruned HTML of the page', default: '' },
+  { name: 'error', schema: { type: 'string' }, description: 'Error message of the last action, if any', default: '' },
+  { name: 'last_action_error', schema: { type: 'boolean' }, description: 'Whether the last action resulted in an error', default: false },
+]);
+
+export interface BrowserGymEnvOptions {
+  /** Sessions at once (each holds a browser context). Default $BROWSERGYM_MAX_CONCURRENT_ENVS, else 8. */
+  maxConcurrentEnvs?: number;
+  /** Task when reset names none. Default $BROWSERGYM_TASK_NAME, else click-test. */
+  defaultTask?: string;
+  /** Default $BROWSERGYM_VIEWPORT_WIDTH × $BROWSERGYM_VIEWPORT_HEIGHT, else 1280 × 720 (as OpenEnv). */
+  viewport?: { width: number; height: number };
+  /** The pages' episode time limit, ms (default 1 000 000, BrowserGym's). */
+  episodeMaxTimeMs?: number;
+  axtree?: FlattenOptions;
+  /**
+   * Element actions (click, fill, …) give up after this long. Default $BROWSERGYM_ACTION_TIMEOUT_MS,
+   * else BrowserGym's 500; a busy machine with many sessions may need more.
+   */
+  actionTimeoutMs?: number;
+}
+
+function envInt(value: string | undefined, what: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${what} must be an integer ≥ 1, got '${value}'`);
+  return n;
+}
+
+export type BrowserGymEnvDefinition = EnvDefinition<Instance> & {
+  /** The shared browser (its `contexts` count is the leak check). */
+  readonly browser: SharedBrowser;
+};
+
+export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: NodeJS.ProcessEnv = process.env): BrowserGymEnvDefinition {
+  const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || 'click-test');
+  if (!MINIWOB_TASKS.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...MINIWOB_TASKS.keys()].join(', ')})`);
+  const browser = new SharedBrowser();
+  const settings = {
+    browser,
+    defaultTask,
+    viewport: options.viewport ?? {
+      width: envInt(env.BROWSERGYM_VIEWPORT_WIDTH, 'BROWSERGYM_VIEWPORT_WIDTH', 1280),
+      height: envInt(env.BROWSERGYM_VIEWPORT_HEIGHT, 'BROWSERGYM_VIEWPORT_HEIGHT', 720),
+    },
+    episodeMaxTimeMs: options.episodeMaxTimeMs ?? 1_000_000,
+    axtree: options.axtree ?? {},
+    actionTimeoutMs: options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500),
+  };
+  return {
+    name: 'browsergym',
+    metadata: defaultMetadata('BrowserGymEnvironment'),
+    schema: { action: actionJsonSchema(BROWSERGYM_ACTION), observation: BROWSERGYM_OBSERVATION_SCHEMA, state: BASE_STATE_SCHEMA },
+    validateAction: (data) => validateModel(BROWSERGYM_ACTION, data),
+    create: () => new BrowserGymEnvironment(settings),
+    maxConcurrentEnvs: options.maxConcurrentEnvs ?? envInt(env.BROWSERGYM_MAX_CONCURRENT_ENVS, 'BROWSERGYM_MAX_CONCURRENT_ENVS', 8),
+    dispose: () => browser.release(),
+    browser,
+  };
+}
+
+/** The built-in definition (`/envs/browsergym`); Chromium starts at its first reset. */
+export const browsergymEnv: BrowserGymEnvDefinition = createBrowserGymEnv();
