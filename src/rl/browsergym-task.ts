@@ -6,7 +6,7 @@
 import type { DatasetRow } from './env.ts';
 import { BROWSERGYM_DATASET_PROMPT, BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
 import { openEnvEpisodes } from './envs/episode.ts';
-import type { ExampleTask } from './prompts.ts';
+import type { ExampleTask } from './task.ts';
 import { hashInts } from './random.ts';
 import type { RewardFunction } from './rewards.ts';
 

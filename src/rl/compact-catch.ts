@@ -7,7 +7,7 @@
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
 import { catchActionId, catchReward, CATCH_COLS, CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from './envs/catch.ts';
 import { EpisodeSlot, type OpenEpisode } from './envs/episode.ts';
-import type { ChatTemplateTask } from './prompts.ts';
+import type { ChatTemplateTask } from './task.ts';
 import type { RewardFunction } from './rewards.ts';
 
 /** Qwen3's turn format (same tokens around turns, tool calls and tool responses) minus tools block and think block. */

@@ -2,14 +2,17 @@
 // §14) as data: their prompts and datasets, env factories over an OpenEnv base URL, reward functions
 // (named as in the scripts, so metrics read `rewards/<name>/mean`) and GRPOConfig overrides.
 
-import type { DatasetRow, EnvFactory } from './env.ts';
+import type { DatasetRow } from './env.ts';
 import { CatchEnv, catchReward } from './envs/catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
-import { openEnvEpisodes, type OpenEpisode } from './envs/episode.ts';
+import { openEnvEpisodes } from './envs/episode.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import { WordleEnv } from './envs/wordle.ts';
 import { browsergymTask } from './browsergym-task.ts';
 import type { RewardFunction } from './rewards.ts';
+import type { ExampleName, ExampleTask } from './task.ts';
+
+export type { ChatTemplateTask, EnvUrlName, ExampleName, ExampleTask } from './task.ts';
 
 export const ECHO_PROMPTS = [
   "Try to echo 'Hello World!' in the environment.",
@@ -59,30 +62,6 @@ Follow these rules to play Wordle:
 function userRow(content: string, extra: Record<string, unknown> = {}): DatasetRow {
   return { prompt: [{ role: 'user', content }], ...extra };
 }
-
-/** The built-in envs a task may need a URL for. */
-export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym';
-
-export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym';
-
-export interface ExampleTask {
-  /** `mcp`: the generic task of any MCP env (src/rl/mcp-task.ts). */
-  name: ExampleName | 'mcp';
-  /** The example's dataset (`size` rows where the script has a --dataset-size). */
-  dataset(size?: number): DatasetRow[];
-  /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`, `browsergym`). */
-  envFactory(urls: Partial<Record<EnvUrlName, string>>, open?: OpenEpisode): EnvFactory;
-  /** Named as in the script (`fn.name` is the metric name `rewards/<name>/mean`). */
-  rewardFuncs: RewardFunction[];
-  /** The script's GRPOConfig arguments (TRL names) that differ from the defaults. */
-  config: Record<string, unknown>;
-}
-
-/** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */
-export type ChatTemplateTask = ExampleTask & {
-  /** Rendering template; default: the checkpoint's own (swapped for the Qwen3 training variant with tools). */
-  template?: string;
-};
 
 /** TRL names reward metrics after the Python function; here the name is set explicitly. */
 function named(name: string, fn: RewardFunction): RewardFunction {

@@ -8,7 +8,7 @@ import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import { envToolSchemas } from './env.ts';
-import type { ChatTemplateTask, EnvUrlName } from './prompts.ts';
+import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import { rewardSources } from './rewards.ts';
 import { runTraining, type RunEvent } from './run.ts';
 import { tokenizeTranscript, type Transcript } from './sft.ts';
@@ -17,7 +17,7 @@ import { rolloutChatTemplate } from './templates/select.ts';
 
 export type { RunEvent } from './run.ts';
 export { resetOptimizer, trainableMode } from './run.ts';
-export type { ChatTemplateTask } from './prompts.ts';
+export type { ChatTemplateTask } from './task.ts';
 
 export interface ExampleRunOptions {
   engine: Engine;
