@@ -19,7 +19,7 @@ import { hashInts } from '../src/rl/random.ts';
 import { rewardWeights } from '../src/rl/rewards.ts';
 import { resetOptimizer, trainableMode } from '../src/rl/run-example.ts';
 import { trainSft } from '../src/rl/sft.ts';
-import { runPlan, trainGRPO, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
+import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model.ts';
@@ -250,7 +250,7 @@ class RunSession {
       // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
       if (checkpoint) await engine.loadState(checkpoint.engine);
       if ((await this.sftPhase(sftDone)) === 'stopped') return 'stopped';
-      return this.grpoPhase(undefined);
+      return this.grpoPhase(undefined, await referenceAfterWarmup(engine, this.config, this.sftTotal > 0));
     }
     return this.grpoPhase(checkpoint);
   }
@@ -333,14 +333,14 @@ class RunSession {
     };
   }
 
-  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined): Promise<Outcome> {
+  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined, reference?: EngineState): Promise<Outcome> {
     const { engine, loaded } = this.model;
     const c = this.config;
     const weights = rewardWeights(c.reward_weights, this.task.rewardFuncs);
     let resume = resumeFrom;
     if (resume) this.lastNumTokens = resume.counters.numTokens;
     // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
-    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState() }));
+    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState(), reference }));
     for (;;) {
       const steps = trainGRPO({
         engine,
@@ -356,6 +356,7 @@ class RunSession {
         rewardFuncs: this.task.rewardFuncs,
         checkpointStore: this.checkpointStore(),
         resume,
+        reference,
         signal: this.control.signal,
         decode: (ids) => loaded.tokenizer.decode(ids),
       });

@@ -13,7 +13,7 @@ import { runRollouts } from './rollout.ts';
 import { tokenizeTranscript, trainSft, type SftEvent, type Transcript } from './sft.ts';
 import { seededEpisodes } from './solvers.ts';
 import { rolloutChatTemplate } from './templates/select.ts';
-import { trainGRPO, type StepEvent } from './trainer.ts';
+import { referenceAfterWarmup, trainGRPO, type StepEvent } from './trainer.ts';
 import { hashInts } from './random.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
@@ -70,6 +70,7 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
   const template = task.template ?? rolloutChatTemplate(tokenizer, { hasTools: probe.tools.length > 0 });
   engine.setTrainable(trainableMode(c));
 
+  let warmedUp = false;
   if (!opts.resume && c.sft_steps > 0) {
     if (!opts.transcripts || opts.transcripts.length === 0) throw new Error('sft_steps > 0 needs transcripts (--sft FILE or --sft-solver)');
     const tools = envToolSchemas(probe);
@@ -86,6 +87,7 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
     });
     if (opts.signal?.aborted) return;
     await resetOptimizer(engine);
+    warmedUp = true;
   }
 
   const dataset: DatasetRow[] = task.dataset(opts.datasetSize);
@@ -96,6 +98,7 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
     rewardFuncs,
     checkpointStore: opts.checkpointStore,
     resume: opts.resume,
+    reference: await referenceAfterWarmup(engine, c, warmedUp),
     signal: opts.signal,
     decode: (ids) => tokenizer.decode(ids),
     rollouts: (req) => {

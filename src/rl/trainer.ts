@@ -3,7 +3,7 @@
 // → AdamW step with the scheduled lr → one metrics event per optimizer step. The engine does the
 // tensor work; everything here is bookkeeping on small CPU arrays.
 
-import type { Engine, ScoreSequence } from '../engine/types.ts';
+import type { Engine, NamedTensor, ScoreSequence } from '../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type TrainerCounters } from './checkpoint.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from './config.ts';
@@ -59,6 +59,35 @@ export interface TrainerOptions {
   signal?: AbortSignal;
   /** Token ids → text for logged completions; without it the completion messages are logged as JSON. */
   decode?: (ids: readonly number[]) => string;
+  /**
+   * The KL reference policy (used when beta ≠ 0): the engine state GRPO starts from, captured after
+   * an SFT warm-up (see referenceAfterWarmup). Without it the reference is TRL's: the base model with
+   * the adapters off, which is the starting policy when GRPO starts from fresh adapters.
+   */
+  reference?: EngineState;
+}
+
+export type EngineState = { tensors: NamedTensor[]; step: number };
+
+/**
+ * The KL reference after an SFT warm-up: the warmed-up policy itself, so KL measures the drift GRPO
+ * causes (0 at GRPO's first step) rather than the warm-up's. Null when no reference is needed (beta = 0)
+ * or when GRPO's start is the base model anyway (no warm-up).
+ */
+export async function referenceAfterWarmup(engine: Pick<Engine, 'saveState'>, config: Pick<GRPOConfig, 'beta'>, warmedUp: boolean): Promise<EngineState | undefined> {
+  if (config.beta === 0 || !warmedUp) return undefined;
+  return engine.saveState();
+}
+
+/** Log-probs under a captured reference state: swap it in, score, swap the current state back. */
+async function scoreUnderState(engine: Engine, reference: EngineState, seqs: ScoreSequence[], batch: number, temperature: number): Promise<Float32Array[]> {
+  const current = await engine.saveState();
+  await engine.loadState(reference);
+  try {
+    return await scoreAll(engine, seqs, batch, temperature, true);
+  } finally {
+    await engine.loadState(current);
+  }
 }
 
 export interface StepEvent {
@@ -156,7 +185,9 @@ function lastText(messages: readonly RewardMessage[]): string {
 export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
-  if (c.beta !== 0 && c.train_mode === 'full') {
+  // A resumed run keeps the reference it started with (stored in its checkpoints).
+  const reference = opts.resume?.reference ?? opts.reference;
+  if (c.beta !== 0 && c.train_mode === 'full' && !reference) {
     throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
   }
   const G = c.num_generations;
@@ -181,7 +212,7 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
 
   const saveCheckpoint = async (): Promise<string | undefined> => {
     if (!opts.checkpointStore) return undefined;
-    const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState() });
+    const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState(), reference });
     return opts.checkpointStore.save(counters.step, files);
   };
 
@@ -219,7 +250,7 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     const lossOpts = lossOptionsFromConfig(c, numItemsInBatch);
     const B = c.per_device_train_batch_size;
     const logpOld = needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
-    const logpRef = c.beta !== 0 ? await scoreAll(engine, sequences, B, c.temperature, false) : null;
+    const logpRef = c.beta === 0 ? null : reference ? await scoreUnderState(engine, reference, sequences, B, c.temperature) : await scoreAll(engine, sequences, B, c.temperature, false);
 
     // TRL shuffles the generation batch before splitting it into micro-batches.
     const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
