@@ -146,6 +146,8 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
     return;
   }
   const line: Record<string, unknown> = { phase: 'grpo', step: e.step, total_steps: e.totalSteps, ...jsonSafe(e.metrics) };
+  // logging_steps (TRL): every N steps the line also carries the metrics averaged over those N steps.
+  if (e.logs) line.logs = jsonSafe(e.logs);
   if (logCompletions) line.completions = e.completions;
   if (e.unscorable.length > 0) line.unscorable = e.unscorable;
   if (e.checkpoint) line.checkpoint = e.checkpoint;

@@ -13,6 +13,7 @@ import { stepMetrics, type CompletionSample, type Metrics, type RolloutStats } f
 import { hashInts, permutation, Purpose } from './random.ts';
 import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
+import { MetricsWindow } from './logging.ts';
 
 /** What the trainer needs from one finished rollout (the rollout loop's output, §7–§8). */
 export interface TrainerRollout {
@@ -101,6 +102,8 @@ export interface StepEvent {
   unscorable: { rollout: number; reason: string }[];
   /** Set when a checkpoint was written after this step. */
   checkpoint?: string;
+  /** On logging steps (every logging_steps, and the last): the metrics averaged since the previous log (TRL's logs). */
+  logs?: Metrics;
 }
 
 export class TrainingError extends Error {
@@ -210,6 +213,7 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     totalSteps: counters.totalSteps,
   };
 
+  const logWindow = new MetricsWindow(c.logging_steps);
   const saveCheckpoint = async (): Promise<string | undefined> => {
     if (!opts.checkpointStore) return undefined;
     const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState(), reference });
@@ -344,6 +348,8 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
           completions: completions.map((s) => ({ ...s, step: counters.step })),
           unscorable,
         };
+        const logs = logWindow.add(counters.step, metrics, counters.step >= counters.totalSteps);
+        if (logs) event.logs = logs;
         stepLoss = 0;
         stepLossMetrics = [];
         stepT0 = now;

@@ -128,6 +128,15 @@ describe('trainer loop with a fake engine', () => {
     expect(baseEvents[0]!.metrics.kl).toBeGreaterThan(0);
   });
 
+  it('logging_steps: the steps that are multiples of it, and the last, carry the metrics averaged since the previous log', async () => {
+    const fake = new FakeEngine();
+    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: config({ logging_steps: 2, max_steps: 3, gradient_accumulation_steps: 1 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }));
+    expect(events.map((e) => e.logs !== undefined)).toEqual([false, true, true]);
+    expect(events[1]!.logs!.reward).toBeCloseTo((events[0]!.metrics.reward! + events[1]!.metrics.reward!) / 2, 12);
+    expect(events[1]!.logs!.learning_rate).toBe(events[1]!.metrics.learning_rate);
+    expect(events[2]!.logs!.reward).toBe(events[2]!.metrics.reward);
+  });
+
   it('passes dL/dlogp = −A/N_tok on trained tokens and 0 on tool-suffix tokens (dapo, on-policy)', async () => {
     const fake = new FakeEngine();
     const captured: TrainerRollout[][] = [];
@@ -225,7 +234,8 @@ describe('trainer loop with a fake engine', () => {
     expect(rest.map((e) => e.step)).toEqual([3, 4]);
     const strip = (e: StepEvent) => {
       const { step_time: _t, ...m } = e.metrics;
-      return { ...e, metrics: m, checkpoint: undefined };
+      // The logging window restarts on resume, as TRL's does: averaged logs may span fewer steps.
+      return { ...e, metrics: m, checkpoint: undefined, logs: undefined };
     };
     expect(rest.map(strip)).toEqual(all.slice(2).map(strip));
     expect(Array.from(resumed.theta)).toEqual(Array.from(straight.theta));
