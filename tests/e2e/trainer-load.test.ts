@@ -4,7 +4,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, NoWebGpuError, type Gpu } from '../../src/engine/gpu.ts';
 import type { LoadProgress } from '../../src/model/types.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';

@@ -1,7 +1,10 @@
 // The trainer worker's API driven directly in Node (Dawn/SwiftShader WebGPU, the in-process
 // env-server): the built-in tiny model, SFT warm-up on scripted catch games, GRPO steps with TRL
 // metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';

@@ -3,6 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
 import { refBackward, refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';

@@ -1,5 +1,8 @@
 // Parity of the forward pass across model shapes and engine storage/kernel variants.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';

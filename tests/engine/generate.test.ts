@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refLogits } from '../../src/engine/reference/qwen3.ts';
 import type { WebGpuEngine } from '../../src/engine/engine.ts';

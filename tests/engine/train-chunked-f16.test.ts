@@ -1,7 +1,10 @@
 // The training side on the storage layouts of real models: matrices split into several row-chunk
 // buffers (as Qwen3-0.6B's embedding is on adapters with a 128 MiB binding limit), and frozen f16
 // base weights under a LoRA adapter (the default on adapters with shader-f16).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { loadEngine } from '../../src/engine/engine.ts';

@@ -2,7 +2,10 @@
 // the float64 reference: L = Σ dLdLogp·logp + Σ dLdEntropy·entropy, within 1e-3 relative
 // norm-wise, in full fine-tuning (with the LM head split into vocabulary chunks, so the running
 // Σp·z is merged across chunks) and under LoRA.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import { randomRefLora, randomRefWeights } from '../../src/engine/reference/weights.ts';

@@ -1,7 +1,10 @@
 // The optimizer and the trainable state: AdamW + clipping equal the float64 reference optimizer,
 // a few steps lower the SFT loss of a fixed batch, save → load reproduces the next step exactly,
 // the PEFT export has PEFT's names, shapes and config, and misuse fails with clear errors.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { newRefAdamWState, refOptimizerStep, transformersDecays } from '../../src/engine/reference/adamw.ts';
 import type { LoraTarget, NamedTensor, OptimizerConfig, ScoreSequence } from '../../src/engine/types.ts';

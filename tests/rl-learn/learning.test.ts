@@ -2,7 +2,10 @@
 // SwiftShader here — after a short SFT warm-up on scripted-solver transcripts, trained with GRPO against
 // the built-in catch env, ends with a higher mean reward than it started. Fixed seeds throughout.
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import type { Engine } from '../../src/engine/types.ts';

@@ -2,7 +2,10 @@
 // batch of sequences through the KV cache, budget respected, and the sampling log-probs the rollout
 // records agree with what engine.score computes for the same ids (the trainer relies on both).
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
