@@ -4,7 +4,6 @@
 // checkpoints per run. No training logic lives here.
 
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
-import { TINY_MODEL_OVERRIDES } from '../src/app/presets.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
@@ -22,7 +21,8 @@ import { trainSft } from '../src/rl/sft.ts';
 import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
-import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model.ts';
+import { loadModelChoice, type LoadedModel } from './load-model.ts';
+import { modelTierOf, presetConfig } from '../src/rl/presets.ts';
 import { RunControl } from './run-control.ts';
 import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
@@ -41,9 +41,14 @@ interface ReadyModel {
   engine: Engine;
 }
 
-/** The run shape the memory plan is shown for when a model loads: the setup page's default recipe. */
-function defaultRunConfig(modelName: string): GRPOConfig {
-  return configFromObject(modelName === TINY_MODEL_NAME ? TINY_MODEL_OVERRIDES : {});
+/** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
+function defaultRunConfig(model: LoadedModel): GRPOConfig {
+  return configFromObject(presetConfig('catch', modelTierOf(model.checkpoint.config)));
+}
+
+/** Tiny-tier models (the built-in ones) play catch through its compact variant. */
+function isTiny(model: LoadedModel): boolean {
+  return modelTierOf(model.checkpoint.config) === 'tiny';
 }
 
 /** Prompt tokens budgeted per sequence in the load-time plan (the example prompts plus tool schemas fit). */
@@ -111,8 +116,9 @@ export class TrainerService implements TrainerWorkerApi {
       delivered = Promise.resolve(events.onProgress(p));
     };
     const loaded = await loadModelChoice(choice, onProgress);
-    const plannedDtype = gpu.f16 ? 'f16' : 'f32';
-    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded.name));
+    // Tiny-tier models fine-tune fully (their presets), which needs f32 weights.
+    const plannedDtype = gpu.f16 && !isTiny(loaded) ? 'f16' : 'f32';
+    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded));
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {
       name: loaded.name,
@@ -133,7 +139,7 @@ export class TrainerService implements TrainerWorkerApi {
       await delivered;
       return info;
     }
-    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress });
+    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
     this.model = { loaded, engine };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
@@ -192,7 +198,7 @@ export class TrainerService implements TrainerWorkerApi {
     const { engine, loaded } = this.ready();
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: loaded.name === TINY_MODEL_NAME, config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: isTiny(loaded), config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
   }
 }
 
@@ -224,7 +230,7 @@ class RunSession {
   ) {
     this.config = configFromObject(withoutUnknownKeys(opts.config));
     if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
-    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: model.loaded.name === TINY_MODEL_NAME });
+    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded) });
     this.sftTotal = opts.sftSteps;
     this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
   }

@@ -1,8 +1,8 @@
 // Set up a run: model, environment, config (with presets), SFT warm-up; then start it.
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { configFromObject, DEFAULT_CONFIG } from '../../rl/config.ts';
 import { api, ownedRuns, taskForEnv } from '../api.ts';
-import { PRESETS, TINY_MODEL_OVERRIDES } from '../presets.ts';
+import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
 import { ConfigForm, formValuesOf, parseFormValues } from './ConfigForm.tsx';
@@ -13,22 +13,35 @@ import { startLiveRun } from '../live-run.ts';
 export function SetupView() {
   const { model, probe } = useUi();
   const [env, setEnv] = useState<EnvSelection | null>(null);
-  const [values, setValues] = useState<Record<string, string>>(() => {
-    // "fork" on a run view hands its config over to a new run.
-    const fork = sessionStorage.getItem('webgrpo.fork');
+  // "fork" on a run view hands its config over to a new run.
+  const [fork] = useState(() => {
+    const f = sessionStorage.getItem('webgrpo.fork');
     sessionStorage.removeItem('webgrpo.fork');
-    return formValuesOf(fork ? JSON.parse(fork) : { ...DEFAULT_CONFIG, ...PRESETS.catch.config, ...TINY_MODEL_OVERRIDES });
+    return f;
   });
+  const [values, setValues] = useState<Record<string, string>>(() => formValuesOf(fork ? JSON.parse(fork) : { ...DEFAULT_CONFIG, ...presetValues(DEFAULT_PRESET, model?.params ?? null) }));
+  // The preset whose values the form holds (null after a fork): re-applied when the model's tier changes.
+  const [preset, setPreset] = useState<BuiltinEnvName | null>(fork ? null : DEFAULT_PRESET);
   const [configError, setConfigError] = useState<string | null>(null);
   const [sftJsonl, setSftJsonl] = useState<string | undefined>(undefined);
   const [starting, setStarting] = useState(false);
   const [importError, setImportError] = useState<string | null>(null);
 
   function applyPreset(name: BuiltinEnvName) {
-    const tiny = model?.name === 'built-in tiny' ? TINY_MODEL_OVERRIDES : {};
-    setValues(formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS[name].config, ...tiny }));
+    setPreset(name);
+    setValues(formValuesOf({ ...DEFAULT_CONFIG, ...presetValues(name, model?.params ?? null) }));
     setEnv({ name, url: `${location.origin}/envs/${name}` });
   }
+
+  // A preset is a value for the model the run trains: loading a model of another tier re-applies it
+  // (the values before loading are the built-in demo model's, so loading that one changes nothing).
+  const tier = tierFor(model?.params ?? null);
+  const [appliedTier, setAppliedTier] = useState(tier);
+  useEffect(() => {
+    if (tier === appliedTier) return;
+    setAppliedTier(tier);
+    if (preset) setValues(formValuesOf({ ...DEFAULT_CONFIG, ...presetValues(preset, model?.params ?? null) }));
+  }, [tier, appliedTier, preset, model]);
 
   async function start() {
     if (!model || !env) return;
@@ -76,8 +89,8 @@ export function SetupView() {
           <button key={p.env} onClick={() => applyPreset(p.env)} title={p.description}>{p.label}</button>
         ))}
         <p className="muted">{env ? PRESETS[env.name as BuiltinEnvName]?.description ?? '' : ''}</p>
-        {env?.name === 'catch' && model?.name === 'built-in tiny' && (
-          <p className="muted">With the built-in tiny model, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
+        {env?.name === 'catch' && tier === 'tiny' && (
+          <p className="muted">With the built-in models, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
         )}
         <h4>SFT warm-up data</h4>
         <p className="muted">By default transcripts come from the built-in scripted solver of the chosen environment. Or upload JSONL, one message list per line.</p>
