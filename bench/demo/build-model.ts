@@ -88,17 +88,21 @@ try {
   ];
   console.error(`${elapsed()} ${catchRuns.length} catch + ${echoRuns.length} echo transcripts, ${examples.reduce((n, e) => n + e.ids.length, 0)} tokens`);
   let lastLoss = NaN;
-  for await (const e of trainSft({
-    engine,
-    examples,
-    steps: sftSteps,
-    batchSize: DEMO_RECIPE.sftBatchSize,
-    learningRate: DEMO_RECIPE.sftLearningRate,
-    seed: DEMO_RECIPE.seed,
-    optimizer: { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 },
-  })) {
-    lastLoss = e.loss;
-    if (e.step % 10 === 0 || e.step === e.totalSteps) console.error(`${elapsed()} sft ${e.step}/${e.totalSteps} loss ${e.loss.toFixed(3)}`);
+  const phases = [
+    { steps: sftSteps, learningRate: DEMO_RECIPE.sftLearningRate, seed: DEMO_RECIPE.seed },
+    { steps: DEMO_RECIPE.sftAnnealSteps, learningRate: DEMO_RECIPE.sftAnnealLearningRate, seed: DEMO_RECIPE.seed + 1 },
+  ];
+  for (const phase of phases) {
+    for await (const e of trainSft({
+      engine,
+      examples,
+      ...phase,
+      batchSize: DEMO_RECIPE.sftBatchSize,
+      optimizer: { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 },
+    })) {
+      lastLoss = e.loss;
+      if (e.step % 10 === 0 || e.step === e.totalSteps) console.error(`${elapsed()} sft (lr ${phase.learningRate}) ${e.step}/${e.totalSteps} loss ${e.loss.toFixed(3)}`);
+    }
   }
 
   const state = await engine.saveState();

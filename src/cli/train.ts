@@ -16,6 +16,8 @@ import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-exam
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
 import { SOLVERS } from '../rl/solvers.ts';
 import { taskFromMetadata } from '../rl/env-task.ts';
+import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/presets.ts';
+import { parseConfig } from '../model/config.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -27,7 +29,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
   --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle)
   --sft-episodes N        episodes the solver plays (default 64)
-  --config FILE           run.json with GRPOConfig keys (over the example's own settings)
+  --config FILE           run.json with GRPOConfig keys (over the task preset, the same as the app's)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter
   --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
   --dataset-size N        rows of the example dataset (default: the example's)
@@ -117,9 +119,27 @@ async function resolveEnv(env: string): Promise<{ name: string; task: ChatTempla
   return { name: env, task, url: null };
 }
 
-/** DEFAULT ← the example script's settings ← run.json ← flags. */
-async function buildConfig(task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
-  let config = configFromObject(task.config);
+/**
+ * The tier of --model for the presets: from a local folder's config.json (parameter count); a Hub id
+ * or an unreadable folder counts as full-size (the open step reports real problems).
+ */
+async function modelTierOfArg(model: string): Promise<ModelTier> {
+  try {
+    return modelTierOf(parseConfig(JSON.parse(await readFile(join(model, 'config.json'), 'utf8')), model));
+  } catch {
+    return 'full-size';
+  }
+}
+
+/** The built-in task's preset (the app's, src/rl/presets.ts) or, for others, the example script's settings. */
+async function taskDefaults(name: string, task: ChatTemplateTask, args: Args): Promise<Record<string, unknown>> {
+  const env = name === 'catch-compact' ? 'catch' : name;
+  return isPresetEnv(env) ? presetConfig(env, await modelTierOfArg(args.model)) : task.config;
+}
+
+/** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags. */
+async function buildConfig(name: string, task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
+  let config = configFromObject(await taskDefaults(name, task, args));
   if (args.config) {
     const text = await readFile(args.config, 'utf8').catch(() => {
       throw new Error(`--config: cannot read ${args.config}`);
@@ -173,7 +193,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const { name, task, url } = await resolveEnv(args.env);
-  const config = await buildConfig(task, args);
+  const config = await buildConfig(name, task, args);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {

@@ -47,7 +47,7 @@ describe('webgrpo train', () => {
     const output = join(dir, 'out');
     const common = [
       '--model', model, '--env', 'catch-compact', '--output', output, '--num_generations', '2', '--per_device_train_batch_size', '2',
-      '--max_completion_length', '60', '--learning_rate', '1e-3', '--lora_r', '4', '--lora_alpha', '8', '--save_steps', '1',
+      '--max_completion_length', '60', '--learning_rate', '1e-3', '--train_mode', 'lora', '--lora_r', '4', '--lora_alpha', '8', '--save_steps', '1',
     ];
     const first = await runCli([...common, '--sft-solver', 'catch-compact', '--sft-episodes', '2', '--sft_steps', '2', '--sft_batch_size', '1', '--max_steps', '1']);
     expect(first.code).toBe(0);
