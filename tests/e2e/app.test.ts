@@ -9,14 +9,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-// Slow by nature (Chromium): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/screenshots/', import.meta.url));
 const SFT_STEPS = Number(E2E_RUN_CONFIG.sft_steps);

@@ -3,9 +3,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
 import { refBackward, refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
@@ -14,6 +11,9 @@ import { refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import { run as runGenerate } from '../../src/cli/generate.ts';
 import { maxAbsDiff } from './helpers.ts';
+
+// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 async function capture(fn: () => Promise<number>): Promise<{ code: number; json: any }> {
   const lines: string[] = [];

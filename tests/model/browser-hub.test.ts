@@ -3,14 +3,14 @@
 // from the cache alone.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-// Slow by nature (Chromium): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
 import type { BrowserOpenResult } from './browser-hub.entry.ts';
 import { startFakeHub, type FakeHub } from './hub-server.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ENTRY = 'tests/model/browser-hub.entry.ts';
 

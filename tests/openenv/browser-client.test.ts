@@ -2,12 +2,12 @@
 // (where the trainer runs) against env-servers on loopback.
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-// Slow by nature (Chromium): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
 import type { EnvServer } from '../../env-server/server.ts';
 import { expectNoLeaks, RawClient, Servers, wsBase } from '../server/helpers.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe('OpenEnv client in the browser', () => {
   const servers = new Servers();

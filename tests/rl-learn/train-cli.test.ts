@@ -5,12 +5,12 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-
-// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 import { run } from '../../src/cli/train.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
+
+// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 let dir = '';
 afterAll(async () => {

@@ -3,11 +3,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { createEnvServer } from '../../env-server/server.ts';
+import { run } from '../../src/cli/render.ts';
 
 // Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
-import { createEnvServer } from '../../env-server/server.ts';
-import { run } from '../../src/cli/render.ts';
 
 const require = createRequire(import.meta.url);
 const modelDir = mkdtempSync(join(tmpdir(), 'webgrpo-render-'));

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
+import computeCheck from '../browser/webgpu-compute.entry.ts';
 
 // Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
-import computeCheck from '../browser/webgpu-compute.entry.ts';
 
 // The same check the browser tests run in a Chromium page and worker, here in Node through Dawn.
 describe('WebGPU in Node (Dawn)', () => {
