@@ -52,13 +52,10 @@ export class CompactCatchEnv implements ToolEnv {
   done = false;
   /** Moves the env accepted this episode (a game takes 9). */
   moves = 0;
-  /** Of those, the moves toward the ball (or staying under it), as the last observation said. */
-  aimed = 0;
-  private lastObservation = '';
   private readonly episode: EpisodeSlot;
   readonly tools: Tool[] = [
-    { declaration: MOVE_TOOL, call: (args) => this.act(catchActionId(args.direction), String(args.direction)) },
-    { declaration: STAY_TOOL, call: () => this.act(1, 'above') },
+    { declaration: MOVE_TOOL, call: (args) => this.act(catchActionId(args.direction)) },
+    { declaration: STAY_TOOL, call: () => this.act(1) },
   ];
 
   constructor(baseUrl: string, open: OpenEpisode) {
@@ -69,22 +66,17 @@ export class CompactCatchEnv implements ToolEnv {
     const first = await this.episode.reset();
     this.reward = 0;
     this.moves = 0;
-    this.aimed = 0;
     this.done = first.done;
-    this.lastObservation = compactCatchObservation(first.observation.info_state as number[], false, null);
-    return this.lastObservation;
+    return compactCatchObservation(first.observation.info_state as number[], false, null);
   }
 
-  /** `toward`: where the action moves the paddle ('left'/'right', or 'above' for stay). */
-  private async act(actionId: number, toward: string): Promise<string> {
+  private async act(actionId: number): Promise<string> {
     if (this.done) throw new Error('Episode is done.');
     const result = await this.episode.step({ action_id: actionId, game_name: 'catch', game_params: {} });
     this.reward = typeof result.reward === 'number' ? result.reward : 0;
     this.done = result.done;
     this.moves++;
-    if (toward === this.lastObservation) this.aimed++;
-    this.lastObservation = compactCatchObservation(result.observation.info_state as number[], result.done, this.reward);
-    return this.lastObservation;
+    return compactCatchObservation(result.observation.info_state as number[], result.done, this.reward);
   }
 
   close(): Promise<void> {
@@ -104,16 +96,6 @@ const progress: RewardFunction = function progress({ environments }) {
   return environments.map((env) => (env instanceof CompactCatchEnv ? Math.min(env.moves, 9) / 9 : null));
 };
 
-/**
- * A second shaping term for tiny models: the fraction of the 9 moves that went toward the ball (or
- * stayed under it). The catch itself depends on the last few moves only, a credit too thin for a few
- * GRPO steps of 16 games; this one credits each move. The catch rate (rewards/caught/mean) stays the
- * measure of success.
- */
-const aim: RewardFunction = function aim({ environments }) {
-  return environments.map((env) => (env instanceof CompactCatchEnv ? Math.min(env.aimed, 9) / 9 : null));
-};
-
 /** The compact catch task: rows, env factory over the built-in catch env, reward, template. */
 export const COMPACT_CATCH_TASK: ChatTemplateTask = {
   name: 'catch',
@@ -123,7 +105,7 @@ export const COMPACT_CATCH_TASK: ChatTemplateTask = {
     if (!url) throw new Error('the catch env needs a base URL');
     return () => new CompactCatchEnv(url, open!);
   },
-  rewardFuncs: [caught, progress, aim],
+  rewardFuncs: [caught, progress],
   config: { chat_template_kwargs: null },
   template: COMPACT_CHAT_TEMPLATE,
 };
