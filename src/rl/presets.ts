@@ -33,11 +33,11 @@ const TINY_COMMON = { ...COMMON, train_mode: 'full', sft_steps: 0, sft_learning_
 export const PRESET_CONFIGS: Record<PresetEnv, Record<ModelTier, Record<string, unknown>>> = {
   echo: {
     'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 8, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 1e-5, max_steps: 50, sft_steps: 0 },
-    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 16, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 5e-4, max_steps: 16 },
+    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 5e-4, max_steps: 12 },
   },
   catch: {
     'full-size': { ...COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 512, max_tool_calling_iterations: 10, learning_rate: 1e-5, max_steps: 50, sft_steps: 20 },
-    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 16, max_completion_length: 400, max_tool_calling_iterations: 10, learning_rate: 5e-4, max_steps: 16 },
+    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 16, max_completion_length: 400, max_tool_calling_iterations: 10, learning_rate: 5e-4, max_steps: 12 },
   },
   wordle: {
     'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 6, learning_rate: 1e-6, max_steps: 100, sft_steps: 10 },
