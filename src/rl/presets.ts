@@ -33,7 +33,7 @@ const TINY_COMMON = { ...COMMON, train_mode: 'full', sft_steps: 0, sft_learning_
 export const PRESET_CONFIGS: Record<PresetEnv, Record<ModelTier, Record<string, unknown>>> = {
   echo: {
     'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 8, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 1e-5, max_steps: 50, sft_steps: 0 },
-    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 5e-4, max_steps: 12 },
+    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 16, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 5e-4, max_steps: 12 },
   },
   catch: {
     'full-size': { ...COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 512, max_tool_calling_iterations: 10, learning_rate: 1e-5, max_steps: 50, sft_steps: 20 },

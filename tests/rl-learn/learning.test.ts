@@ -17,7 +17,7 @@ import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
 import { presetConfig } from '../../src/rl/presets.ts';
 
 // Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+vi.setConfig({ testTimeout: 1_200_000, hookTimeout: 600_000 });
 
 let server: EnvServer | null = null;
 let engine: Engine | null = null;
