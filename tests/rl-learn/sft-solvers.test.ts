@@ -63,12 +63,12 @@ describe('SFT on transcripts', () => {
 
   it('imperfect transcripts for the demo model: random catch moves and cut-short echoes, seeded', async () => {
     const base = `${server.url}/envs/catch`;
-    const moves = (ts: Transcript[]) => ts.flatMap((t) => t.messages.flatMap((m) => (m.tool_calls ?? []).map((c) => JSON.stringify(c.function))));
+    const moves = (ts: Transcript[]) => ts.flatMap((t) => t.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : []).map((c) => JSON.stringify(c.function))));
     const observations = (ts: Transcript[]) => ts.flatMap((t) => t.messages.filter((m) => m.role === 'tool').map((m) => String(m.content)));
     const scripted = await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5 });
     const noisy = await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5, randomActions: 1 });
     // Every game is still 9 well-formed calls; the scripted games always catch, random ones mostly not.
-    for (const t of [...scripted, ...noisy]) expect(t.messages.filter((m) => m.tool_calls).length).toBe(9);
+    for (const t of [...scripted, ...noisy]) expect(t.messages.filter((m) => m.role === 'assistant' && m.tool_calls).length).toBe(9);
     expect(observations(scripted).filter((o) => o === 'caught')).toHaveLength(6);
     expect(moves(noisy)).not.toEqual(moves(scripted));
     expect(moves(await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5, randomActions: 1 }))).toEqual(moves(noisy));
@@ -76,7 +76,9 @@ describe('SFT on transcripts', () => {
     const echoes = await echoTranscripts({ baseUrl: `${server.url}/envs/echo`, episodes: 10, seed: 2, partial: 1 });
     for (const t of echoes) {
       const target = /'([^']*)'/.exec(String(t.messages[0]!.content))![1]!;
-      const message = String(t.messages[1]!.tool_calls![0]!.function.arguments.message);
+      const call = t.messages[1]!;
+      if (call.role !== 'assistant') throw new Error('expected the echo call');
+      const message = String((call.tool_calls![0]!.function.arguments as Record<string, unknown>).message);
       expect(target.startsWith(message)).toBe(true);
       expect(message.length).toBeLessThan(target.length);
       expect(message.length).toBeGreaterThan(0);
