@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 // Node-side tests. GPU tests use Dawn (`webgpu` package) on a CPU Vulkan driver, which is slow and
-// native: run files in forked processes (not threads) and allow long timeouts.
+// native: run files in forked processes (not threads). Tests fail fast (30 s); the GPU projects allow
+// 600 s, and the browser and CLI files that need longer set their own timeouts at their top
+// (vi.setConfig).
 //
 // The engine's GPU tests run once per adapter, as two projects: SwiftShader (no shader-f16,
 // subgroups of 4, 1 GiB bindings) and Mesa's lavapipe (shader-f16, subgroups of 8, 128 MiB
@@ -25,6 +27,8 @@ const gpuProject = (adapter: 'swiftshader' | 'lavapipe') => ({
     name: `gpu-${adapter}`,
     include: GPU_TESTS,
     env: { WEBGPU_ADAPTER: adapter },
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
   },
 });
 
@@ -32,8 +36,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 600_000,
-    hookTimeout: 600_000,
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
     reporters: ['default'],
     projects: [
       {

@@ -1,8 +1,10 @@
-// Turns the page's ModelChoice into an opened checkpoint and its tokenizer: the built-in tiny model
-// (generated in memory, no network), a Hugging Face repo (downloaded with progress into the
+// Turns the page's ModelChoice into an opened checkpoint and its tokenizer: the built-in demo model
+// (shipped with the app, src/model/demo-model.ts), the built-in random tiny model (generated in
+// memory, no network), a Hugging Face repo (downloaded with progress into the
 // browser's cache, so a second load is instant), or a folder the user picked.
 
 import { openCheckpoint, REPO_ID, type OpenedCheckpoint } from '../src/model/checkpoint.ts';
+import { DEMO_MODEL_NAME, demoModelFiles } from '../src/model/demo-model.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
 import type { LoadProgress } from '../src/model/types.ts';
@@ -35,6 +37,12 @@ async function openChoice(choice: ModelChoice, onProgress: (p: LoadProgress) => 
   switch (choice.kind) {
     case 'tiny':
       return { checkpoint: await openCheckpoint(await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS)), name: TINY_MODEL_NAME };
+    case 'demo':
+      try {
+        return { checkpoint: await openCheckpoint(await demoModelFiles()), name: DEMO_MODEL_NAME };
+      } catch (err) {
+        throw new ModelLoadError(`The built-in demo model could not be loaded: ${(err as Error).message}`, { cause: err });
+      }
     case 'hub': {
       const repo = choice.repo.trim();
       if (!REPO_ID.test(repo)) throw new ModelLoadError(`'${choice.repo}' is not a Hugging Face model id (expected owner/name, e.g. Qwen/Qwen3-0.6B)`);

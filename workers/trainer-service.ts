@@ -4,7 +4,6 @@
 // checkpoints per run. No training logic lives here.
 
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
-import { TINY_MODEL_OVERRIDES } from '../src/app/presets.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
@@ -16,10 +15,11 @@ import { jsonSafe } from '../src/rl/metrics.ts';
 import type { Rollout } from '../src/rl/rollout.ts';
 import { rewardWeights } from '../src/rl/rewards.ts';
 import { adapterFiles, grpo, trainableMode, warmUp } from '../src/rl/run.ts';
-import { runPlan, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
+import { referenceAfterWarmup, runPlan, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/trainer.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
-import { loadModelChoice, TINY_MODEL_NAME, type LoadedModel } from './load-model.ts';
+import { loadModelChoice, type LoadedModel } from './load-model.ts';
+import { modelTierOf, presetConfig } from '../src/rl/presets.ts';
 import { RunControl } from './run-control.ts';
 import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
@@ -39,9 +39,14 @@ interface ReadyModel {
   engine: Engine;
 }
 
-/** The run shape the memory plan is shown for when a model loads: the setup page's default recipe. */
-function defaultRunConfig(modelName: string): GRPOConfig {
-  return configFromObject(modelName === TINY_MODEL_NAME ? TINY_MODEL_OVERRIDES : {});
+/** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
+function defaultRunConfig(model: LoadedModel): GRPOConfig {
+  return configFromObject(presetConfig('catch', modelTierOf(model.checkpoint.config)));
+}
+
+/** Tiny-tier models (the built-in ones) play catch through its compact variant. */
+function isTiny(model: LoadedModel): boolean {
+  return modelTierOf(model.checkpoint.config) === 'tiny';
 }
 
 /** Prompt tokens budgeted per sequence in the load-time plan (the example prompts plus tool schemas fit). */
@@ -109,8 +114,9 @@ export class TrainerService implements TrainerWorkerApi {
       delivered = Promise.resolve(events.onProgress(p));
     };
     const loaded = await loadModelChoice(choice, onProgress);
-    const plannedDtype = gpu.f16 ? 'f16' : 'f32';
-    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded.name));
+    // Tiny-tier models fine-tune fully (their presets), which needs f32 weights.
+    const plannedDtype = gpu.f16 && !isTiny(loaded) ? 'f16' : 'f32';
+    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded));
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {
       name: loaded.name,
@@ -131,7 +137,7 @@ export class TrainerService implements TrainerWorkerApi {
       await delivered;
       return info;
     }
-    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress });
+    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
     this.model = { loaded, engine };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
@@ -198,7 +204,7 @@ export class TrainerService implements TrainerWorkerApi {
     const { engine, loaded } = this.ready();
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: loaded.name === TINY_MODEL_NAME, config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: isTiny(loaded), config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
   }
 }
 
@@ -230,7 +236,7 @@ class RunSession {
   ) {
     this.config = configFromObject(withoutUnknownKeys(opts.config));
     if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
-    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: model.loaded.name === TINY_MODEL_NAME });
+    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded) });
     this.sftTotal = opts.sftSteps;
     this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
   }
@@ -256,7 +262,7 @@ class RunSession {
       // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
       if (checkpoint) await engine.loadState(checkpoint.engine);
       if ((await this.sftPhase(sftDone)) === 'stopped') return 'stopped';
-      return this.grpoPhase(undefined);
+      return this.grpoPhase(undefined, await referenceAfterWarmup(engine, this.config, this.sftTotal > 0));
     }
     return this.grpoPhase(checkpoint);
   }
@@ -326,14 +332,14 @@ class RunSession {
     };
   }
 
-  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined): Promise<Outcome> {
+  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined, reference?: EngineState): Promise<Outcome> {
     const { engine, loaded } = this.model;
     const c = this.config;
     const weights = rewardWeights(c.reward_weights, this.task.rewardFuncs);
     let resume = resumeFrom;
     if (resume) this.lastNumTokens = resume.counters.numTokens;
     // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
-    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState() }));
+    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState(), reference }));
     for (;;) {
       // The same orchestrator as the CLI (src/rl/run.ts): reseeded games, prefetched resets, trainGRPO.
       const steps = grpo({
@@ -346,6 +352,7 @@ class RunSession {
         maxBatchSize: generationBatchSize(c),
         checkpointStore: this.checkpointStore(),
         resume,
+        reference,
         signal: this.control.signal,
       });
       let last = resume?.counters.step ?? 0;

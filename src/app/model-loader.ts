@@ -6,11 +6,10 @@ import { proxy, trainer } from './trainer-client.ts';
 import type { ModelChoice, ModelInfo } from './worker-api.ts';
 
 /** A model choice as a run stores it: a picked folder cannot be reopened without the user picking it again. */
-
 export function sourceOf(choice: ModelChoice, name: string): ModelSource {
   if (choice.kind === 'hub') return { kind: 'hub', repo: choice.repo.trim(), revision: choice.revision.trim() || 'main' };
   if (choice.kind === 'files') return { kind: 'files', folder: name };
-  return { kind: 'tiny' };
+  return { kind: choice.kind };
 }
 
 export async function loadModel(choice: ModelChoice): Promise<ModelInfo> {
@@ -37,5 +36,5 @@ export async function ensureRunModel(model: Record<string, unknown>): Promise<vo
   if (!source || source.kind === 'files') {
     throw new Error(`This run trained ${name || 'a model'} from a local folder: load that folder on the setup page, then resume here`);
   }
-  await loadModel(source.kind === 'hub' ? { kind: 'hub', repo: source.repo, revision: source.revision } : { kind: 'tiny' });
+  await loadModel(source.kind === 'hub' ? { kind: 'hub', repo: source.repo, revision: source.revision } : { kind: source.kind });
 }

@@ -1,35 +1,31 @@
-// Recipes for the built-in environments: TRL's example configs (grpo-semantics.md §14), scaled to
-// what a browser tab trains in minutes. The tiny built-in model needs a higher learning rate and an
-// SFT warm-up before GRPO has any reward signal to work with.
+// The setup page's presets: one per built-in environment, with the values of src/rl/presets.ts (the
+// same defaults the `train` CLI starts from). A preset is a value: the tier comes from the model the
+// page will train (the loaded one, or — before loading — the built-in demo model the page loads by
+// default), so picking a preset before or after "Load model" gives the same numbers for that model.
+import { modelTier, presetConfig, type ModelTier, type PresetEnv } from '../rl/presets.ts';
 import type { BuiltinEnvName } from './worker-api.ts';
 
 export interface Preset {
   label: string;
   env: BuiltinEnvName;
-  config: Record<string, unknown>;
   description: string;
 }
-
-const COMMON = { chat_template_kwargs: { enable_thinking: false }, logging_steps: 1, log_completions: true, rollout_scheduler: 'continuous' };
 
 export const PRESETS: Record<BuiltinEnvName, Preset> = {
   echo: {
     label: 'echo',
     env: 'echo',
     description: 'Call echo(message); reward = 0.1 × length of the echoed message (TRL examples/openenv/echo.py).',
-    config: { ...COMMON, num_generations: 4, per_device_train_batch_size: 8, max_completion_length: 128, max_tool_calling_iterations: 1, learning_rate: 1e-5, max_steps: 50, sft_steps: 0 },
   },
   catch: {
     label: 'catch',
     env: 'catch',
     description: 'Move the paddle under the falling ball with move(direction)/stay(); +1 for a catch (TRL catch.py).',
-    config: { ...COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 512, max_tool_calling_iterations: 10, learning_rate: 1e-5, max_steps: 50, sft_steps: 20 },
   },
   wordle: {
     label: 'wordle',
     env: 'wordle',
     description: 'Guess a 5-letter word in 6 tries with guess("[abcde]"); reward on a win (TRL wordle.py).',
-    config: { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 6, learning_rate: 1e-6, max_steps: 100, sft_steps: 10 },
   },
   browsergym: {
     label: 'web: click-test',
@@ -39,14 +35,15 @@ export const PRESETS: Record<BuiltinEnvName, Preset> = {
   },
 };
 
-/** The tiny built-in model learns only with a much larger step size and short episodes. */
-export const TINY_MODEL_OVERRIDES: Record<string, unknown> = {
-  learning_rate: 5e-3,
-  sft_learning_rate: 1e-2,
-  max_completion_length: 96,
-  num_generations: 4,
-  per_device_train_batch_size: 4,
-  max_steps: 10,
-  lora_r: 8,
-  lora_alpha: 16,
-};
+/** The env the page selects when it opens: the demo runs catch. */
+export const DEFAULT_PRESET: BuiltinEnvName = 'catch';
+
+/** The tier of the model the run will use: `params` of the loaded model, or null before loading (the built-in demo). */
+export function tierFor(params: number | null): ModelTier {
+  return params === null ? 'tiny' : modelTier(params);
+}
+
+/** The config keys a preset sets (over DEFAULT_CONFIG). */
+export function presetValues(env: BuiltinEnvName, params: number | null): Record<string, unknown> {
+  return presetConfig(env as PresetEnv, tierFor(params));
+}

@@ -6,7 +6,7 @@ import type { ModelInfo, ProbeResult, RolloutView, StepEvent } from './worker-ap
 import type { StepRecord } from './api.ts';
 
 /** Where the loaded model came from, kept with a run so a resume can load it again. */
-export type ModelSource = { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
+export type ModelSource = { kind: 'demo' } | { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
 
 export type RunStatus = 'idle' | 'loading' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
 

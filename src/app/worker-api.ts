@@ -6,6 +6,7 @@ import type { LoadProgress } from '../model/types.ts';
 export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
 export type ModelChoice =
+  | { kind: 'demo' }
   | { kind: 'tiny' }
   | { kind: 'hub'; repo: string; revision: string; endpoint?: string }
   | { kind: 'files'; files: File[] };

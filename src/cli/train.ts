@@ -19,6 +19,8 @@ import { choiceOption, intOption, parseCli, str, type OptionTable } from './args
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { builtinEnvUrls, resolveEnv } from './tasks.ts';
 import { TrainProgress, watchedEngine } from './train-progress.ts';
+import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/presets.ts';
+import { parseConfig } from '../model/config.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -31,7 +33,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
   --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
   --sft-episodes N        episodes the solver plays (default 64)
-  --config FILE           run.json with GRPOConfig keys (over the example's own settings)
+  --config FILE           run.json with GRPOConfig keys (over the task preset, the same as the app's)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter
   --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
   --dataset-size N        rows of the example dataset (default: the example's)
@@ -132,9 +134,27 @@ function parseArgs(argv: string[]): Args | 'help' {
 /** Warm-up steps when transcripts are given but sft_steps is not. */
 const DEFAULT_SFT_STEPS = 50;
 
-/** DEFAULT ← the example script's settings ← run.json ← flags. */
-async function buildConfig(task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
-  let config = configFromObject(task.config);
+/**
+ * The tier of --model for the presets: from a local folder's config.json (parameter count); a Hub id
+ * or an unreadable folder counts as full-size (the open step reports real problems).
+ */
+async function modelTierOfArg(model: string): Promise<ModelTier> {
+  try {
+    return modelTierOf(parseConfig(JSON.parse(await readFile(join(model, 'config.json'), 'utf8')), model));
+  } catch {
+    return 'full-size';
+  }
+}
+
+/** The built-in task's preset (the app's, src/rl/presets.ts) or, for others, the example script's settings. */
+async function taskDefaults(name: string, task: ChatTemplateTask, args: Args): Promise<Record<string, unknown>> {
+  const env = name === 'catch-compact' ? 'catch' : name;
+  return isPresetEnv(env) ? presetConfig(env, await modelTierOfArg(args.model)) : task.config;
+}
+
+/** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags. */
+async function buildConfig(name: string, task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
+  let config = configFromObject(await taskDefaults(name, task, args));
   if (args.config) {
     const text = await readFile(args.config, 'utf8').catch(() => {
       throw new Error(`--config: cannot read ${args.config}`);
@@ -161,6 +181,8 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
     return;
   }
   const line: Record<string, unknown> = { phase: 'grpo', step: e.step, total_steps: e.totalSteps, ...jsonSafe(e.metrics) };
+  // logging_steps (TRL): every N steps the line also carries the metrics averaged over those N steps.
+  if (e.logs) line.logs = jsonSafe(e.logs);
   if (logCompletions) line.completions = e.completions;
   if (e.unscorable.length > 0) line.unscorable = e.unscorable;
   if (e.checkpoint) line.checkpoint = e.checkpoint;
@@ -204,7 +226,7 @@ export async function run(argv: string[]): Promise<number> {
   if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
   }
-  const config = await buildConfig(task, args);
+  const config = await buildConfig(name, task, args);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {

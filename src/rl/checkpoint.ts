@@ -27,20 +27,41 @@ export interface TrainerCheckpoint {
   counters: TrainerCounters;
   config: GRPOConfig;
   engine: { tensors: NamedTensor[]; step: number };
+  /** The KL reference state when it is not the base model (beta ≠ 0 after an SFT warm-up). */
+  reference?: { tensors: NamedTensor[]; step: number };
 }
+
+export const REFERENCE_STATE_FILE = 'reference_state.safetensors';
 
 export function serializeCheckpoint(ckpt: TrainerCheckpoint): Map<string, Uint8Array> {
   const state = { format_version: FORMAT_VERSION, ...ckpt.counters, engine_step: ckpt.engine.step, config: ckpt.config };
-  const tensors = ckpt.engine.tensors.map((t) => ({
+  const files = new Map([
+    [TRAINER_STATE_FILE, new TextEncoder().encode(JSON.stringify(state, null, 2))],
+    [ENGINE_STATE_FILE, stateFile(ckpt.engine.tensors)],
+  ]);
+  if (ckpt.reference) files.set(REFERENCE_STATE_FILE, stateFile(ckpt.reference.tensors, ckpt.reference.step));
+  return files;
+}
+
+function stateFile(ts: readonly NamedTensor[], step?: number): Uint8Array {
+  const tensors = ts.map((t) => ({
     name: t.name,
     dtype: 'F32' as const,
     shape: t.shape,
     data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength),
   }));
-  return new Map([
-    [TRAINER_STATE_FILE, new TextEncoder().encode(JSON.stringify(state, null, 2))],
-    [ENGINE_STATE_FILE, writeSafetensors(tensors, { format: 'webgrpo-trainer-state' })],
-  ]);
+  return writeSafetensors(tensors, step === undefined ? { format: 'webgrpo-trainer-state' } : { format: 'webgrpo-trainer-state', step: String(step) });
+}
+
+function readStateFile(bytes: Uint8Array, file: string): NamedTensor[] {
+  const header = parseSafetensors(bytes, file);
+  return header.tensors.map((t) => {
+    if (t.dtype !== 'F32') throw new Error(`checkpoint: tensor '${t.name}' is ${t.dtype}; trainer state is stored as F32`);
+    const start = t.fileOffset;
+    // copy: the file buffer may be unaligned for a Float32Array view
+    const data = new Float32Array(bytes.slice(start, start + t.byteLength).buffer);
+    return { name: t.name, shape: t.shape, data };
+  });
 }
 
 function need(files: ReadonlyMap<string, Uint8Array>, name: string): Uint8Array {
@@ -65,16 +86,15 @@ export function deserializeCheckpoint(files: ReadonlyMap<string, Uint8Array>): T
   if (state.format_version !== FORMAT_VERSION) {
     throw new Error(`checkpoint: format_version ${String(state.format_version)} is not supported (expected ${FORMAT_VERSION})`);
   }
-  const bytes = need(files, ENGINE_STATE_FILE);
-  const header = parseSafetensors(bytes, ENGINE_STATE_FILE);
-  const tensors: NamedTensor[] = header.tensors.map((t) => {
-    if (t.dtype !== 'F32') throw new Error(`checkpoint: tensor '${t.name}' is ${t.dtype}; trainer state is stored as F32`);
-    const start = t.fileOffset;
-    // copy: the file buffer may be unaligned for a Float32Array view
-    const data = new Float32Array(bytes.slice(start, start + t.byteLength).buffer);
-    return { name: t.name, shape: t.shape, data };
-  });
+  const tensors = readStateFile(need(files, ENGINE_STATE_FILE), ENGINE_STATE_FILE);
+  const refBytes = files.get(REFERENCE_STATE_FILE);
+  let reference: TrainerCheckpoint['reference'];
+  if (refBytes) {
+    const step = Number(parseSafetensors(refBytes, REFERENCE_STATE_FILE).metadata?.step ?? 0);
+    reference = { tensors: readStateFile(refBytes, REFERENCE_STATE_FILE), step: Number.isInteger(step) ? step : 0 };
+  }
   return {
+    ...(reference ? { reference } : {}),
     counters: {
       step: counter(state, 'step'),
       generation: counter(state, 'generation'),
@@ -116,10 +136,11 @@ export async function readCheckpointFolder(dir: string): Promise<TrainerCheckpoi
   const { readFile } = await import('node:fs/promises');
   const { join } = await import('node:path');
   const files = new Map<string, Uint8Array>();
-  for (const name of [TRAINER_STATE_FILE, ENGINE_STATE_FILE]) {
+  for (const name of [TRAINER_STATE_FILE, ENGINE_STATE_FILE, REFERENCE_STATE_FILE]) {
     try {
       files.set(name, new Uint8Array(await readFile(join(dir, name))));
     } catch {
+      if (name === REFERENCE_STATE_FILE) continue; // only runs with a warmed-up KL reference have it
       throw new Error(`checkpoint: cannot read ${join(dir, name)}`);
     }
   }

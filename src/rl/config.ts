@@ -192,7 +192,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   entropy_coef: { kind: 'number', min: 0, help: 'entropy bonus coefficient: loss −= entropy_coef · mean token entropy' },
   use_bias_correction_kl: { kind: 'bool', help: 'multiply the KL term by the importance ratio' },
   log_completions: { kind: 'bool', help: 'attach every completion of a step (prompt, completion, rewards, advantage) to its log' },
-  logging_steps: { kind: 'int', min: 1, help: 'steps averaged into one smoothed log point' },
+  logging_steps: { kind: 'int', min: 1, help: 'log every N optimizer steps the metrics averaged over them (TRL); per-step metrics are still reported' },
   save_steps: { kind: 'int', min: 0, help: 'checkpoint every this many optimizer steps (0 = only at the end)' },
   output_dir: { kind: 'string', nullable: true, help: 'folder for checkpoints and the final adapter' },
   seed: { kind: 'int', min: 0, help: 'seed of data order, sampling and LoRA init' },

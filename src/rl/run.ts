@@ -14,7 +14,7 @@ import type { RewardFunction } from './rewards.ts';
 import type { Rollout } from './rollout.ts';
 import { envRolloutSource } from './rollout-source.ts';
 import { trainSft, type SftEvent, type SftExample } from './sft.ts';
-import { trainGRPO, type StepEvent } from './trainer.ts';
+import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent } from './trainer.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 
@@ -96,6 +96,8 @@ export interface GrpoOptions {
   onRollouts?: (rollouts: Rollout[]) => void;
   /** Most sequences per decode step (the memory plan's sequence count); default unbounded. */
   maxBatchSize?: number;
+  /** The KL reference when GRPO starts from a warmed-up policy (referenceAfterWarmup); default: the base model. */
+  reference?: EngineState;
 }
 
 /** GRPO over the task's envs: one rollout source (reseeded games, prefetched resets) feeding trainGRPO. */
@@ -115,6 +117,7 @@ export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
     rewardFuncs: task.rewardFuncs,
     checkpointStore: o.checkpointStore,
     resume: o.resume,
+    reference: o.reference,
     signal: o.signal,
     decode: (ids) => tokenizer.decode(ids),
   });
@@ -129,13 +132,17 @@ export interface RunOptions extends GrpoOptions {
 export async function* runTraining(o: RunOptions): AsyncGenerator<RunEvent, void> {
   const { engine, config: c } = o;
   engine.setTrainable(trainableMode(c));
+  let warmedUp = false;
   if (!o.resume && c.sft_steps > 0) {
     const examples = o.sftExamples ? await o.sftExamples() : [];
     if (examples.length === 0) throw new Error('sft_steps > 0 needs transcripts (--sft FILE or --sft-solver)');
     yield* warmUp({ engine, config: c, examples, steps: c.sft_steps, signal: o.signal });
     if (o.signal?.aborted) return;
+    warmedUp = true;
   }
-  for await (const e of grpo(o)) yield { phase: 'grpo', ...e };
+  // KL is measured against the policy GRPO starts from: the warmed-up one after a warm-up.
+  const reference = o.reference ?? (await referenceAfterWarmup(engine, c, warmedUp));
+  for await (const e of grpo({ ...o, reference })) yield { phase: 'grpo', ...e };
 }
 
 /** The PEFT adapter as files (adapter_config.json, adapter_model.safetensors), the same from every front end. */

@@ -12,6 +12,7 @@ import { EchoToolEnv } from './envs/echo.ts';
 import { WordleEnv } from './envs/wordle.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
 import type { Transcript } from './sft.ts';
+import { mulberry32 } from '../random.ts';
 import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
 import { browsergymTranscripts } from './browsergym-solver.ts';
 import { playEpisode, seededEpisodes } from './play-episode.ts';
@@ -42,14 +43,25 @@ export async function catchTranscripts(opts: { baseUrl: string; episodes: number
   return out;
 }
 
-/** Scripted games of the compact catch variant (one-word observations), for tiny-model warm-ups. */
-export async function compactCatchTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+/**
+ * Scripted games of the compact catch variant (one-word observations), for tiny-model warm-ups.
+ * `randomActions` (0..1, default 0): the share of moves drawn uniformly from left/right/stay instead
+ * of the scripted one (seeded), for a warm-up that teaches the format but only part of the policy.
+ */
+export async function compactCatchTranscripts(opts: { baseUrl: string; episodes: number; seed: number; randomActions?: number }): Promise<Transcript[]> {
   const open = seededEpisodes(opts.seed);
+  const rand = mulberry32(opts.seed ^ 0x5ca1ab1e);
+  const noise = opts.randomActions ?? 0;
   const out: Transcript[] = [];
+  const randomAction = () => {
+    const k = Math.floor(rand() * 3);
+    return k === 2 ? { name: 'stay', arguments: {} } : { name: 'move', arguments: { direction: k === 0 ? 'left' : 'right' } };
+  };
   for (let i = 0; i < opts.episodes; i++) {
     const env = new CompactCatchEnv(opts.baseUrl, open);
     const row: DatasetRow = { prompt: [{ role: 'user', content: COMPACT_CATCH_PROMPT }] };
-    out.push(await playEpisode(env, row, (obs) => (env.done ? null : { type: 'function', function: compactCatchAction(obs) }), 9, opts.baseUrl));
+    const policy = (obs: string): ToolCall | null => (env.done ? null : { type: 'function', function: rand() < noise ? randomAction() : compactCatchAction(obs) });
+    out.push(await playEpisode(env, row, policy, 9, opts.baseUrl));
   }
   return out;
 }
@@ -61,14 +73,21 @@ export function echoTarget(prompt: string): string {
   return m[1]!;
 }
 
-/** One scripted echo episode per prompt (cycling through TRL's five echo prompts). */
-export async function echoTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
+/**
+ * One scripted echo episode per prompt (cycling through TRL's five echo prompts). `partial` (0..1,
+ * default 0): the share of episodes that echo only a seeded random prefix of the quoted text, for a
+ * warm-up whose model is only partly right (the reward grows with the echoed length).
+ */
+export async function echoTranscripts(opts: { baseUrl: string; episodes: number; seed: number; partial?: number }): Promise<Transcript[]> {
   const open = seededEpisodes(opts.seed);
+  const rand = mulberry32(opts.seed ^ 0xec4011);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
     const prompt = ECHO_PROMPTS[i % ECHO_PROMPTS.length]!;
+    const target = echoTarget(prompt);
+    const message = rand() < (opts.partial ?? 0) ? target.slice(0, 1 + Math.floor(rand() * (target.length - 1))) : target;
     const env = new EchoToolEnv(opts.baseUrl, open);
-    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message: echoTarget(prompt) }) : null), 1, opts.baseUrl));
+    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message }) : null), 1, opts.baseUrl));
   }
   return out;
 }

@@ -4,7 +4,7 @@
 // bottom as collectGeneration → optimizeGeneration → stepEvent. The engine does the tensor work;
 // everything here is bookkeeping on small CPU arrays.
 
-import type { Engine, ScoreSequence } from '../engine/types.ts';
+import type { Engine, NamedTensor, ScoreSequence } from '../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type TrainerCounters } from './checkpoint.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from './config.ts';
@@ -14,6 +14,7 @@ import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type Ro
 import { hashInts, permutation, Purpose } from './random.ts';
 import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
+import { MetricsWindow } from './logging.ts';
 
 /** What the trainer needs from one finished rollout (the rollout loop's output, §7–§8). */
 export interface TrainerRollout {
@@ -71,6 +72,35 @@ export interface TrainerOptions {
    * then passed to `rollouts`.
    */
   prefetch?: (next: GenerationRequest) => void;
+  /**
+   * The KL reference policy (used when beta ≠ 0): the engine state GRPO starts from, captured after
+   * an SFT warm-up (see referenceAfterWarmup). Without it the reference is TRL's: the base model with
+   * the adapters off, which is the starting policy when GRPO starts from fresh adapters.
+   */
+  reference?: EngineState;
+}
+
+export type EngineState = { tensors: NamedTensor[]; step: number };
+
+/**
+ * The KL reference after an SFT warm-up: the warmed-up policy itself, so KL measures the drift GRPO
+ * causes (0 at GRPO's first step) rather than the warm-up's. Null when no reference is needed (beta = 0)
+ * or when GRPO's start is the base model anyway (no warm-up).
+ */
+export async function referenceAfterWarmup(engine: Pick<Engine, 'saveState'>, config: Pick<GRPOConfig, 'beta'>, warmedUp: boolean): Promise<EngineState | undefined> {
+  if (config.beta === 0 || !warmedUp) return undefined;
+  return engine.saveState();
+}
+
+/** Log-probs under a captured reference state: swap it in, score, swap the current state back. */
+async function scoreUnderState(engine: Engine, reference: EngineState, seqs: ScoreSequence[], batch: number, temperature: number): Promise<Float32Array[]> {
+  const current = await engine.saveState();
+  await engine.loadState(reference);
+  try {
+    return await scoreAll(engine, seqs, batch, temperature, true);
+  } finally {
+    await engine.loadState(current);
+  }
 }
 
 export interface StepEvent {
@@ -86,6 +116,8 @@ export interface StepEvent {
   checkpoint?: string;
   /** Problems to say out loud (e.g. every tool call failed); absent when there are none. */
   warnings?: string[];
+  /** On logging steps (every logging_steps, and the last): the metrics averaged since the previous log (TRL's logs). */
+  logs?: Metrics;
 }
 
 export class TrainingError extends Error {
@@ -183,6 +215,10 @@ interface RunState {
   rewardNames: string[];
   /** Old log-probs are scored when the policy moves within a generation (ratios ≠ 1). */
   needOld: boolean;
+  /** The KL reference state when it is not the base model (after an SFT warm-up); see referenceAfterWarmup. */
+  reference: EngineState | undefined;
+  /** logging_steps: averages the metrics between logs. */
+  logWindow: MetricsWindow;
   saveCheckpoint(): Promise<string | undefined>;
   generationRequest(g: number, step: number): GenerationRequest;
 }
@@ -212,7 +248,9 @@ interface Generation {
 export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
-  if (c.beta !== 0 && c.train_mode === 'full') {
+  // A resumed run keeps the reference it started with (stored in its checkpoints).
+  const reference = opts.resume?.reference ?? opts.reference;
+  if (c.beta !== 0 && c.train_mode === 'full' && !reference) {
     throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
   }
   const plan = runPlan(c, opts.dataset.length);
@@ -236,9 +274,11 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent
     weights: rewardWeights(c.reward_weights, opts.rewardFuncs),
     rewardNames: opts.rewardFuncs.map((f) => f.name),
     needOld: c.num_iterations > 1 || plan.microPerGeneration > c.gradient_accumulation_steps,
+    reference,
+    logWindow: new MetricsWindow(c.logging_steps),
     saveCheckpoint: async () => {
       if (!opts.checkpointStore) return undefined;
-      const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState() });
+      const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState(), reference });
       return opts.checkpointStore.save(counters.step, files);
     },
     generationRequest: (g, step) => ({ rows: generationRows(opts.dataset, c, g), seed: hashInts(c.seed, Purpose.sampling, g), step }),
@@ -312,7 +352,8 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
   const B = c.per_device_train_batch_size;
   const logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
-  const logpRef = c.beta !== 0 ? await scoreAll(engine, sequences, B, c.temperature, false) : null;
+  const logpRef =
+    c.beta === 0 ? null : run.reference ? await scoreUnderState(engine, run.reference, sequences, B, c.temperature) : await scoreAll(engine, sequences, B, c.temperature, false);
 
   // TRL shuffles the generation batch before splitting it into micro-batches.
   const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
@@ -454,5 +495,7 @@ function stepEvent(
   };
   const warnings = stepWarnings(metrics);
   if (warnings.length > 0) event.warnings = warnings;
+  const logs = run.logWindow.add(counters.step, metrics, counters.step >= counters.totalSteps);
+  if (logs) event.logs = logs;
   return event;
 }

@@ -1,6 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startBrowserHarness, type BrowserHarness } from './harness.ts';
 import type { EngineForwardResult } from './engine-forward.entry.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe('engine forward in headless Chromium', () => {
   let h: BrowserHarness;

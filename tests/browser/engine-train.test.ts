@@ -1,7 +1,10 @@
 // The training side's gradient parity, run in a dedicated worker of headless Chromium (the place the
 // trainer runs in the app).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startBrowserHarness, type BrowserHarness } from './harness.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 type Result = { inWorker: boolean; full: { tensors: number; maxRelError: number }; lora: { tensors: number; maxRelError: number } };
 

@@ -2,11 +2,14 @@
 // app's env-server proxies it as `arena` (any name), and the app trains the task its /metadata names
 // (OpenSpielEnvironment → catch) with every episode going through the proxy and its cap.
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe('the app with a proxied OpenEnv server', () => {
   let upstream: EnvServer;

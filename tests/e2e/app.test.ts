@@ -8,22 +8,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
-import { E2E_RUN_CONFIG } from './run-config.ts';
+import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/screenshots/', import.meta.url));
 const SFT_STEPS = Number(E2E_RUN_CONFIG.sft_steps);
 const GRPO_STEPS = Number(E2E_RUN_CONFIG.max_steps);
 /** Training a few tiny steps on SwiftShader takes seconds alone, minutes on a loaded machine. */
 const TRAIN_TIMEOUT_MS = 240_000;
-
-function formText(value: unknown): string {
-  return typeof value === 'object' ? JSON.stringify(value) : String(value);
-}
 
 /** The safetensors layout, read independently of the project's reader: u64 header size, JSON header, data. */
 function checkSafetensors(bytes: Buffer): Record<string, { dtype: string; shape: number[] }> {
@@ -86,14 +85,11 @@ describe('the app in Chromium', () => {
     await expect.poll(() => page.getByTestId('adapter').textContent(), { timeout: 60_000 }).toMatch(/swiftshader/i);
     await page.getByTestId('load-model').click();
     await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
-    expect(await page.getByTestId('model-info').textContent()).toContain('built-in tiny');
+    expect(await page.getByTestId('model-info').textContent()).toContain('built-in demo');
     await page.getByRole('button', { name: 'catch', exact: true }).click();
     await page.getByTestId('env-meta').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('env-meta').textContent()).toContain('healthy');
-    for (const [key, value] of Object.entries(E2E_RUN_CONFIG)) {
-      const input = page.getByLabel(key, { exact: true });
-      if ((await input.count()) === 1) await input.fill(formText(value));
-    }
+    await fillConfig(page, E2E_RUN_CONFIG);
     await shot(page, '1-setup');
   });
 
@@ -151,7 +147,7 @@ describe('the app in Chromium', () => {
     expect(config.task_type).toBe('CAUSAL_LM');
     expect(config.r).toBe(E2E_RUN_CONFIG.lora_r);
     expect(config.lora_alpha).toBe(E2E_RUN_CONFIG.lora_alpha);
-    expect(config.base_model_name_or_path).toBe('built-in tiny');
+    expect(config.base_model_name_or_path).toBe('built-in demo');
 
     const tensors = checkSafetensors(files.get('adapter_model.safetensors')!);
     const names = Object.keys(tensors);
@@ -175,10 +171,7 @@ describe('the app in Chromium', () => {
     const steps = 4;
     await page.goto(`${app.url}/#/`);
     await page.getByRole('button', { name: 'catch', exact: true }).click();
-    for (const [key, value] of Object.entries({ ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: steps, save_steps: 1 })) {
-      const input = page.getByLabel(key, { exact: true });
-      if ((await input.count()) === 1) await input.fill(formText(value));
-    }
+    await fillConfig(page, { ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: steps, save_steps: 1 });
     await page.getByTestId('start-run').click();
     await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
     const id = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, NoWebGpuError, type Gpu } from '../../src/engine/gpu.ts';
 import type { LoadProgress } from '../../src/model/types.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
@@ -12,6 +12,9 @@ import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { startFakeHub, type FakeHub } from '../model/hub-server.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe('loading models in the trainer worker (Node)', () => {
   let hub: FakeHub;

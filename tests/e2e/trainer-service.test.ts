@@ -1,7 +1,7 @@
 // The trainer worker's API driven directly in Node (Dawn/SwiftShader WebGPU, the in-process
 // env-server): the built-in tiny model, SFT warm-up on scripted catch games, GRPO steps with TRL
 // metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
@@ -9,6 +9,9 @@ import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 interface Recorded {
   steps: StepEvent[];

@@ -1,5 +1,5 @@
 // Parity of the forward pass across model shapes and engine storage/kernel variants.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refScore } from '../../src/engine/reference/qwen3.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
@@ -7,6 +7,9 @@ import { loadEngine, type LoadEngineOptions } from '../../src/engine/engine.ts';
 import { halfToFloat, floatToBf16, floatToHalf } from '../../src/model/safetensors.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import { maxAbsDiff, memoryCheckpoint, someIds, tinyConfig, onAdapter } from './helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 /** The value a bf16 checkpoint stores for v. */
 const roundBf16 = (v: number): number => new Float32Array(new Uint32Array([floatToBf16(v) << 16]).buffer)[0]!;

@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refGreedy, refLogits } from '../../src/engine/reference/qwen3.ts';
 import type { WebGpuEngine } from '../../src/engine/engine.ts';
 import type { RefWeights } from '../../src/engine/reference/weights.ts';
 import { maxAbsDiff, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const greedy = { temperature: 0, topP: 1, topK: 0, seed: 0 };
 

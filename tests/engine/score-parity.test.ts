@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { refScore } from '../../src/engine/reference/qwen3.ts';
 import { maxAbsDiff, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe(onAdapter('engine scoring vs the float64 reference'), () => {
   let gpu: Gpu;

@@ -1,7 +1,7 @@
 // The training side on the storage layouts of real models: matrices split into several row-chunk
 // buffers (as Qwen3-0.6B's embedding is on adapters with a 128 MiB binding limit), and frozen f16
 // base weights under a LoRA adapter (the default on adapters with shader-f16).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { randomRefLora, randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
@@ -10,6 +10,9 @@ import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
 import { memoryCheckpoint, someIds, tinyConfig, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 /** 4 KiB per buffer: the 96×32 f32 embedding becomes 3 chunks, gate/up/down 2 each. */

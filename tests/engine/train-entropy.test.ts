@@ -2,7 +2,7 @@
 // the float64 reference: L = Σ dLdLogp·logp + Σ dLdEntropy·entropy, within 1e-3 relative
 // norm-wise, in full fine-tuning (with the LM head split into vocabulary chunks, so the running
 // Σp·z is merged across chunks) and under LoRA.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import { randomRefLora, randomRefWeights } from '../../src/engine/reference/weights.ts';
@@ -10,6 +10,9 @@ import { createTrainState } from '../../src/engine/train/index.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
 import { memoryCheckpoint, someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 

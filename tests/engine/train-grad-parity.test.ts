@@ -2,13 +2,16 @@
 // within 1e-3 relative norm-wise: full fine-tuning (every tensor) and LoRA (A and B on all 7
 // targets), on shapes that exercise GQA, head_dim ≠ hidden/heads, untied heads, odd lengths,
 // several sequences of different lengths in one pack, and temperature ≠ 1.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { randomRefLora } from '../../src/engine/reference/weights.ts';
 import { createTrainState } from '../../src/engine/train/index.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
 import { someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { loraStateTensors, refBatchGrads, relNormError, someGrads } from './train-helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 

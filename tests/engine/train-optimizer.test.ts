@@ -1,12 +1,15 @@
 // The optimizer and the trainable state: AdamW + clipping equal the float64 reference optimizer,
 // a few steps lower the SFT loss of a fixed batch, save → load reproduces the next step exactly,
 // the PEFT export has PEFT's names, shapes and config, and misuse fails with clear errors.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { newRefAdamWState, refOptimizerStep, transformersDecays } from '../../src/engine/reference/adamw.ts';
 import type { LoraTarget, NamedTensor, OptimizerConfig, ScoreSequence } from '../../src/engine/types.ts';
 import { someIds, tinyConfig, tinyEngine, onAdapter } from './helpers.ts';
 import { relNormError, someGrads } from './train-helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 const ADAMW: OptimizerConfig = { learningRate: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 1 };

@@ -2,12 +2,15 @@
 // redirect, a dropped connection, a "reload" that resumes from the stored bytes, then a second load
 // from the cache alone.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
 import type { BrowserOpenResult } from './browser-hub.entry.ts';
 import { startFakeHub, type FakeHub } from './hub-server.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const ENTRY = 'tests/model/browser-hub.entry.ts';
 

@@ -1,10 +1,13 @@
 // The OpenEnv client in headless Chromium, on the browser's WebSocket: page and dedicated worker
 // (where the trainer runs) against env-servers on loopback.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
 import type { EnvServer } from '../../env-server/server.ts';
 import { expectNoLeaks, RawClient, Servers, wsBase } from '../server/helpers.ts';
+
+// Slow by nature (Chromium): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 describe('OpenEnv client in the browser', () => {
   const servers = new Servers();

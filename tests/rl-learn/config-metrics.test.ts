@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyConfigFlags, ConfigError, configFromJson, configFromObject, configHelp, DEFAULT_CONFIG, generationBatchSize } from '../../src/rl/config.ts';
 import { stepMetrics, toolMetrics, type RolloutStats } from '../../src/rl/metrics.ts';
 import { learningRateAt } from '../../src/rl/schedule.ts';
+import { MetricsWindow } from '../../src/rl/logging.ts';
 
 describe('GRPOConfig', () => {
   it("has TRL's defaults", () => {
@@ -98,5 +99,15 @@ describe('learning-rate schedules', () => {
     const cos = { ...s, type: 'cosine' as const };
     expect(learningRateAt(cos, 2)).toBeCloseTo(0.5, 12);
     expect(learningRateAt({ ...w, type: 'constant' as const }, 0)).toBe(1);
+  });
+});
+
+describe('logging_steps (TRL): one record every N steps, NaN-filtered means since the previous one', () => {
+  it('averages rates, keeps the latest position values, and logs after the last step', () => {
+    const w = new MetricsWindow(2);
+    expect(w.add(1, { reward: 0.2, learning_rate: 1e-3, num_tokens: 10, kl: NaN }, false)).toBeUndefined();
+    expect(w.add(2, { reward: 0.6, learning_rate: 5e-4, num_tokens: 25, kl: 0.5 }, false)).toEqual({ reward: 0.4, learning_rate: 5e-4, num_tokens: 25, kl: 0.5 });
+    expect(w.add(3, { reward: 1, learning_rate: 1e-4, num_tokens: 30, kl: NaN }, true)).toEqual({ reward: 1, learning_rate: 1e-4, num_tokens: 30, kl: NaN });
+    expect(() => new MetricsWindow(0)).toThrow(/logging_steps/);
   });
 });

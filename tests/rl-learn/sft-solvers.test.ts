@@ -6,7 +6,7 @@ import { renderPrompt, toolSuffixIds } from '../../src/rl/rollout.ts';
 import { envTools } from '../../src/rl/env.ts';
 import { CatchEnv } from '../../src/rl/envs/catch.ts';
 import { rolloutChatTemplate } from '../../src/rl/templates/select.ts';
-import { catchAction, catchTranscripts, echoTranscripts, FINAL_ANSWER, seededEpisodes } from '../../src/rl/solvers.ts';
+import { catchAction, catchTranscripts, compactCatchTranscripts, echoTranscripts, FINAL_ANSWER, seededEpisodes } from '../../src/rl/solvers.ts';
 import { parseTranscripts, tokenizeTranscript, transcriptsToJsonl, trainSft, type Transcript } from '../../src/rl/sft.ts';
 import { FakeEngine } from './fake-engine.ts';
 import type { ToolMessage } from '../../src/rl/tools.ts';
@@ -60,6 +60,30 @@ describe('scripted solvers', () => {
 
 describe('SFT on transcripts', () => {
   const kwargs = { enable_thinking: false };
+
+  it('imperfect transcripts for the demo model: random catch moves and cut-short echoes, seeded', async () => {
+    const base = `${server.url}/envs/catch`;
+    const moves = (ts: Transcript[]) => ts.flatMap((t) => t.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : []).map((c) => JSON.stringify(c.function))));
+    const observations = (ts: Transcript[]) => ts.flatMap((t) => t.messages.filter((m) => m.role === 'tool').map((m) => String(m.content)));
+    const scripted = await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5 });
+    const noisy = await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5, randomActions: 1 });
+    // Every game is still 9 well-formed calls; the scripted games always catch, random ones mostly not.
+    for (const t of [...scripted, ...noisy]) expect(t.messages.filter((m) => m.role === 'assistant' && m.tool_calls).length).toBe(9);
+    expect(observations(scripted).filter((o) => o === 'caught')).toHaveLength(6);
+    expect(moves(noisy)).not.toEqual(moves(scripted));
+    expect(moves(await compactCatchTranscripts({ baseUrl: base, episodes: 6, seed: 5, randomActions: 1 }))).toEqual(moves(noisy));
+
+    const echoes = await echoTranscripts({ baseUrl: `${server.url}/envs/echo`, episodes: 10, seed: 2, partial: 1 });
+    for (const t of echoes) {
+      const target = /'([^']*)'/.exec(String(t.messages[0]!.content))![1]!;
+      const call = t.messages[1]!;
+      if (call.role !== 'assistant') throw new Error('expected the echo call');
+      const message = String((call.tool_calls![0]!.function.arguments as Record<string, unknown>).message);
+      expect(target.startsWith(message)).toBe(true);
+      expect(message.length).toBeLessThan(target.length);
+      expect(message.length).toBeGreaterThan(0);
+    }
+  });
 
   it('tokenizes like a rollout: prompt ids, trained assistant turns, tool suffix ids (real Qwen3 tokenizer)', async () => {
     const [t] = await catchTranscripts({ baseUrl: `${server.url}/envs/catch`, episodes: 1, seed: 11 });

@@ -9,6 +9,9 @@ import { run } from '../../src/cli/train.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 
+// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
 let dir = '';
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -44,7 +47,7 @@ describe('webgrpo train', () => {
     const output = join(dir, 'out');
     const common = [
       '--model', model, '--env', 'catch-compact', '--output', output, '--num_generations', '2', '--per_device_train_batch_size', '2',
-      '--max_completion_length', '60', '--learning_rate', '1e-3', '--lora_r', '4', '--lora_alpha', '8', '--save_steps', '1',
+      '--max_completion_length', '60', '--learning_rate', '1e-3', '--train_mode', 'lora', '--lora_r', '4', '--lora_alpha', '8', '--save_steps', '1',
     ];
     const first = await runCli([...common, '--sft-solver', 'catch-compact', '--sft-episodes', '2', '--sft_steps', '2', '--sft_batch_size', '1', '--max_steps', '1']);
     expect(first.code).toBe(0);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeEngine, type Call } from './fake-engine.ts';
-import { trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/trainer.ts';
+import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/trainer.ts';
+import { trainSft } from '../../src/rl/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
 import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/checkpoint.ts';
 import { groupAdvantages } from '../../src/rl/advantages.ts';
@@ -97,6 +98,43 @@ describe('trainer loop with a fake engine', () => {
     );
     const oneStep = ['zeroGrad', 'score2', 'backward2', 'score2', 'backward2', 'step'];
     expect(kinds(fake.calls)).toEqual(['score2', 'score2', 'score2-ref', 'score2-ref', ...oneStep, ...oneStep]);
+  });
+
+  it('after an SFT warm-up the KL reference is the warmed-up policy: kl is 0 at GRPO\'s first step, and stays in resumed checkpoints', async () => {
+    // The warm-up: a few SFT steps move θ away from the base (θ₀ = what "adapters off" scores).
+    const fake = new FakeEngine();
+    const examples = [{ ids: [1, 3, 1, 1, 2, 1], trainMask: [0, 0, 1, 1, 1, 1] }];
+    const sftOpt = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 };
+    for await (const _ of trainSft({ engine: fake.asEngine(), examples, steps: 5, batchSize: 1, learningRate: 0.1, seed: 1, optimizer: sftOpt }));
+    const c = config({ beta: 0.04, max_steps: 2, save_steps: 1, gradient_accumulation_steps: 1 });
+    const reference = await referenceAfterWarmup(fake.asEngine(), c, true);
+    expect(reference).toBeDefined();
+    expect(await referenceAfterWarmup(fake.asEngine(), config({ beta: 0 }), true)).toBeUndefined();
+    expect(await referenceAfterWarmup(fake.asEngine(), c, false)).toBeUndefined();
+    const warmed = Float32Array.from(fake.theta);
+    const store = memoryStore();
+    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: c, dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], reference, checkpointStore: store }));
+    expect(events[0]!.metrics.kl).toBe(0);
+    expect(events[1]!.metrics.kl).toBeGreaterThan(0);
+    // Scoring the reference swapped its state in and the current one back: the run's own updates stand.
+    expect(fake.theta).not.toEqual(warmed);
+    const saved = deserializeCheckpoint(store.saved.get(1)!);
+    expect(saved.reference?.tensors.find((t) => t.name === 'theta')!.data).toEqual(warmed);
+
+    // TRL's reference (the base, adapters off) differs from the warmed-up policy: kl > 0 at once.
+    const base = new FakeEngine();
+    for await (const _ of trainSft({ engine: base.asEngine(), examples, steps: 5, batchSize: 1, learningRate: 0.1, seed: 1, optimizer: sftOpt }));
+    const baseEvents = await collect(trainGRPO({ engine: base.asEngine(), config: config({ beta: 0.04, max_steps: 1, gradient_accumulation_steps: 1 }), dataset, rollouts: fakeRollouts(base), rewardFuncs: [fracOnes] }));
+    expect(baseEvents[0]!.metrics.kl).toBeGreaterThan(0);
+  });
+
+  it('logging_steps: the steps that are multiples of it, and the last, carry the metrics averaged since the previous log', async () => {
+    const fake = new FakeEngine();
+    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: config({ logging_steps: 2, max_steps: 3, gradient_accumulation_steps: 1 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes] }));
+    expect(events.map((e) => e.logs !== undefined)).toEqual([false, true, true]);
+    expect(events[1]!.logs!.reward).toBeCloseTo((events[0]!.metrics.reward! + events[1]!.metrics.reward!) / 2, 12);
+    expect(events[1]!.logs!.learning_rate).toBe(events[1]!.metrics.learning_rate);
+    expect(events[2]!.logs!.reward).toBe(events[2]!.metrics.reward);
   });
 
   it('passes dL/dlogp = −A/N_tok on trained tokens and 0 on tool-suffix tokens (dapo, on-policy)', async () => {
@@ -269,7 +307,8 @@ describe('trainer loop with a fake engine', () => {
     expect(rest.map((e) => e.step)).toEqual([3, 4]);
     const strip = (e: StepEvent) => {
       const { step_time: _t, ...m } = e.metrics;
-      return { ...e, metrics: m, checkpoint: undefined };
+      // The logging window restarts on resume, as TRL's does: averaged logs may span fewer steps.
+      return { ...e, metrics: m, checkpoint: undefined, logs: undefined };
     };
     expect(rest.map(strip)).toEqual(all.slice(2).map(strip));
     expect(Array.from(resumed.theta)).toEqual(Array.from(straight.theta));

@@ -2,13 +2,16 @@
 // batch of sequences through the KV cache, budget respected, and the sampling log-probs the rollout
 // records agree with what engine.score computes for the same ids (the trainer relies on both).
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
 import type { ToolEnv } from '../../src/rl/env.ts';
 import { runRollouts } from '../../src/rl/rollout.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 let engine: WebGpuEngine;
 let tok: TextTokenizer;

@@ -8,6 +8,9 @@ import { run } from '../../src/cli/render.ts';
 import { serializeCheckpoint } from '../../src/rl/checkpoint.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 
+// Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
 const require = createRequire(import.meta.url);
 const modelDir = mkdtempSync(join(tmpdir(), 'webgrpo-render-'));
 for (const file of ['tokenizer.json', 'tokenizer_config.json']) {

@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import computeCheck from '../browser/webgpu-compute.entry.ts';
 import { getGpu } from '../../src/engine/gpu.ts';
 import { ADAPTER, onAdapter } from '../engine/helpers.ts';
+
+// Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 // The same check the browser tests run in a Chromium page and worker, here in Node through Dawn.
 describe(onAdapter('WebGPU in Node (Dawn)'), () => {

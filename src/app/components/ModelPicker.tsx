@@ -1,5 +1,5 @@
-// Choose the model: a Hugging Face id (downloaded with progress, cached), a local folder, or the
-// tiny built-in model that needs no network. Shows the memory plan against the adapter's limits.
+// Choose the model: the built-in demo model (the default; shipped with the app), the built-in random
+// tiny model, a Hugging Face id (downloaded with progress, cached) or a local folder. Shows the memory plan against the adapter's limits.
 import { useState } from 'react';
 import { useUi } from '../store.ts';
 import { loadModel } from '../model-loader.ts';
@@ -9,13 +9,13 @@ import { ProgressBar } from './ProgressBar.tsx';
 
 export function ModelPicker() {
   const { model, modelError, progress, probe, set, modelLoading: busy } = useUi();
-  const [kind, setKind] = useState<'tiny' | 'hub' | 'files'>('tiny');
+  const [kind, setKind] = useState<'demo' | 'tiny' | 'hub' | 'files'>('demo');
   const [repo, setRepo] = useState('Qwen/Qwen3-0.6B');
   const [revision, setRevision] = useState('main');
   const [files, setFiles] = useState<File[]>([]);
 
   async function load() {
-    const choice: ModelChoice = kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
+    const choice: ModelChoice = kind === 'demo' || kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
     if (kind === 'files' && files.length === 0) {
       set({ modelError: 'Pick a folder with config.json, model.safetensors and tokenizer files first.' });
       return;
@@ -30,7 +30,8 @@ export function ModelPicker() {
     <section className="panel">
       <h3>Model</h3>
       <div className="choices">
-        <label><input type="radio" name="model" checked={kind === 'tiny'} onChange={() => setKind('tiny')} /> built-in tiny model (no download)</label>
+        <label><input type="radio" name="model" checked={kind === 'demo'} onChange={() => setKind('demo')} /> built-in demo model (a tiny Qwen3 warmed up on catch and echo; no download)</label>
+        <label><input type="radio" name="model" checked={kind === 'tiny'} onChange={() => setKind('tiny')} /> built-in random tiny model (untrained)</label>
         <label><input type="radio" name="model" checked={kind === 'hub'} onChange={() => setKind('hub')} /> Hugging Face model</label>
         <label><input type="radio" name="model" checked={kind === 'files'} onChange={() => setKind('files')} /> local folder</label>
       </div>

@@ -6,7 +6,7 @@ import { DEFAULT_CONFIG } from '../../rl/config.ts';
 import { api, ownedRuns, taskForEnv } from '../api.ts';
 import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
-import { PRESETS, TINY_MODEL_OVERRIDES } from '../presets.ts';
+import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
 import { ConfigForm, formValuesOf } from './ConfigForm.tsx';
@@ -32,9 +32,9 @@ function takeFork(): ForkSeed | null {
   return seed.parent && seed.config ? { parent: seed.parent, name: seed.name ?? 'run', config: seed.config, model: seed.model ?? {}, env: seed.env ?? {} } : null;
 }
 
-function presetValues(name: BuiltinEnvName, modelName: string | undefined): Record<string, string> {
-  const tiny = modelName === 'built-in tiny' ? TINY_MODEL_OVERRIDES : {};
-  return formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS[name].config, ...tiny });
+/** The form values of a preset for a model of `params` parameters (null: the built-in demo model, before loading). */
+function presetForm(name: BuiltinEnvName, params: number | null): Record<string, string> {
+  return formValuesOf({ ...DEFAULT_CONFIG, ...presetValues(name, params) });
 }
 
 export function SetupView() {
@@ -44,9 +44,9 @@ export function SetupView() {
     const name = fork?.env.name;
     return typeof name === 'string' && name ? { name, url: `${location.origin}/envs/${name}` } : null;
   });
-  const [preset, setPreset] = useState<BuiltinEnvName | null>(fork ? null : 'catch');
+  const [preset, setPreset] = useState<BuiltinEnvName | null>(fork ? null : DEFAULT_PRESET);
   const [values, setValues] = useState<Record<string, string>>(() =>
-    fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : formValuesOf({ ...DEFAULT_CONFIG, ...PRESETS.catch.config, ...TINY_MODEL_OVERRIDES }),
+    fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : presetForm(DEFAULT_PRESET, model?.params ?? null),
   );
   /** The values the selected preset filled in: the fields differ from them once the user edits one. */
   const [presetBase, setPresetBase] = useState(values);
@@ -64,12 +64,25 @@ export function SetupView() {
   }, [fork]);
 
   function applyPreset(name: BuiltinEnvName) {
-    const next = presetValues(name, model?.name);
+    const next = presetForm(name, model?.params ?? null);
     setValues(next);
     setPresetBase(next);
     setPreset(name);
     setEnv({ name, url: `${location.origin}/envs/${name}` });
   }
+
+  // A preset is a value for the model the run trains: loading a model of another tier re-applies it
+  // (the values before loading are the built-in demo model's, so loading that one changes nothing).
+  const tier = tierFor(model?.params ?? null);
+  const [appliedTier, setAppliedTier] = useState(tier);
+  useEffect(() => {
+    if (tier === appliedTier) return;
+    setAppliedTier(tier);
+    if (!preset) return;
+    const next = presetForm(preset, model?.params ?? null);
+    setValues(next);
+    setPresetBase(next);
+  }, [tier, appliedTier, preset, model]);
 
   // The selected preset, and whether the fields still hold its values.
   const presetEdited = preset !== null && Object.entries(presetBase).some(([k, v]) => values[k] !== v);
@@ -133,8 +146,8 @@ export function SetupView() {
           {preset && <span className="muted" data-testid="preset-state">{presetEdited ? `${preset}, edited` : `${preset} preset`}</span>}
         </div>
         <p className="muted">{preset ? PRESETS[preset].description : env ? PRESETS[env.name as BuiltinEnvName]?.description ?? '' : ''}</p>
-        {env?.name === 'catch' && model?.name === 'built-in tiny' && (
-          <p className="muted">With the built-in tiny model, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
+        {env?.name === 'catch' && tier === 'tiny' && (
+          <p className="muted">With the built-in models, catch uses a compact prompt (one-word observations, no tool-schema block) against the same environment and outcome reward, so a step takes seconds on a software GPU.</p>
         )}
         <h4>SFT warm-up data</h4>
         <p className="muted">By default transcripts come from the built-in scripted solver of the chosen environment. Or upload JSONL, one message list per line.</p>
