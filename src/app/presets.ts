@@ -31,7 +31,6 @@ export const PRESETS: Record<BuiltinEnvName, Preset> = {
     label: 'web: click-test',
     env: 'browsergym',
     description: "Click the button on a web page, read through its accessibility tree, with click/fill/send_keys/scroll/noop; 1.0 when the page says solved (TRL browsergym_llm.py, headless Chromium on the env-server).",
-    config: { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 10, learning_rate: 5e-6, temperature: 0.7, top_k: 50, max_steps: 50, sft_steps: 10 },
   },
 };
 
