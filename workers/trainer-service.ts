@@ -114,8 +114,9 @@ export class TrainerService implements TrainerWorkerApi {
       delivered = Promise.resolve(events.onProgress(p));
     };
     const loaded = await loadModelChoice(choice, onProgress);
-    // Tiny-tier models fine-tune fully (their presets), which needs f32 weights.
-    const plannedDtype = gpu.f16 && !isTiny(loaded) ? 'f16' : 'f32';
+    // f16 storage where the adapter has shader-f16 (full fine-tuning promotes what it trains to f32).
+    const plannedDtype = gpu.f16 && choice.weightDtype !== 'f32' ? 'f16' : 'f32';
+    if (choice.weightDtype === 'f16' && !gpu.f16) throw new Error('f16 weights need the shader-f16 feature, which this GPU adapter does not have: choose auto or f32');
     const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded));
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {

@@ -5,11 +5,15 @@ import type { LoadProgress } from '../model/types.ts';
 
 export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
-export type ModelChoice =
+export type ModelChoice = (
   | { kind: 'demo' }
   | { kind: 'tiny' }
   | { kind: 'hub'; repo: string; revision: string; endpoint?: string }
-  | { kind: 'files'; files: File[] };
+  | { kind: 'files'; files: File[] }
+) & {
+  /** Storage of the weights on the GPU: 'auto' (f16 where the adapter has shader-f16) by default. */
+  weightDtype?: 'auto' | 'f16' | 'f32';
+};
 
 export interface ProbeResult {
   webgpu: boolean;

@@ -26,7 +26,8 @@ export const MODEL_HELP = `  --model DIR|REPO       checkpoint folder (Hugging F
   --weights f32|f16|auto weight storage on the GPU (default auto)`;
 
 /** What was put on the base model, for the JSON output. */
-export type Trained = { adapter: string } | { checkpoint: string; step: number } | null;
+/** What the JSON output names of the trained weights (`adapter` there is the GPU adapter). */
+export type Trained = { lora_adapter: string } | { checkpoint: string; step: number } | null;
 
 async function adapterBaseModel(dir: string): Promise<string | null> {
   try {
@@ -79,7 +80,7 @@ export async function loadTrainedEngine(ckpt: OpenedCheckpoint, args: ModelArgs,
   try {
     if (args.adapter) {
       await engine.loadAdapter(args.adapter);
-      return { engine, trained: { adapter: args.adapter } };
+      return { engine, trained: { lora_adapter: args.adapter } };
     }
     if (args.checkpoint) {
       const { dir, ckpt: state } = args.checkpoint;

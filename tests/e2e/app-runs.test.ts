@@ -11,14 +11,13 @@ import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
-import { E2E_RUN_CONFIG } from './run-config.ts';
+import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 /** Building the app, loading the model and a few tiny steps on SwiftShader: a minute alone, more on a loaded machine. */
 const TRAIN_TIMEOUT_MS = 240_000;
 const RUN = { ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1 };
 
-const formText = (value: unknown) => (typeof value === 'object' ? JSON.stringify(value) : String(value));
 
 describe('runs you can find again', { timeout: 600_000 }, () => {
   let app: AppServer;
@@ -35,12 +34,8 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
       throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
     }
   };
-  const fill = async (p: Page, config: Record<string, unknown>) => {
-    for (const [key, value] of Object.entries(config)) {
-      const input = p.getByLabel(key, { exact: true });
-      if ((await input.count()) === 1) await input.fill(formText(value));
-    }
-  };
+  // Text fields and choices (train_mode is a select: these runs train a LoRA adapter).
+  const fill = fillConfig;
   const startRun = async (config: Record<string, unknown>): Promise<string> => {
     await page.getByRole('button', { name: 'catch', exact: true }).click();
     await fill(page, config);
@@ -71,6 +66,8 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
 
   it('shows a field error beside its field as the user types, and keeps Start disabled until it is fixed', async () => {
     await page.goto(`${app.url}/`);
+    // The runs this file checks were made with the built-in random tiny model (the page defaults to the demo model).
+    await page.getByLabel(/built-in random tiny model/).check();
     await page.getByTestId('load-model').click();
     await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
     const lr = page.getByLabel('learning_rate', { exact: true });

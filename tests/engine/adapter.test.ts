@@ -115,7 +115,7 @@ describe('LoRA adapters on the engine (score/generate --adapter, --checkpoint)',
     const withAdapter = await capture(() => runScore(['--model', base, '--adapter', adapter, '--ids', IDS.join(','), '--weights', 'f32']));
     const onMerged = await capture(() => runScore(['--model', merged, '--ids', IDS.join(','), '--weights', 'f32']));
     const plain = await capture(() => runScore(['--model', base, '--ids', IDS.join(','), '--weights', 'f32']));
-    expect(withAdapter.adapter).toBe(adapter);
+    expect(withAdapter.lora_adapter).toBe(adapter);
     expect(maxAbsDiff(withAdapter.logprobs, onMerged.logprobs)).toBeLessThan(1e-4);
     expect(maxAbsDiff(withAdapter.entropies, onMerged.entropies)).toBeLessThan(1e-4);
     // The adapter matters: without it the numbers are far off.

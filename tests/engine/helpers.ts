@@ -74,7 +74,8 @@ export function someIds(n: number, V: number, salt: number): number[] {
  * The adapter this test file runs on, for test titles: the per-adapter vitest projects set
  * WEBGPU_ADAPTER (and getGpu fails when Dawn returns a different adapter); elsewhere Vulkan's default.
  */
-export const ADAPTER = process.env.WEBGPU_ADAPTER ?? 'default adapter';
+// (Also bundled into the browser tests' entries, where there is no `process`.)
+export const ADAPTER = (typeof process !== 'undefined' ? process.env.WEBGPU_ADAPTER : undefined) ?? 'default adapter';
 
 /** `title [adapter]`: every GPU test names the adapter it ran on. */
 export const onAdapter = (title: string): string => `${title} [${ADAPTER}]`;

@@ -52,7 +52,7 @@ async function runCli(argv: string[]): Promise<{ code: number; lines: Record<str
 
 const TINY_RUN = [
   '--num_generations', '2', '--per_device_train_batch_size', '2', '--max_completion_length', '16',
-  '--learning_rate', '1e-3', '--lora_r', '4', '--lora_alpha', '8', '--max_steps', '1',
+  '--learning_rate', '1e-3', '--train_mode', 'lora', '--lora_r', '4', '--lora_alpha', '8', '--max_steps', '1',
 ];
 
 describe('webgrpo train on an MCP env', () => {
@@ -66,11 +66,11 @@ describe('webgrpo train on an MCP env', () => {
       '--sft-solver', 'echo', '--sft-episodes', '5', '--sft_steps', '1', '--sft_batch_size', '1',
     ]);
     expect(result.code).toBe(0);
-    expect(result.lines.map((l) => l.phase)).toEqual(['sft', 'grpo', 'done']);
+    expect(result.lines.map((l) => l.phase)).toEqual(['load', 'sft', 'grpo', 'done']);
     const transcripts = (await readFile(join(output, 'transcripts.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     const echoed = transcripts.map((t: { messages: { role: string; content: unknown }[] }) => t.messages.filter((m) => m.role === 'tool').map((m) => m.content));
     expect(echoed).toEqual(ECHO_PROMPTS.map((p) => [echoTarget(p)]));
-    expect(result.lines[1]!['tools/failure_frequency']).toBe(0);
+    expect(result.lines.find((l) => l.phase === 'grpo')!['tools/failure_frequency']).toBe(0);
   }, 300_000);
 
   it('an MCP env none of the tasks knows: the generic task with --prompt, the env tools and rewards', async () => {

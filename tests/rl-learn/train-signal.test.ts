@@ -28,7 +28,7 @@ describe('webgrpo train and signals', () => {
     const output = join(dir, 'out');
     const child = spawn(process.execPath, [
       BIN, 'train', '--model', model, '--env', 'catch-compact', '--output', output, '--num_generations', '2',
-      '--per_device_train_batch_size', '2', '--max_completion_length', '40', '--lora_r', '4', '--max_steps', '500', '--save_steps', '1000',
+      '--per_device_train_batch_size', '2', '--max_completion_length', '40', '--train_mode', 'lora', '--lora_r', '4', '--max_steps', '500', '--save_steps', '1000',
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -45,7 +45,9 @@ describe('webgrpo train and signals', () => {
     const code = await exited;
 
     expect(code, stderr).toBe(143);
-    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { phase: string; step?: number });
+    // The first line reports the load (adapter, weight dtype, memory plan); then the step lines.
+    const [load, ...lines] = stdout.trim().split('\n').map((l) => JSON.parse(l) as { phase: string; step?: number });
+    expect(load).toMatchObject({ phase: 'load' });
     expect(lines[0]).toMatchObject({ phase: 'grpo', step: 1 });
     expect(lines.every((l) => l.phase === 'grpo'), 'stdout holds only step lines').toBe(true);
     const step = lines.at(-1)!.step!;

@@ -13,9 +13,11 @@ export function ModelPicker() {
   const [repo, setRepo] = useState('Qwen/Qwen3-0.6B');
   const [revision, setRevision] = useState('main');
   const [files, setFiles] = useState<File[]>([]);
+  const [weightDtype, setWeightDtype] = useState<'auto' | 'f16' | 'f32'>('auto');
 
   async function load() {
-    const choice: ModelChoice = kind === 'demo' || kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
+    const source = kind === 'demo' || kind === 'tiny' ? { kind } : kind === 'hub' ? { kind, repo, revision } : { kind, files };
+    const choice = { ...source, weightDtype } as ModelChoice;
     if (kind === 'files' && files.length === 0) {
       set({ modelError: 'Pick a folder with config.json, model.safetensors and tokenizer files first.' });
       return;
@@ -50,6 +52,14 @@ export function ModelPicker() {
           onChange={(e) => setFiles([...(e.target.files ?? [])])}
         />
       )}
+      <label className="row muted">
+        weights on the GPU{' '}
+        <select aria-label="weight dtype" value={weightDtype} onChange={(e) => setWeightDtype(e.target.value as 'auto' | 'f16' | 'f32')}>
+          <option value="auto">auto ({probe?.f16 ? 'f16: this adapter has shader-f16' : 'f32: no shader-f16 here'})</option>
+          <option value="f16" disabled={probe?.f16 === false}>f16 (half the memory)</option>
+          <option value="f32">f32</option>
+        </select>
+      </label>
       <button disabled={busy || probe?.webgpu === false} onClick={load} data-testid="load-model">{busy ? 'Loading…' : 'Load model'}</button>
       {busy && progress && (
         <div className="progress-block">
