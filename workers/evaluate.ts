@@ -6,8 +6,8 @@ import type { EvalRow } from '../src/app/worker-api.ts';
 import type { Engine } from '../src/engine/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { GRPOConfig } from '../src/rl/config.ts';
-import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/rewards.ts';
-import { runRollouts, type RolloutEngine } from '../src/rl/rollout.ts';
+import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
+import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
 import { runTask } from './run-task.ts';
 
 /** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */

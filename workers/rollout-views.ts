@@ -6,9 +6,9 @@
 import type { RolloutView } from '../src/app/worker-api.ts';
 import type { ChatMessage } from '../src/model/chat-template.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
-import type { CompletionSample } from '../src/rl/metrics.ts';
-import { weightedRewardSum } from '../src/rl/rewards.ts';
-import type { Rollout } from '../src/rl/rollout.ts';
+import type { CompletionSample } from '../src/rl/grpo/metrics.ts';
+import { weightedRewardSum } from '../src/rl/grpo/rewards.ts';
+import type { Rollout } from '../src/rl/rollout/rollout.ts';
 
 export interface RolloutViewInput {
   /** The generation's rollouts, in trainer order (groups of G adjacent). */

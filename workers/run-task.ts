@@ -2,22 +2,22 @@
 // dataset, tool env class over the env's OpenEnv URL, reward functions, chat template) and, for the
 // SFT warm-up, transcripts from the built-in scripted solver or the JSONL the user uploaded.
 //
-// The built-in tiny model plays catch through the compact variant (src/rl/compact-catch.ts): the same
+// The built-in tiny model plays catch through the compact variant (src/rl/tasks/compact-catch.ts): the same
 // built-in catch env, tools and reward, but one-word observations and no tool-schema block, so an
 // episode is ~330 tokens instead of ~1,600 and a step takes seconds, not minutes, on a software GPU.
 
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
-import { COMPACT_CATCH_TASK } from '../src/rl/compact-catch.ts';
+import { COMPACT_CATCH_TASK } from '../src/rl/tasks/compact-catch.ts';
 import type { GRPOConfig } from '../src/rl/config.ts';
-import { envToolSchemas } from '../src/rl/env.ts';
-import { EXAMPLES } from '../src/rl/prompts.ts';
-import { rewardSources, type RewardFunction } from '../src/rl/rewards.ts';
+import { envToolSchemas } from '../src/rl/rollout/env.ts';
+import { EXAMPLES } from '../src/rl/tasks/prompts.ts';
+import { rewardSources, type RewardFunction } from '../src/rl/grpo/rewards.ts';
 import type { ChatTemplateTask } from '../src/rl/run-example.ts';
-import { parseTranscripts, tokenizeTranscript, type SftExample, type Transcript } from '../src/rl/sft.ts';
-import { seededEpisodes, SOLVERS, type SeededEpisodes } from '../src/rl/solvers.ts';
-import { rolloutChatTemplate } from '../src/rl/templates/select.ts';
-import type { DatasetRow, EnvFactory } from '../src/rl/env.ts';
-import type { ToolSchema } from '../src/rl/schema.ts';
+import { parseTranscripts, tokenizeTranscript, type SftExample, type Transcript } from '../src/rl/grpo/sft.ts';
+import { seededEpisodes, SOLVERS, type SeededEpisodes } from '../src/rl/tasks/solvers.ts';
+import { rolloutChatTemplate } from '../src/rl/rollout/templates/select.ts';
+import type { DatasetRow, EnvFactory } from '../src/rl/rollout/env.ts';
+import type { ToolSchema } from '../src/rl/rollout/schema.ts';
 
 const ENV_NAMES = ['echo', 'catch', 'wordle', 'browsergym'] as const;
 type EnvName = (typeof ENV_NAMES)[number];
@@ -34,7 +34,7 @@ export interface RunTask {
   template: string;
   /** Tool schemas SFT transcripts are rendered with (the env's tools). */
   tools: ToolSchema[];
-  /** Name of the scripted solver in src/rl/solvers.ts that plays this task. */
+  /** Name of the scripted solver in src/rl/tasks/solvers.ts that plays this task. */
   solver: string | null;
 }
 

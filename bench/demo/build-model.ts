@@ -19,10 +19,10 @@ import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { DEMO_MODEL_FILES, DEMO_MODEL_OPTIONS, DEMO_RECIPE } from '../../src/model/demo-model.ts';
-import { computeRewardMatrix } from '../../src/rl/rewards.ts';
-import { runRollouts } from '../../src/rl/rollout.ts';
-import { tokenizeTranscript, trainSft, type SftExample } from '../../src/rl/sft.ts';
-import { compactCatchTranscripts, echoTranscripts } from '../../src/rl/solvers.ts';
+import { computeRewardMatrix } from '../../src/rl/grpo/rewards.ts';
+import { runRollouts } from '../../src/rl/rollout/rollout.ts';
+import { tokenizeTranscript, trainSft, type SftExample } from '../../src/rl/grpo/sft.ts';
+import { compactCatchTranscripts, echoTranscripts } from '../../src/rl/tasks/solvers.ts';
 import { runTask } from '../../workers/run-task.ts';
 
 function flag(name: string, fallback: number): number {

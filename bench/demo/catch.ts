@@ -11,11 +11,11 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import { folderCheckpointStore } from '../../src/rl/checkpoint.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
+import { folderCheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runExample } from '../../src/rl/run-example.ts';
-import { compactCatchTranscripts } from '../../src/rl/solvers.ts';
+import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

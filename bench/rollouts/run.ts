@@ -21,12 +21,12 @@ import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
 import type { Checkpoint } from '../../src/model/types.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
-import { envToolSchemas } from '../../src/rl/env.ts';
-import { emptyRolloutStats, type RolloutStats } from '../../src/rl/episode.ts';
-import { runRollouts, type Rollout, type RolloutScheduler } from '../../src/rl/rollout.ts';
-import { trainSft, tokenizeTranscript } from '../../src/rl/sft.ts';
-import { compactCatchTranscripts, seededEpisodes } from '../../src/rl/solvers.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
+import { envToolSchemas } from '../../src/rl/rollout/env.ts';
+import { emptyRolloutStats, type RolloutStats } from '../../src/rl/rollout/episode.ts';
+import { runRollouts, type Rollout, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
+import { trainSft, tokenizeTranscript } from '../../src/rl/grpo/sft.ts';
+import { compactCatchTranscripts, seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { DEFAULT_LATENCY, startLatencyRelay, type LatencyRelay } from './latency-relay.ts';
 
 function int(opts: Record<string, string>, key: string, dflt: number): number {

@@ -1,5 +1,5 @@
 // Wordle's per-letter feedback, kept free of Node imports so the env (env-server/envs/wordle.ts) and
-// the browser-side scripted solver (src/rl/wordle-solver.ts) compute it with the same code.
+// the browser-side scripted solver (src/rl/tasks/wordle-solver.ts) compute it with the same code.
 
 export type WordleMark = 'G' | 'Y' | 'X';
 

@@ -3,7 +3,7 @@ import type { StepEvent } from './worker-api.ts';
 
 // Type-only: erased at build time, so the page never bundles the SQLite store.
 import type { ArtifactInfo, RunListEntry, RunSummary, StepRecord } from '../../env-server/runs.ts';
-import { TASK_BY_METADATA, taskFromMetadata } from '../rl/env-task.ts';
+import { TASK_BY_METADATA, taskFromMetadata } from '../rl/tasks/env-task.ts';
 
 export type { ArtifactInfo, RunListEntry, RunSummary, StepRecord };
 

@@ -1,8 +1,8 @@
-// The setup page's presets: one per built-in environment, with the values of src/rl/presets.ts (the
+// The setup page's presets: one per built-in environment, with the values of src/rl/tasks/presets.ts (the
 // same defaults the `train` CLI starts from). A preset is a value: the tier comes from the model the
 // page will train (the loaded one, or — before loading — the built-in demo model the page loads by
 // default), so picking a preset before or after "Load model" gives the same numbers for that model.
-import { modelTier, presetConfig, type ModelTier, type PresetEnv } from '../rl/presets.ts';
+import { modelTier, presetConfig, type ModelTier, type PresetEnv } from '../rl/tasks/presets.ts';
 import type { BuiltinEnvName } from './worker-api.ts';
 
 export interface Preset {

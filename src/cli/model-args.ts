@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { LoadEngineOptions, WebGpuEngine } from '../engine/engine.ts';
 import { ADAPTER_CONFIG_FILE } from '../engine/peft-adapter.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
-import { latestCheckpointFolder, readCheckpointFolder, TRAINER_STATE_FILE, type TrainerCheckpoint } from '../rl/checkpoint.ts';
+import { latestCheckpointFolder, readCheckpointFolder, TRAINER_STATE_FILE, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
 import { trainableMode } from '../rl/run-example.ts';
 import { choiceOption, str, type OptionTable, type Parsed } from './args.ts';
 

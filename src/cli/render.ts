@@ -7,10 +7,10 @@
 import { REPO_ID } from '../model/checkpoint.ts';
 import type { CheckpointFiles } from '../model/files.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
-import { envTools } from '../rl/env.ts';
-import { openEnvEpisodes } from '../rl/envs/episode.ts';
-import { promptWithObservation, renderPrompt } from '../rl/rollout.ts';
-import { rolloutChatTemplate } from '../rl/templates/select.ts';
+import { envTools } from '../rl/rollout/env.ts';
+import { openEnvEpisodes } from '../rl/tasks/envs/episode.ts';
+import { promptWithObservation, renderPrompt } from '../rl/rollout/rollout.ts';
+import { rolloutChatTemplate } from '../rl/rollout/templates/select.ts';
 import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
 import { builtinEnvUrls, resolveEnv, TASKS } from './tasks.ts';

@@ -2,13 +2,13 @@
 // examples and the browsergym web task (with its task mixes), catch with one-word observations for
 // tiny models, or any OpenEnv base URL.
 
-import { COMPACT_CATCH_TASK } from '../rl/compact-catch.ts';
+import { COMPACT_CATCH_TASK } from '../rl/tasks/compact-catch.ts';
 import { envProtocol } from '../openenv/index.ts';
-import { taskFromMetadata } from '../rl/env-task.ts';
-import type { DatasetRow } from '../rl/env.ts';
-import { mcpTask } from '../rl/mcp-task.ts';
-import { EXAMPLES, type EnvUrlName } from '../rl/prompts.ts';
-import { browsergymTask, parseBrowserGymMix } from '../rl/browsergym-task.ts';
+import { taskFromMetadata } from '../rl/tasks/env-task.ts';
+import type { DatasetRow } from '../rl/rollout/env.ts';
+import { mcpTask } from '../rl/tasks/mcp-task.ts';
+import { EXAMPLES, type EnvUrlName } from '../rl/tasks/prompts.ts';
+import { browsergymTask, parseBrowserGymMix } from '../rl/tasks/browsergym-task.ts';
 import type { ChatTemplateTask } from '../rl/run-example.ts';
 
 const BUILTIN: Record<string, true> = { echo: true, catch: true, wordle: true, browsergym: true };

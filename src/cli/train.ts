@@ -6,20 +6,20 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
-import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/checkpoint.ts';
+import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
 import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
-import type { DatasetRow } from '../rl/env.ts';
-import { parsePromptDataset } from '../rl/mcp-task.ts';
-import { jsonSafe, ToolFailureTally } from '../rl/metrics.ts';
+import type { DatasetRow } from '../rl/rollout/env.ts';
+import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
+import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { adapterFiles } from '../rl/run.ts';
-import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/sft.ts';
-import { SOLVERS } from '../rl/solvers.ts';
+import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
+import { SOLVERS } from '../rl/tasks/solvers.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { builtinEnvUrls, resolveEnv } from './tasks.ts';
 import { TrainProgress, watchedEngine } from './train-progress.ts';
-import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/presets.ts';
+import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfig } from '../model/config.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
@@ -146,7 +146,7 @@ async function modelTierOfArg(model: string): Promise<ModelTier> {
   }
 }
 
-/** The built-in task's preset (the app's, src/rl/presets.ts) or, for others, the example script's settings. */
+/** The built-in task's preset (the app's, src/rl/tasks/presets.ts) or, for others, the example script's settings. */
 async function taskDefaults(name: string, task: ChatTemplateTask, args: Args): Promise<Record<string, unknown>> {
   const env = name === 'catch-compact' ? 'catch' : name;
   return isPresetEnv(env) ? presetConfig(env, await modelTierOfArg(args.model)) : task.config;

@@ -5,19 +5,19 @@
 
 import type { Engine } from '../engine/types.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
+import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
-import { envToolSchemas } from './env.ts';
-import type { ChatTemplateTask, EnvUrlName } from './task.ts';
-import { rewardSources } from './rewards.ts';
+import { envToolSchemas } from './rollout/env.ts';
+import type { ChatTemplateTask, EnvUrlName } from './tasks/task.ts';
+import { rewardSources } from './grpo/rewards.ts';
 import { runTraining, type RunEvent } from './run.ts';
-import { tokenizeTranscript, type Transcript } from './sft.ts';
-import { seededEpisodes } from './solvers.ts';
-import { rolloutChatTemplate } from './templates/select.ts';
+import { tokenizeTranscript, type Transcript } from './grpo/sft.ts';
+import { seededEpisodes } from './tasks/solvers.ts';
+import { rolloutChatTemplate } from './rollout/templates/select.ts';
 
 export type { RunEvent } from './run.ts';
 export { resetOptimizer, trainableMode } from './run.ts';
-export type { ChatTemplateTask } from './task.ts';
+export type { ChatTemplateTask } from './tasks/task.ts';
 
 export interface ExampleRunOptions {
   engine: Engine;

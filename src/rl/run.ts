@@ -7,14 +7,14 @@
 import type { Engine, TrainableMode } from '../engine/types.ts';
 import { peftAdapterFiles } from '../engine/peft-adapter.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import type { CheckpointStore, TrainerCheckpoint } from './checkpoint.ts';
+import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
-import type { DatasetRow, EnvFactory } from './env.ts';
-import type { RewardFunction } from './rewards.ts';
-import type { Rollout } from './rollout.ts';
-import { envRolloutSource } from './rollout-source.ts';
-import { trainSft, type SftEvent, type SftExample } from './sft.ts';
-import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent } from './trainer.ts';
+import type { DatasetRow, EnvFactory } from './rollout/env.ts';
+import type { RewardFunction } from './grpo/rewards.ts';
+import type { Rollout } from './rollout/rollout.ts';
+import { envRolloutSource } from './rollout/rollout-source.ts';
+import { trainSft, type SftEvent, type SftExample } from './grpo/sft.ts';
+import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent } from './grpo/trainer.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
 

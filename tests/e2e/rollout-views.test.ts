@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildByteTokenizer } from '../../src/model/byte-tokenizer.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import type { CompletionSample } from '../../src/rl/metrics.ts';
-import type { Rollout } from '../../src/rl/rollout.ts';
+import type { CompletionSample } from '../../src/rl/grpo/metrics.ts';
+import type { Rollout } from '../../src/rl/rollout/rollout.ts';
 import { rolloutViews } from '../../workers/rollout-views.ts';
 
 const files = buildByteTokenizer();

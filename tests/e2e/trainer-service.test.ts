@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';

@@ -12,7 +12,7 @@ import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts
 import { writeSafetensors } from '../../src/model/safetensors.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import { serializeCheckpoint } from '../../src/rl/checkpoint.ts';
+import { serializeCheckpoint } from '../../src/rl/grpo/checkpoint.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { run as runScore } from '../../src/cli/score.ts';

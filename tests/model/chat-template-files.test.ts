@@ -10,7 +10,7 @@ import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { browserFiles, memoryFiles } from '../../src/model/files.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, loadTokenizer } from '../../src/model/tokenizer.ts';
-import { checkpointChatTemplate } from '../../src/rl/templates/select.ts';
+import { checkpointChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { startFakeHub, type FakeHub } from './hub-server.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -3,11 +3,11 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { renderChat, type ChatMessage } from '../../src/model/chat-template.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
-import { COMPACT_CATCH_TASK, COMPACT_CHAT_TEMPLATE, compactCatchAction, compactCatchObservation, CompactCatchEnv } from '../../src/rl/compact-catch.ts';
-import { toolSuffixText } from '../../src/rl/rollout.ts';
-import { tokenizeTranscript } from '../../src/rl/sft.ts';
-import { compactCatchTranscripts, seededEpisodes } from '../../src/rl/solvers.ts';
-import { computeRewardMatrix } from '../../src/rl/rewards.ts';
+import { COMPACT_CATCH_TASK, COMPACT_CHAT_TEMPLATE, compactCatchAction, compactCatchObservation, CompactCatchEnv } from '../../src/rl/tasks/compact-catch.ts';
+import { toolSuffixText } from '../../src/rl/rollout/rollout.ts';
+import { tokenizeTranscript } from '../../src/rl/grpo/sft.ts';
+import { compactCatchTranscripts, seededEpisodes } from '../../src/rl/tasks/solvers.ts';
+import { computeRewardMatrix } from '../../src/rl/grpo/rewards.ts';
 
 let server: EnvServer;
 beforeAll(async () => {

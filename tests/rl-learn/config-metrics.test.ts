@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { applyConfigFlags, ConfigError, configFromJson, configFromObject, configHelp, DEFAULT_CONFIG, generationBatchSize } from '../../src/rl/config.ts';
-import { stepMetrics, toolMetrics, type RolloutStats } from '../../src/rl/metrics.ts';
-import { learningRateAt } from '../../src/rl/schedule.ts';
-import { MetricsWindow } from '../../src/rl/logging.ts';
+import { stepMetrics, toolMetrics, type RolloutStats } from '../../src/rl/grpo/metrics.ts';
+import { learningRateAt } from '../../src/rl/grpo/schedule.ts';
+import { MetricsWindow } from '../../src/rl/grpo/logging.ts';
 
 describe('GRPOConfig', () => {
   it("has TRL's defaults", () => {

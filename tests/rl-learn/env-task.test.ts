@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import { taskFromMetadata } from '../../src/rl/env-task.ts';
+import { taskFromMetadata } from '../../src/rl/tasks/env-task.ts';
 
 describe('taskFromMetadata', () => {
   let server: EnvServer;

@@ -9,10 +9,10 @@ import type { Engine } from '../../src/engine/types.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/compact-catch.ts';
+import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
-import { compactCatchTranscripts } from '../../src/rl/solvers.ts';
+import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 // Minutes on a CPU adapter: longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 1_200_000, hookTimeout: 600_000 });

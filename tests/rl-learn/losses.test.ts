@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeLoss, type LossOptions, type LossSequence } from '../../src/rl/losses.ts';
+import { computeLoss, type LossOptions, type LossSequence } from '../../src/rl/grpo/losses.ts';
 import type { LossType, SamplingLevel } from '../../src/rl/config.ts';
 
 const base: LossOptions = {

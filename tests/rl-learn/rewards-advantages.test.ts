@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fracZeroStd, groupAdvantages, normalizeThenSumAdvantages } from '../../src/rl/advantages.ts';
-import { computeRewardMatrix, envRewardFunction, rewardSources, rewardWeights, weightedRewardSum, type RewardArgs, type RewardFunction } from '../../src/rl/rewards.ts';
-import { nanstd } from '../../src/rl/stats.ts';
+import { fracZeroStd, groupAdvantages, normalizeThenSumAdvantages } from '../../src/rl/grpo/advantages.ts';
+import { computeRewardMatrix, envRewardFunction, rewardSources, rewardWeights, weightedRewardSum, type RewardArgs, type RewardFunction } from '../../src/rl/grpo/rewards.ts';
+import { nanstd } from '../../src/rl/grpo/stats.ts';
 
 const close = (xs: ArrayLike<number>, ys: number[], digits = 9) => {
   expect(xs.length).toBe(ys.length);

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/train.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
-import { ECHO_PROMPTS } from '../../src/rl/prompts.ts';
-import { echoTarget } from '../../src/rl/solvers.ts';
+import { ECHO_PROMPTS } from '../../src/rl/tasks/prompts.ts';
+import { echoTarget } from '../../src/rl/tasks/solvers.ts';
 import { startMcpEchoDouble, type McpEchoDouble } from '../openenv/mcp-echo-double.ts';
 
 let dir = '';

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { FakeEngine, type Call } from './fake-engine.ts';
-import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/trainer.ts';
-import { trainSft } from '../../src/rl/sft.ts';
+import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
+import { trainSft } from '../../src/rl/grpo/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
-import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/checkpoint.ts';
-import { groupAdvantages } from '../../src/rl/advantages.ts';
+import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
+import { groupAdvantages } from '../../src/rl/grpo/advantages.ts';
 import { hashInts } from '../../src/rl/random.ts';
 import { mulberry32 } from '../../src/random.ts';
-import { rewardSources, type RewardFunction } from '../../src/rl/rewards.ts';
-import type { DatasetRow } from '../../src/rl/env.ts';
+import { rewardSources, type RewardFunction } from '../../src/rl/grpo/rewards.ts';
+import type { DatasetRow } from '../../src/rl/rollout/env.ts';
 
 class CountingEnv {
   ones = 0;

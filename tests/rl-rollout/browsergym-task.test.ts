@@ -11,14 +11,14 @@ import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-ser
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { run as render } from '../../src/cli/render.ts';
 import { renderChat } from '../../src/model/chat-template.ts';
-import { browsergymTranscripts, planWebTask } from '../../src/rl/browsergym-solver.ts';
-import { BROWSERGYM_TASK_NAMES, browsergymTask, mixTaskAt, parseBrowserGymMix } from '../../src/rl/browsergym-task.ts';
-import { envToolSchemas } from '../../src/rl/env.ts';
-import { BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, formatObservation } from '../../src/rl/envs/browsergym.ts';
-import { openEnvEpisodes } from '../../src/rl/envs/episode.ts';
-import { TASK_BY_METADATA } from '../../src/rl/env-task.ts';
-import { EXAMPLES } from '../../src/rl/prompts.ts';
-import { seededEpisodes } from '../../src/rl/solvers.ts';
+import { browsergymTranscripts, planWebTask } from '../../src/rl/tasks/browsergym-solver.ts';
+import { BROWSERGYM_TASK_NAMES, browsergymTask, mixTaskAt, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
+import { envToolSchemas } from '../../src/rl/rollout/env.ts';
+import { BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, formatObservation } from '../../src/rl/tasks/envs/browsergym.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { TASK_BY_METADATA } from '../../src/rl/tasks/env-task.ts';
+import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 // transformers' get_json_schema of TRL's five methods (§6.4), in TRL's (alphabetical) order.

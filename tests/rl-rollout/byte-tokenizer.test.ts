@@ -4,10 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import { buildByteTokenizer } from '../../src/model/byte-tokenizer.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import type { Tool, ToolEnv } from '../../src/rl/env.ts';
-import { runRollouts } from '../../src/rl/rollout.ts';
-import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/templates/qwen3-training.ts';
-import { rolloutChatTemplate } from '../../src/rl/templates/select.ts';
+import type { Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
+import { runRollouts } from '../../src/rl/rollout/rollout.ts';
+import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
+import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 
 const files = buildByteTokenizer();

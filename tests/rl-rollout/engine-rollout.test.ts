@@ -7,8 +7,8 @@ import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
-import type { ToolEnv } from '../../src/rl/env.ts';
-import { runRollouts } from '../../src/rl/rollout.ts';
+import type { ToolEnv } from '../../src/rl/rollout/env.ts';
+import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 
 // Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });

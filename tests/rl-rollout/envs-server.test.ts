@@ -4,13 +4,13 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import { EnvFailure } from '../../src/rl/env.ts';
-import { CatchEnv, catchReward } from '../../src/rl/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/envs/episode.ts';
-import { WordleEnv } from '../../src/rl/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/prompts.ts';
-import { runRollouts } from '../../src/rl/rollout.ts';
+import { EnvFailure } from '../../src/rl/rollout/env.ts';
+import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
+import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
+import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 

@@ -3,12 +3,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { OpenEnvError } from '../../src/openenv/index.ts';
-import { EnvFailure } from '../../src/rl/env.ts';
-import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/envs/catch.ts';
-import { classifyEnvError } from '../../src/rl/envs/episode.ts';
-import { MultiEnv, multiCatchReward, multiWordleReward } from '../../src/rl/envs/multi.ts';
-import { WordleEnv } from '../../src/rl/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/prompts.ts';
+import { EnvFailure } from '../../src/rl/rollout/env.ts';
+import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/tasks/envs/catch.ts';
+import { classifyEnvError } from '../../src/rl/tasks/envs/episode.ts';
+import { MultiEnv, multiCatchReward, multiWordleReward } from '../../src/rl/tasks/envs/multi.ts';
+import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
+import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
 
 const row = { prompt: [{ role: 'user' as const, content: 'x' }] };

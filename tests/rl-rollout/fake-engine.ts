@@ -4,7 +4,7 @@
 
 import type { GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
 import type { TextTokenizer } from '../../src/model/tokenizer.ts';
-import type { RolloutEngine } from '../../src/rl/rollout.ts';
+import type { RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 
 export type ScriptedPolicy = (context: string) => string;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAssistantText, parseResponse } from '../../src/rl/parse.ts';
+import { parseAssistantText, parseResponse } from '../../src/rl/rollout/parse.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 const EOS = '<|im_end|>';

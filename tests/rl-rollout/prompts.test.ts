@@ -4,14 +4,14 @@
 
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
-import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/env.ts';
-import { CatchEnv } from '../../src/rl/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/envs/echo.ts';
-import { MultiEnv } from '../../src/rl/envs/multi.ts';
-import { WordleEnv } from '../../src/rl/envs/wordle.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS, EXAMPLES, WORDLE_PROMPT } from '../../src/rl/prompts.ts';
-import { renderPrompt } from '../../src/rl/rollout.ts';
-import { rolloutChatTemplate } from '../../src/rl/templates/select.ts';
+import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/env.ts';
+import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
+import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
+import { MultiEnv } from '../../src/rl/tasks/envs/multi.ts';
+import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
+import { CATCH_PROMPT, ECHO_PROMPTS, EXAMPLES, WORDLE_PROMPT } from '../../src/rl/tasks/prompts.ts';
+import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
+import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 

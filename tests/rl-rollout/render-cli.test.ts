@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/render.ts';
-import { serializeCheckpoint } from '../../src/rl/checkpoint.ts';
+import { serializeCheckpoint } from '../../src/rl/grpo/checkpoint.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 
 // Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.

@@ -3,9 +3,9 @@
 // as they are (no second reset), bounded to one generation ahead.
 
 import { describe, expect, it } from 'vitest';
-import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/env.ts';
-import { envRolloutSource } from '../../src/rl/rollout-source.ts';
-import type { GenerationRequest } from '../../src/rl/trainer.ts';
+import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
+import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
+import type { GenerationRequest } from '../../src/rl/grpo/trainer.ts';
 import { FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 

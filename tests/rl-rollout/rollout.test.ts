@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/env.ts';
-import { CatchEnv } from '../../src/rl/envs/catch.ts';
-import { EXAMPLES } from '../../src/rl/prompts.ts';
-import { renderPrompt, runRollouts, toolSuffixIds, type RolloutConfig } from '../../src/rl/rollout.ts';
-import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/templates/qwen3-training.ts';
+import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
+import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
+import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { renderPrompt, runRollouts, toolSuffixIds, type RolloutConfig } from '../../src/rl/rollout/rollout.ts';
+import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { catchObservation, scriptedEpisodes } from './fake-episodes.ts';

@@ -4,9 +4,9 @@
 // (episode / env-call timeouts) never stalls the batch; stubborn repeats are flagged (hand numbers).
 
 import { describe, expect, it } from 'vitest';
-import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/env.ts';
-import { emptyRolloutStats } from '../../src/rl/episode.ts';
-import { runRollouts, type Rollout, type RolloutConfig, type RolloutScheduler } from '../../src/rl/rollout.ts';
+import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
+import { emptyRolloutStats } from '../../src/rl/rollout/episode.ts';
+import { runRollouts, type Rollout, type RolloutConfig, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
 import { hashInts } from '../../src/rl/random.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
-import { CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from '../../src/rl/envs/catch.ts';
-import { ECHO_TOOL } from '../../src/rl/envs/echo.ts';
-import { GUESS_TOOL } from '../../src/rl/envs/wordle.ts';
-import { pyJsonDumps, toolSchema, typeSchema } from '../../src/rl/schema.ts';
+import { CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from '../../src/rl/tasks/envs/catch.ts';
+import { ECHO_TOOL } from '../../src/rl/tasks/envs/echo.ts';
+import { GUESS_TOOL } from '../../src/rl/tasks/envs/wordle.ts';
+import { pyJsonDumps, toolSchema, typeSchema } from '../../src/rl/rollout/schema.ts';
 
 // grpo-semantics.md §2: the four example tools exactly as transformers renders them.
 const EXPECTED = {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { renderChat, type ChatMessage } from '../../src/model/chat-template.ts';
-import { toolSuffixIds, toolSuffixText } from '../../src/rl/rollout.ts';
-import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/templates/qwen3-training.ts';
-import { isPrefixPreserving, rolloutChatTemplate } from '../../src/rl/templates/select.ts';
+import { toolSuffixIds, toolSuffixText } from '../../src/rl/rollout/rollout.ts';
+import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
+import { isPrefixPreserving, rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 const tok = qwen3Tokenizer();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EnvFailure, envTools, type Tool, type ToolEnv } from '../../src/rl/env.ts';
-import { argumentError, executeToolCalls } from '../../src/rl/tools.ts';
+import { EnvFailure, envTools, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
+import { argumentError, executeToolCalls } from '../../src/rl/rollout/tools.ts';
 import type { ToolCall } from '../../src/model/chat-template.ts';
 
 function call(name: string, args: unknown = {}): ToolCall {

@@ -7,7 +7,7 @@ import { qwen3ParamCount } from '../../src/model/qwen3-tensors.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { DEMO_MODEL_OPTIONS, DEMO_RECIPE } from '../../src/model/demo-model.ts';
 import { configFromObject } from '../../src/rl/config.ts';
-import { modelTier, presetConfig, PRESET_CONFIGS } from '../../src/rl/presets.ts';
+import { modelTier, presetConfig, PRESET_CONFIGS } from '../../src/rl/tasks/presets.ts';
 
 describe('presets', () => {
   it('give the same values before loading (the built-in demo model is assumed) and after loading it', async () => {

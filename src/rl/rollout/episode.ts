@@ -1,0 +1,124 @@
+// What a rollout scheduler drives: one episode's state and the few operations that advance it (fold a
+// sampled turn in, run its tool calls, time it out). The schedulers (rollout-lockstep.ts,
+// rollout-continuous.ts) only decide WHEN each episode decodes; everything an episode records is decided
+// here and in rollout.ts, so both schedulers produce the same rollouts.
+
+import type { Engine, GenerateOutput, SamplingParams, SequenceHandle } from '../../engine/types.ts';
+import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
+import type { DatasetRow, Tool, ToolEnv } from './env.ts';
+
+/** The part of the engine a rollout drives. */
+export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate'> & {
+  readonly config: { maxPositionEmbeddings: number };
+};
+
+export interface Rollout {
+  /** The dataset row this rollout was reset with. */
+  row: DatasetRow;
+  /** The prompt messages after `reset` (observation folded into the last message). */
+  prompt: ChatMessage[];
+  promptIds: number[];
+  /** Every token after the prompt: sampled turns and the tool suffixes between them. */
+  completionIds: number[];
+  /** Per completion token: 1 = sampled by the policy (trained), 0 = tool suffix (attended, not trained). */
+  toolMask: number[];
+  /**
+   * Per completion token: 1 on the sampled tokens of a stubborn turn (it repeats a failing tool call more
+   * than `stubborn_threshold` times); `mask_stubborn_steps` drops them from the loss. 0 elsewhere.
+   */
+  stubbornMask: number[];
+  /** Per completion token: log-prob under the sampling distribution; 0 for tool-suffix tokens. */
+  logprobs: number[];
+  /** `[assistant, tool…, assistant, …]`, what reward functions receive as the completion. */
+  completion: ChatMessage[];
+  /** The last completion id is neither eos nor pad (false for an empty completion). */
+  truncated: boolean;
+  /** The env instance that played this episode (reward functions read its state). */
+  env: ToolEnv;
+  toolCalls: number;
+  toolFailures: number;
+  /** Tool calls that repeated an already failed call more than `stubborn_threshold` times. */
+  stubbornCalls: number;
+  /** Why this rollout cannot be scored (env refused, dropped or timed out); its reward must be NaN. */
+  error?: string;
+  /** Set when the episode or one of its env calls ran past its timeout (also sets `error`). */
+  timedOut?: boolean;
+}
+
+/** Per-rollout working state; its `rollout` is the result. */
+export interface Episode {
+  /** Position in the generation batch; also the episode's sampling stream. */
+  index: number;
+  rollout: Rollout;
+  tools: Tool[];
+  /** Engine sequence, once the first turn was scheduled. */
+  seq?: SequenceHandle;
+  /** Tool calls of the last parsed turn (empty: the episode is over unless a tool turn is running). */
+  pendingCalls: ToolCall[];
+  /** Tool-call rounds executed so far. */
+  iterations: number;
+  /** Wall-clock deadline (performance.now() ms) of the whole episode; Infinity = none. */
+  deadline: number;
+  /** Failing calls seen so far, by `name + canonical arguments`, with their count. */
+  failedCalls: Map<string, number>;
+  /** The env session was closed (timed out, or the batch is over). */
+  closed: boolean;
+  /** [from, to) of the last sampled turn in completionIds (stubborn turns are flagged there). */
+  lastTurn: [number, number];
+}
+
+export interface TurnRequest {
+  episode: Episode;
+  /** The prompt on the first turn, the tool suffix afterwards. */
+  append: number[];
+  first: boolean;
+  maxNewTokens: number;
+}
+
+/** Decode-side counters of one rollout batch (the `bench rollouts` report reads them). */
+export interface RolloutStats {
+  /** Engine decode steps, each with the number of sequences it decoded. */
+  decodeBatchSizes: number[];
+  /** Milliseconds spent inside engine.generate (the GPU's share of the wall clock). */
+  generateMs: number;
+  /** Tool-call rounds sent to envs (env steps). */
+  envSteps: number;
+  /** Wall-clock milliseconds of the whole batch, resets included. */
+  wallMs: number;
+}
+
+export function emptyRolloutStats(): RolloutStats {
+  return { decodeBatchSizes: [], generateMs: 0, envSteps: 0, wallMs: 0 };
+}
+
+/** What a scheduler needs to advance episodes; rollout.ts provides it. */
+export interface EpisodeDriver {
+  engine: RolloutEngine;
+  /** One seed for the whole batch; each episode samples from its own stream (its index). */
+  sampling: SamplingParams;
+  stopIds: number[];
+  maxIterations: number;
+  /** The first turn's request (prompt appended), or null when the episode cannot start. */
+  firstTurn(episode: Episode): TurnRequest | null;
+  /** Folds a sampled turn into the rollout; the episode's pendingCalls become the turn's calls. */
+  fold(request: TurnRequest, out: Pick<GenerateOutput, 'tokens' | 'logprobs'>): void;
+  /**
+   * Runs the episode's pending calls (bounded by the call timeout and the episode deadline) and returns
+   * the next turn's request, or null when the episode is over. Env trouble never rejects (it ends the
+   * episode as unscorable); only a rollout bug does, e.g. a chat template that is not prefix-preserving.
+   */
+  toolTurn(episode: Episode): Promise<TurnRequest | null>;
+  /** Ends an episode that ran past its deadline: unscorable, counted as timed out. */
+  timeOut(episode: Episode, what: string): void;
+  stats: RolloutStats;
+}
+
+/** Engine generate with the time counted as GPU-busy. */
+export async function timedGenerate(driver: EpisodeDriver, req: Parameters<RolloutEngine['generate']>[0]): Promise<GenerateOutput[]> {
+  const t0 = performance.now();
+  try {
+    return await driver.engine.generate(req);
+  } finally {
+    driver.stats.generateMs += performance.now() - t0;
+  }
+}

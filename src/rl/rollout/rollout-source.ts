@@ -1,0 +1,55 @@
+// The trainer's rollout source over a task's envs, shared by the CLI and the app's worker: reseeds the
+// env games per generation (a run's games are a function of (seed, generation)), plays the batch with
+// runRollouts, and can start the NEXT generation's resets while the current one trains (prefetch; at
+// most one generation ahead), so env connection and reset latency overlap the optimizer step.
+
+import type { TextTokenizer } from '../../model/tokenizer.ts';
+import type { EnvFactory } from './env.ts';
+import { hashInts } from '../random.ts';
+import { prepareResets, runRollouts, type PreparedResets, type Rollout, type RolloutConfig, type RolloutEngine } from './rollout.ts';
+import type { GenerationRequest } from '../grpo/trainer.ts';
+
+export interface RolloutSourceOptions {
+  engine: RolloutEngine;
+  tokenizer: TextTokenizer;
+  envFactory: EnvFactory;
+  /** Seeded env episodes (solvers.ts seededEpisodes): reseeded per generation. */
+  episodes?: { reseed(next: number): void };
+  config: RolloutConfig;
+  template?: string;
+  /** Continuous scheduler's decode batch cap: the sequence count the memory plan was checked for (default unbounded). */
+  maxBatchSize?: number;
+}
+
+export interface EnvRolloutSource {
+  rollouts(req: GenerationRequest): Promise<Rollout[]>;
+  /** Starts the resets of `next` now (the trainer calls it once the current generation's rewards are in). */
+  prefetch(next: GenerationRequest): void;
+}
+
+export function envRolloutSource(opts: RolloutSourceOptions): EnvRolloutSource {
+  let ahead: { seed: number; resets: PreparedResets } | null = null;
+  const start = (req: GenerationRequest): PreparedResets => {
+    opts.episodes?.reseed(hashInts(req.seed, 0x5eed));
+    return prepareResets(opts.envFactory, req.rows, opts.config);
+  };
+  return {
+    prefetch(next) {
+      if (ahead) return; // bounded: one generation ahead at most
+      ahead = { seed: next.seed, resets: start(next) };
+    },
+    async rollouts(req) {
+      const pending = ahead;
+      ahead = null;
+      let resets: PreparedResets;
+      if (pending && pending.seed === req.seed && pending.resets.rows === req.rows) resets = pending.resets;
+      else {
+        // A prefetch for another batch runs on the same pooled env instances: let it finish, then reset anew.
+        if (pending) await pending.resets.outcomes;
+        resets = start(req);
+      }
+      const { engine, tokenizer, config, template } = opts;
+      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize });
+    },
+  };
+}

@@ -1,0 +1,378 @@
+// One generation batch of multi-turn, tool-calling episodes (grpo-semantics.md §4–§8), TRL's
+// `_generate` + `_tool_call_loop` on webgrpo's engine. Tool results enter the token stream by
+// concatenating the suffix ids of a dummy render (never by re-tokenizing the conversation), and those
+// suffix tokens are masked from the loss. WHEN each episode decodes is the scheduler's choice
+// (rollout-lockstep.ts: every live episode per turn, waiting for all env replies; rollout-continuous.ts:
+// each episode rejoins the next decode step as soon as its env reply is in); WHAT an episode records is
+// decided here, and every episode samples from its own stream, so both give the same rollouts.
+
+import type { ToolCall } from '../../model/chat-template.ts';
+import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
+import type { TextTokenizer } from '../../model/tokenizer.ts';
+import { EnvPool, envTools, toolSchemaOf, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
+import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type RolloutEngine, type RolloutStats, type TurnRequest } from './episode.ts';
+import { parseResponse } from './parse.ts';
+import { runContinuous } from './rollout-continuous.ts';
+import { runLockstep } from './rollout-lockstep.ts';
+import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
+import { executeToolCalls, type ToolMessage } from './tools.ts';
+
+export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
+
+export type RolloutScheduler = 'lockstep' | 'continuous';
+
+/** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys). */
+export interface RolloutConfig {
+  max_completion_length: number;
+  /** null/undefined = unbounded (TRL default). */
+  max_tool_calling_iterations?: number | null;
+  temperature: number;
+  top_p: number;
+  top_k: number;
+  chat_template_kwargs?: Record<string, unknown> | null;
+  /** Default 'lockstep'. */
+  rollout_scheduler?: RolloutScheduler;
+  /** Wall-clock cap of one episode after its reset (the reset itself is capped by it too); past it the episode is closed as unscorable. null = none. */
+  episode_timeout_s?: number | null;
+  /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
+  env_call_timeout_s?: number | null;
+  /** A failing tool call repeated more than this many times makes its turn stubborn (default 2). */
+  stubborn_threshold?: number;
+}
+
+export interface RunRolloutsOptions {
+  engine: RolloutEngine;
+  tokenizer: TextTokenizer;
+  /** One rollout per row (rows already repeated `num_generations` times, adjacent). */
+  rows: DatasetRow[];
+  /** Instances are pooled per factory: rollout slot i reuses the same instance across calls (TRL). */
+  envFactory: EnvFactory;
+  config: RolloutConfig;
+  /** Sampling seed of this batch; each turn derives its own. */
+  seed: number;
+  /** Chat template override; by default the checkpoint's, swapped for the training variant with tools. */
+  template?: string;
+  /** Continuous scheduler: most sequences in one decode step (from the memory plan); default unbounded. */
+  maxBatchSize?: number;
+  /** Continuous scheduler: how long a decode step waits for more env replies when the batch is not full (ms, default 2). */
+  batchWindowMs?: number;
+  /** Filled with decode/env counters of this batch (benchmarks). */
+  stats?: RolloutStats;
+  /** Resets already started for exactly these rows (prepareResets), e.g. while the previous generation trained. */
+  prefetched?: PreparedResets;
+}
+
+/** Resets in flight for one generation batch (prepareResets). */
+export interface PreparedResets {
+  rows: DatasetRow[];
+  /** Rollout slot i's env instance (the factory's pool). */
+  envs: ToolEnv[];
+  /** Each reset's observation, or its failure, or a timeout past `resetLimit`. Never rejects. */
+  outcomes: Promise<PromiseSettledResult<Bounded<string | null>>[]>;
+  /** ms; Infinity = none. */
+  resetLimit: number;
+}
+
+/**
+ * Starts one reset per row (pooled env instance per slot, TRL's order), bounded by env_call_timeout_s
+ * and episode_timeout_s. runRollouts calls it itself; a trainer calls it one generation ahead so that the
+ * resets' network time overlaps the optimizer step (at most one generation is prefetched).
+ */
+export function prepareResets(envFactory: EnvFactory, rows: DatasetRow[], config: Pick<RolloutConfig, 'episode_timeout_s' | 'env_call_timeout_s'>): PreparedResets {
+  rows.forEach((row, i) => {
+    if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
+  });
+  const resetLimit = Math.min(seconds(config.env_call_timeout_s, 'env_call_timeout_s'), seconds(config.episode_timeout_s, 'episode_timeout_s'));
+  const envs = poolFor(envFactory).take(rows.length);
+  const outcomes = Promise.allSettled(rows.map(async (row, i) => bounded(Promise.resolve().then(() => envs[i]!.reset(row)), resetLimit)));
+  return { rows, envs, outcomes, resetLimit };
+}
+
+const pools = new WeakMap<EnvFactory, EnvPool>();
+
+function poolFor(factory: EnvFactory): EnvPool {
+  let pool = pools.get(factory);
+  if (!pool) pools.set(factory, (pool = new EnvPool(factory)));
+  return pool;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export interface SuffixContext {
+  tokenizer: TextTokenizer;
+  template: string;
+  chatTemplateKwargs?: Record<string, unknown> | null;
+}
+
+/**
+ * The text between an assistant turn's `<|im_end|>` and the next turn's first sampled token (§7):
+ * render [user, assistant(call)] (A) and A + tool messages + generation prompt (B) with the same template
+ * and kwargs, cut A after its last eos, and return B minus A.
+ */
+export function toolSuffixText(ctx: SuffixContext, toolMessages: readonly ToolMessage[]): string {
+  if (toolMessages.length === 0) throw new Error('toolSuffixText: no tool messages');
+  const call = { type: 'function' as const, function: { name: toolMessages[0].name, arguments: {} } };
+  const dummy: ChatMessage[] = [
+    { role: 'user', content: 'dummy' },
+    { role: 'assistant', content: '', tool_calls: [call] },
+  ];
+  const common = { chatTemplateKwargs: ctx.chatTemplateKwargs, specialTokens: templateSpecialTokens(ctx.tokenizer) };
+  const a = renderChat(ctx.template, dummy, { ...common, addGenerationPrompt: false });
+  const b = renderChat(ctx.template, [...dummy, ...toolMessages], { ...common, addGenerationPrompt: true });
+  const eos = ctx.tokenizer.eosToken;
+  const cut = a.lastIndexOf(eos);
+  const prefix = cut >= 0 ? a.slice(0, cut + eos.length) : a;
+  if (!b.startsWith(prefix)) throw new Error('the chat template is not prefix-preserving: tool suffix ids cannot be derived');
+  return b.slice(prefix.length);
+}
+
+/** Suffix ids: the suffix STRING tokenized whole (it starts right after a special token, so this is exact). */
+export function toolSuffixIds(ctx: SuffixContext, toolMessages: readonly ToolMessage[]): number[] {
+  return ctx.tokenizer.encode(toolSuffixText(ctx, toolMessages));
+}
+
+/** A copy of the row's prompt with the reset observation appended to the last message (no separator, §1). */
+export function promptWithObservation(row: DatasetRow, observation: string | null): ChatMessage[] {
+  if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error("a dataset row's 'prompt' must be a non-empty list of messages");
+  const prompt = structuredClone(row.prompt);
+  if (observation !== null) {
+    const last = prompt[prompt.length - 1];
+    if (typeof last.content !== 'string') throw new Error('the last prompt message has no text content to append the observation to');
+    last.content += observation;
+  }
+  return prompt;
+}
+
+export interface PromptRenderInput {
+  tokenizer: TextTokenizer;
+  template: string;
+  /** The prompt messages, observation already folded in. */
+  prompt: readonly ChatMessage[];
+  tools: readonly Tool[];
+  chatTemplateKwargs?: Record<string, unknown> | null;
+}
+
+/** The exact prompt the model sees (§4): rendered with the env's tool schemas and the generation prompt. */
+export function renderPrompt(input: PromptRenderInput): { text: string; ids: number[] } {
+  const schemas = input.tools.map(toolSchemaOf);
+  const text = renderChat(input.template, input.prompt, {
+    tools: schemas.length > 0 ? schemas : null,
+    addGenerationPrompt: true,
+    chatTemplateKwargs: input.chatTemplateKwargs,
+    specialTokens: templateSpecialTokens(input.tokenizer),
+  });
+  return { text, ids: input.tokenizer.encode(text) };
+}
+
+/** Outcome of an env call raced against a time limit. */
+export type Bounded<T> = { done: true; value: T } | { done: false };
+
+/** Races `work` against `ms` (Infinity = no limit); a late result is dropped. */
+async function bounded<T>(work: Promise<T>, ms: number): Promise<Bounded<T>> {
+  if (!Number.isFinite(ms)) return { done: true, value: await work };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<Bounded<T>>((resolve) => (timer = setTimeout(() => resolve({ done: false }), Math.max(0, ms))));
+  try {
+    return await Promise.race([work.then((value): Bounded<T> => ({ done: true, value })), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function seconds(s: number | null | undefined, key: string): number {
+  if (s === null || s === undefined) return Infinity;
+  if (!(typeof s === 'number' && s > 0)) throw new Error(`${key} must be a number of seconds > 0 (or null), got ${s}`);
+  return s * 1000;
+}
+
+/** A failing call's identity: its name and its arguments with keys in a fixed order. */
+function callKey(call: ToolCall): string {
+  const canonical = (v: unknown): unknown =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+      : Array.isArray(v) ? v.map(canonical) : v;
+  return JSON.stringify([call.function.name, canonical(call.function.arguments)]);
+}
+
+export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> {
+  const t0 = performance.now();
+  const { engine, tokenizer, rows, config } = opts;
+  if (!(config.max_completion_length >= 1)) throw new Error(`max_completion_length must be ≥ 1, got ${config.max_completion_length}`);
+  const episodeMs = seconds(config.episode_timeout_s, 'episode_timeout_s');
+  const callMs = seconds(config.env_call_timeout_s, 'env_call_timeout_s');
+  const stubbornThreshold = config.stubborn_threshold ?? 2;
+  if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
+  const scheduler = config.rollout_scheduler ?? 'lockstep';
+  if (scheduler !== 'lockstep' && scheduler !== 'continuous') throw new Error(`rollout_scheduler must be 'lockstep' or 'continuous', got '${String(scheduler)}'`);
+  const maxModelLen = engine.config.maxPositionEmbeddings;
+  const kwargs = config.chat_template_kwargs ?? null;
+  const stats = opts.stats ?? emptyRolloutStats();
+
+  const templates = new Map<boolean, string>();
+  const templateFor = (hasTools: boolean): string => {
+    if (opts.template !== undefined) return opts.template;
+    let t = templates.get(hasTools);
+    if (t === undefined) templates.set(hasTools, (t = rolloutChatTemplate(tokenizer, { hasTools })));
+    return t;
+  };
+  const suffixCtx = (): SuffixContext => ({ tokenizer, template: templateFor(true), chatTemplateKwargs: kwargs });
+
+  // 1. Reset every env (one connection per episode, all at once) — or take the resets prefetched while
+  // the previous generation trained — and render each prompt.
+  const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config);
+  if (resets.rows !== rows) throw new Error('runRollouts: the prefetched resets were started for other rows');
+  const { envs, resetLimit } = resets;
+  const observations = await resets.outcomes;
+  const deadline = performance.now() + episodeMs;
+  const episodes: Episode[] = rows.map((row, i) => {
+    const env = envs[i];
+    const tools = envTools(env);
+    const outcome = observations[i];
+    const observation = outcome.status === 'fulfilled' && outcome.value.done ? (outcome.value.value ?? null) : null;
+    const prompt = promptWithObservation(row, observation);
+    const rollout: Rollout = {
+      row, prompt, promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
+      truncated: false, env, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
+    };
+    if (outcome.status === 'rejected') rollout.error = `reset failed: ${errorText(outcome.reason)}`;
+    else if (!outcome.value.done) {
+      rollout.error = `reset timed out after ${resetLimit / 1000} s`;
+      rollout.timedOut = true;
+    }
+    rollout.promptIds = renderPrompt({ tokenizer, template: templateFor(tools.length > 0), prompt, tools, chatTemplateKwargs: kwargs }).ids;
+    if (!rollout.error && rollout.promptIds.length >= maxModelLen) {
+      rollout.error = `prompt of ${rollout.promptIds.length} tokens does not fit max_position_embeddings ${maxModelLen}`;
+    }
+    return { index: i, rollout, tools, pendingCalls: [], iterations: 0, deadline, failedCalls: new Map(), closed: false, lastTurn: [0, 0] };
+  });
+
+  const closeEnv = async (episode: Episode): Promise<void> => {
+    if (episode.closed) return;
+    episode.closed = true;
+    await episode.rollout.env.close?.();
+  };
+
+  const driver: EpisodeDriver = {
+    engine,
+    sampling: { temperature: config.temperature, topP: config.top_p, topK: config.top_k, seed: opts.seed >>> 0 },
+    stopIds: [tokenizer.eosTokenId],
+    maxIterations: config.max_tool_calling_iterations ?? Infinity,
+    stats,
+    firstTurn: (episode) => {
+      if (episode.rollout.error) return null;
+      return {
+        episode,
+        append: episode.rollout.promptIds,
+        first: true,
+        maxNewTokens: Math.min(config.max_completion_length, maxModelLen - episode.rollout.promptIds.length),
+      };
+    },
+    fold: (request, out) => foldTurn(tokenizer, request, out),
+    toolTurn: async (episode) => {
+      stats.envSteps++;
+      const limit = Math.min(callMs, episode.deadline - performance.now());
+      const result = await bounded(runToolTurn(episode, suffixCtx(), config, maxModelLen, stubbornThreshold), limit);
+      if (result.done) return result.value;
+      driver.timeOut(episode, limit === callMs ? `an env call took over env_call_timeout_s = ${callMs / 1000}` : `episode_timeout_s = ${episodeMs / 1000}`);
+      return null;
+    },
+    timeOut: (episode, what) => {
+      episode.rollout.error = `episode timed out: ${what}`;
+      episode.rollout.timedOut = true;
+      episode.pendingCalls = [];
+      // The env call may still be running: closing the session ends it, and nothing waits for it.
+      void closeEnv(episode).catch(() => undefined);
+    },
+  };
+
+  try {
+    if (scheduler === 'continuous') await runContinuous(episodes, driver, { maxBatchSize: opts.maxBatchSize ?? Infinity, batchWindowMs: opts.batchWindowMs ?? 2 });
+    else await runLockstep(episodes, driver);
+  } finally {
+    for (const e of episodes) if (e.seq) engine.releaseSequence(e.seq);
+    await Promise.allSettled(episodes.map(closeEnv));
+  }
+
+  const endIds = new Set([tokenizer.eosTokenId, ...(tokenizer.padTokenId === null ? [] : [tokenizer.padTokenId])]);
+  for (const { rollout } of episodes) {
+    const last = rollout.completionIds[rollout.completionIds.length - 1];
+    rollout.truncated = rollout.completionIds.length > 0 && !endIds.has(last);
+  }
+  stats.wallMs += performance.now() - t0;
+  return episodes.map((e) => e.rollout);
+}
+
+/**
+ * Executes an episode's pending calls and, budget permitting, returns the next turn's request (suffix
+ * appended, budget left). Over budget, the iteration's tool messages are rolled back and the episode ends
+ * with its unexecuted `…</tool_call><|im_end|>` (§7).
+ */
+async function runToolTurn(episode: Episode, ctx: SuffixContext, config: RolloutConfig, maxModelLen: number, stubbornThreshold: number): Promise<TurnRequest | null> {
+  const { rollout } = episode;
+  const calls = episode.pendingCalls;
+  episode.pendingCalls = [];
+  episode.iterations++;
+  const result = await executeToolCalls(episode.tools, calls);
+  if (rollout.error) return null; // timed out while the calls ran: the episode is already closed
+  rollout.toolCalls += result.calls;
+  rollout.toolFailures += result.failures;
+  markStubborn(episode, result.failedCalls, stubbornThreshold);
+  const suffix = toolSuffixIds(ctx, result.messages);
+  const used = rollout.completionIds.length + suffix.length;
+  if (used > config.max_completion_length || rollout.promptIds.length + used >= maxModelLen) return null;
+  rollout.completion.push(...result.messages);
+  return {
+    episode,
+    append: suffix,
+    first: false,
+    maxNewTokens: Math.min(config.max_completion_length - used, maxModelLen - rollout.promptIds.length - used),
+  };
+}
+
+/**
+ * Stubborn steps (WebGym; our definition, specs/browsergym.md §7 leaves it open): a failing call whose
+ * exact (name, arguments) already failed MORE than `threshold` times earlier in the episode is a stubborn
+ * repeat, and so is the turn that made it: that turn's sampled tokens are flagged in stubbornMask.
+ */
+function markStubborn(episode: Episode, failed: readonly ToolCall[], threshold: number): void {
+  const { rollout } = episode;
+  let stubborn = 0;
+  for (const call of failed) {
+    const key = callKey(call);
+    const before = episode.failedCalls.get(key) ?? 0;
+    episode.failedCalls.set(key, before + 1);
+    if (before > threshold) stubborn++;
+  }
+  if (stubborn === 0) return;
+  rollout.stubbornCalls += stubborn;
+  const [from, to] = episode.lastTurn;
+  for (let t = from; t < to; t++) rollout.stubbornMask[t] = 1;
+}
+
+/** Folds one sampled turn (possibly empty: budget spent) into the rollout and parses its tool calls. */
+function foldTurn(tokenizer: TextTokenizer, request: TurnRequest, out: { tokens: number[]; logprobs: number[] }): void {
+  const { episode } = request;
+  const { rollout } = episode;
+  const stopIds = [tokenizer.eosTokenId];
+  const stopAt = out.tokens.findIndex((t) => stopIds.includes(t));
+  if (stopAt >= 0 && stopAt < out.tokens.length - 1) throw new Error('engine generated past a stop token');
+  if (out.tokens.length > request.maxNewTokens) throw new Error(`engine generated ${out.tokens.length} tokens, over maxNewTokens ${request.maxNewTokens}`);
+  if (out.logprobs.length !== out.tokens.length) throw new Error('engine returned logprobs and tokens of different lengths');
+  const suffix = request.first ? [] : request.append;
+  rollout.completionIds.push(...suffix);
+  rollout.toolMask.push(...suffix.map(() => 0));
+  rollout.stubbornMask.push(...suffix.map(() => 0));
+  rollout.logprobs.push(...suffix.map(() => 0));
+  const start = rollout.completionIds.length;
+  rollout.completionIds.push(...out.tokens);
+  rollout.toolMask.push(...out.tokens.map(() => 1));
+  rollout.stubbornMask.push(...out.tokens.map(() => 0));
+  rollout.logprobs.push(...out.logprobs);
+  episode.lastTurn = [start, rollout.completionIds.length];
+  if (out.tokens.length === 0) return;
+  const message = parseResponse(tokenizer, out.tokens);
+  rollout.completion.push(message);
+  episode.pendingCalls = message.tool_calls ?? [];
+}

@@ -1,0 +1,99 @@
+// The `browsergym` task: TRL's text-only BrowserGym example as data (specs/browsergym.md §6.2,
+// §6.7) plus a task mix. TRL trains one MiniWoB task (`--task-name click-test`); here a run can
+// also name a list of tasks, or the easy-biased mix WebGym found learns fastest while the harder
+// tasks keep pushing (§7): each dataset row carries its `task_name`, which reset passes on.
+
+import type { DatasetRow } from '../rollout/env.ts';
+import { BROWSERGYM_DATASET_PROMPT, BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
+import { openEnvEpisodes } from './envs/episode.ts';
+import type { ExampleTask } from './task.ts';
+import { hashInts } from '../random.ts';
+import type { RewardFunction } from '../grpo/rewards.ts';
+
+/** The env-server's tasks by difficulty with TRL's five tools (choose-list needs the combobox typed into). */
+export const BROWSERGYM_TIERS = {
+  easy: ['click-test', 'click-test-2', 'focus-text', 'click-dialog', 'click-button', 'enter-text'],
+  medium: ['click-button-sequence', 'click-dialog-2', 'focus-text-2', 'enter-text-2', 'enter-text-dynamic', 'click-option', 'click-tab', 'click-collapsible', 'unicode-test', 'click-widget'],
+  hard: ['click-checkboxes', 'enter-password', 'login-user', 'simple-arithmetic', 'choose-list'],
+} as const;
+
+export const BROWSERGYM_TASK_NAMES: readonly string[] = [...BROWSERGYM_TIERS.easy, ...BROWSERGYM_TIERS.medium, ...BROWSERGYM_TIERS.hard];
+
+/** Sampling weight per tier in the `mix`: easy tasks 3×, medium 2×, hard 1× (an assumption; WebGym gives no numbers). */
+const TIER_WEIGHT = { easy: 3, medium: 2, hard: 1 } as const;
+
+/** One task, a list, or `mix` (every task, easy-biased). */
+export type BrowserGymMix = readonly string[] | 'mix';
+
+/** `click-test`, `click-test,enter-text` or `mix` → a mix; unknown names are an error naming the known ones. */
+export function parseBrowserGymMix(spec: string): BrowserGymMix {
+  if (spec === 'mix') return 'mix';
+  const names = spec.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (names.length === 0) throw new Error('browsergym: name at least one task (or mix)');
+  for (const name of names) {
+    if (!BROWSERGYM_TASK_NAMES.includes(name)) throw new Error(`browsergym: unknown task '${name}' (have ${BROWSERGYM_TASK_NAMES.join(', ')}, or mix)`);
+  }
+  return names;
+}
+
+/** The task of dataset row `i`: a list cycles; the mix draws by tier weight from a fixed hash. */
+export function mixTaskAt(mix: BrowserGymMix, i: number): string {
+  if (mix !== 'mix') return mix[i % mix.length]!;
+  const weighted = (Object.keys(BROWSERGYM_TIERS) as (keyof typeof BROWSERGYM_TIERS)[]).flatMap((tier) =>
+    BROWSERGYM_TIERS[tier].map((name) => ({ name, weight: TIER_WEIGHT[tier] })),
+  );
+  const total = weighted.reduce((sum, t) => sum + t.weight, 0);
+  let r = hashInts(0xb6, i) % total;
+  for (const t of weighted) {
+    if (r < t.weight) return t.name;
+    r -= t.weight;
+  }
+  throw new Error('unreachable');
+}
+
+function rewardFunction(): RewardFunction {
+  const fn: RewardFunction = ({ environments }) =>
+    environments.map((env, i) => {
+      if (!(env instanceof BrowserGymToolEnv)) throw new Error(`reward function: environment ${i} is not a BrowserGymToolEnv`);
+      return rewardCompletion(env);
+    });
+  Object.defineProperty(fn, 'name', { value: 'reward_completion' });
+  return fn;
+}
+
+/** The example task over a mix (default: TRL's click-test). */
+export function browsergymTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
+  return {
+    name: 'browsergym',
+    dataset: (size = 1000): DatasetRow[] =>
+      Array.from({ length: size }, (_, i) => ({
+        prompt: [
+          { role: 'system', content: BROWSERGYM_SYSTEM_PROMPT },
+          { role: 'user', content: BROWSERGYM_DATASET_PROMPT },
+        ],
+        task_name: mixTaskAt(mix, i),
+      })),
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const url = urls.browsergym;
+      if (!url) throw new Error('the browsergym env needs a base URL');
+      return () => new BrowserGymToolEnv(url, open);
+    },
+    rewardFuncs: [rewardFunction()],
+    // browsergym_llm.py's GRPOConfig arguments (§6.7); vLLM and trackio settings have no counterpart here.
+    config: {
+      chat_template_kwargs: { enable_thinking: false },
+      learning_rate: 5e-6,
+      weight_decay: 0.0,
+      gradient_accumulation_steps: 32,
+      per_device_train_batch_size: 1,
+      warmup_steps: 10,
+      num_generations: 4,
+      max_completion_length: 1024,
+      temperature: 0.7,
+      top_k: 50,
+      num_train_epochs: 1,
+      logging_steps: 1,
+      save_steps: 50,
+    },
+  };
+}

@@ -1,0 +1,152 @@
+// TRL's OpenEnv examples (examples/scripts/openenv/{echo,catch,wordle,multi_env}.py, grpo-semantics.md
+// §14) as data: their prompts and datasets, env factories over an OpenEnv base URL, reward functions
+// (named as in the scripts, so metrics read `rewards/<name>/mean`) and GRPOConfig overrides.
+
+import type { DatasetRow } from '../rollout/env.ts';
+import { CatchEnv, catchReward } from './envs/catch.ts';
+import { EchoToolEnv } from './envs/echo.ts';
+import { openEnvEpisodes } from './envs/episode.ts';
+import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
+import { WordleEnv } from './envs/wordle.ts';
+import { browsergymTask } from './browsergym-task.ts';
+import type { RewardFunction } from '../grpo/rewards.ts';
+import type { ExampleName, ExampleTask } from './task.ts';
+
+export type { ChatTemplateTask, EnvUrlName, ExampleName, ExampleTask } from './task.ts';
+
+export const ECHO_PROMPTS = [
+  "Try to echo 'Hello World!' in the environment.",
+  "Make the environment echo 'Goodbye World!'",
+  "Can you ask the environment to echo 'TRL is great!'?",
+  "What happens if you ask the environment to echo 'I love RLHF!'?",
+  "Try to make the environment echo 'OpenEnv is awesome!'",
+];
+
+export const CATCH_PROMPT = `You are an AI agent playing the game **Catch**.
+
+### Game Description
+- The game is played on a **10×5 grid**.
+- There is one **falling ball** and one **paddle** that you control at the bottom.
+- The objective is to **move the paddle left or right to catch the ball** as it falls.
+- The episode ends when the ball reaches the bottom row:
+  - You get **+1 reward** if you catch it.
+  - You get **–1 reward** if you miss it.
+
+### Observation Format
+Each observation is a flattened 10x5 grid (list of 50 floats).
+- 1.0 → occupied (ball or paddle)
+- 0.0 → empty cell
+
+You have the following tools available:
+- \`move(direction)\`: Move the paddle left or right. Direction must be "left" or "right".
+- \`stay\`: Do nothing and let the ball fall one step.
+
+Observe the grid, determine where the ball is relative to the paddle, then move accordingly.
+`;
+
+export const WORDLE_PROMPT = `You are an expert Wordle solver with deep knowledge of English vocabulary, letter frequency patterns, and optimal guessing strategies.
+
+Follow these rules to play Wordle:
+
+1. The target is a 5-letter English word
+2. You have 6 attempts to guess the correct word
+3. After each guess, you receive color-coded feedback:
+   - GREEN (G): Letter is correct and in the correct position
+   - YELLOW (Y): Letter is in the word but in the wrong position
+   - GRAY (X): Letter is not in the word at all
+4. All guesses must be valid 5-letter English words
+5. You cannot reuse a word you've already guessed
+6. Use the tool \`guess\` to make a guess.
+`;
+
+function userRow(content: string, extra: Record<string, unknown> = {}): DatasetRow {
+  return { prompt: [{ role: 'user', content }], ...extra };
+}
+
+/** TRL names reward metrics after the Python function; here the name is set explicitly. */
+function named(name: string, fn: RewardFunction): RewardFunction {
+  Object.defineProperty(fn, 'name', { value: name });
+  return fn;
+}
+
+function need(urls: Partial<Record<string, string>>, name: string): string {
+  const url = urls[name];
+  if (!url) throw new Error(`the ${name} env needs a base URL`);
+  return url;
+}
+
+function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[]) => T): T[] {
+  return environments.map((env, i) => {
+    if (!(env instanceof Class)) throw new Error(`reward function: environment ${i} is not a ${Class.name}`);
+    return env;
+  });
+}
+
+export const EXAMPLES: Record<ExampleName, ExampleTask> = {
+  echo: {
+    name: 'echo',
+    dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const url = need(urls, 'echo');
+      return () => new EchoToolEnv(url, open);
+    },
+    rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, EchoToolEnv).map((env) => env.reward))],
+    config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 2 },
+  },
+  catch: {
+    name: 'catch',
+    dataset: (size = 1000) => Array.from({ length: size }, () => userRow(CATCH_PROMPT)),
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const url = need(urls, 'catch');
+      return () => new CatchEnv(url, open);
+    },
+    rewardFuncs: [named('reward_from_env', ({ environments }) => envsOf(environments, CatchEnv).map(catchReward))],
+    config: {
+      chat_template_kwargs: { enable_thinking: false },
+      log_completions: true,
+      logging_steps: 1,
+      num_train_epochs: 1,
+      per_device_train_batch_size: 2,
+      num_generations: 8,
+      max_completion_length: 4096,
+      gradient_accumulation_steps: 16,
+    },
+  },
+  wordle: {
+    name: 'wordle',
+    dataset: (size = 1000) => Array.from({ length: size }, () => userRow(WORDLE_PROMPT)),
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const url = need(urls, 'wordle');
+      return () => new WordleEnv(url, open);
+    },
+    rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, WordleEnv).map((env) => env.reward))],
+    config: {
+      chat_template_kwargs: { enable_thinking: false },
+      log_completions: true,
+      logging_steps: 1,
+      num_train_epochs: 1,
+      num_generations: 4,
+      learning_rate: 1e-6,
+      gradient_accumulation_steps: 64,
+      max_completion_length: 1024,
+    },
+  },
+  multi: {
+    name: 'multi',
+    dataset: (size = 500) => [
+      ...Array.from({ length: size }, () => userRow(WORDLE_PROMPT, { env: 'wordle' })),
+      ...Array.from({ length: size }, () => userRow(CATCH_PROMPT, { env: 'catch' })),
+    ],
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const routes = { wordle: need(urls, 'wordle'), catch: need(urls, 'catch') };
+      return () => new MultiEnv(routes, open);
+    },
+    rewardFuncs: [
+      named('wordle_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiWordleReward)),
+      named('catch_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiCatchReward)),
+    ],
+    config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
+  },
+  // TRL's browsergym_llm.py; other task mixes: browsergymTask() in browsergym-task.ts.
+  browsergym: browsergymTask(),
+};
