@@ -17,7 +17,7 @@ export const DEMO_RECIPE = {
   seed: 7,
   /** Compact-catch games and the share of their moves that are random instead of scripted. */
   catchEpisodes: 64,
-  catchRandomActions: 0.75,
+  catchRandomActions: 0.5,
   /** Echo episodes and the share that echo only a random prefix of the quoted text. */
   echoEpisodes: 40,
   echoPartial: 0.6,

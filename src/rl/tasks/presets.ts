@@ -37,7 +37,8 @@ export const PRESET_CONFIGS: Record<PresetEnv, Record<ModelTier, Record<string, 
   },
   catch: {
     'full-size': { ...COMMON, num_generations: 8, per_device_train_batch_size: 8, max_completion_length: 512, max_tool_calling_iterations: 10, learning_rate: 1e-5, max_steps: 50, sft_steps: 20 },
-    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 16, max_completion_length: 400, max_tool_calling_iterations: 10, learning_rate: 5e-4, max_steps: 12 },
+    // 8 groups a step at lr 2e-3: 2 groups (batch 16) or lr 5e-4 only drift (BENCHMARKS.md, demo catch recipes).
+    tiny: { ...TINY_COMMON, num_generations: 8, per_device_train_batch_size: 64, max_completion_length: 400, max_tool_calling_iterations: 10, learning_rate: 2e-3, max_steps: 12 },
   },
   wordle: {
     'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 6, learning_rate: 1e-6, max_steps: 100, sft_steps: 10 },
