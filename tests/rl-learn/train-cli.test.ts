@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/train.ts';
+import { runTrainCli } from './train-cli-run.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 
@@ -17,16 +18,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function runCli(argv: string[]): Promise<{ code: number; lines: Record<string, unknown>[] }> {
-  const out: string[] = [];
-  const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-  try {
-    const code = await run(argv);
-    return { code, lines: out.map((l) => JSON.parse(l) as Record<string, unknown>) };
-  } finally {
-    spy.mockRestore();
-  }
-}
+const runCli = runTrainCli;
 
 describe('webgrpo train', () => {
   it('rejects bad arguments with a clear message', async () => {

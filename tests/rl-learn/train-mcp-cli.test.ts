@@ -6,9 +6,10 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/train.ts';
+import { runTrainCli } from './train-cli-run.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { ECHO_PROMPTS } from '../../src/rl/tasks/prompts.ts';
 import { echoTarget } from '../../src/rl/tasks/solvers.ts';
@@ -39,16 +40,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function runCli(argv: string[]): Promise<{ code: number; lines: Record<string, unknown>[] }> {
-  const out: string[] = [];
-  const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-  try {
-    const code = await run(argv);
-    return { code, lines: out.map((l) => JSON.parse(l) as Record<string, unknown>) };
-  } finally {
-    spy.mockRestore();
-  }
-}
+const runCli = runTrainCli;
 
 const TINY_RUN = [
   '--num_generations', '2', '--per_device_train_batch_size', '2', '--max_completion_length', '16',
