@@ -9,6 +9,7 @@ import type { GRPOConfig } from '../src/rl/config.ts';
 import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
 import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
 import { runTask } from './run-task.ts';
+import type { DatasetRow } from '../src/rl/rollout/env.ts';
 
 /** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */
 export const EVAL_SEED_BASE = 1_000_000;
@@ -20,6 +21,8 @@ export interface EvaluateInput {
   config: GRPOConfig;
   envName: string;
   envUrl: string;
+  /** envName 'mcp': the run's prompts. */
+  prompts?: DatasetRow[];
   episodes: number;
 }
 
@@ -35,7 +38,7 @@ function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
 
 async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
   // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
-  const task = runTask({ envName: input.envName, envUrl: input.envUrl, tokenizer: input.tokenizer, tinyModel: input.tinyModel });
+  const task = await runTask({ envName: input.envName, envUrl: input.envUrl, tokenizer: input.tokenizer, tinyModel: input.tinyModel, prompts: input.prompts });
   task.episodes.reseed(EVAL_SEED_BASE);
   const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
   const rollouts = await runRollouts({

@@ -1,6 +1,7 @@
 // What a run trains on, from the environment the page chose: TRL's example task for that env (its
 // dataset, tool env class over the env's OpenEnv URL, reward functions, chat template) and, for the
-// SFT warm-up, transcripts from the built-in scripted solver or the JSONL the user uploaded.
+// SFT warm-up, transcripts from the built-in scripted solver or the JSONL the user uploaded. Or, on
+// any MCP environment, the user's own prompts with the env's tools/list and rewards (src/rl/tasks/mcp-task.ts).
 //
 // The built-in tiny model plays catch through the compact variant (src/rl/tasks/compact-catch.ts): the same
 // built-in catch env, tools and reward, but one-word observations and no tool-schema block, so an
@@ -17,10 +18,12 @@ import { parseTranscripts, tokenizeTranscript, type SftExample, type Transcript 
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from '../src/rl/tasks/solvers.ts';
 import { rolloutChatTemplate } from '../src/rl/rollout/templates/select.ts';
 import type { DatasetRow, EnvFactory } from '../src/rl/rollout/env.ts';
+import { mcpTask } from '../src/rl/tasks/mcp-task.ts';
 import type { ToolSchema } from '../src/rl/rollout/schema.ts';
 
 const ENV_NAMES = ['echo', 'catch', 'wordle', 'browsergym'] as const;
-type EnvName = (typeof ENV_NAMES)[number];
+/** A TRL example's env, or 'mcp': the user's prompts on any MCP env. */
+type EnvName = (typeof ENV_NAMES)[number] | 'mcp';
 
 export interface RunTask {
   env: EnvName;
@@ -39,8 +42,8 @@ export interface RunTask {
 }
 
 function envName(name: string): EnvName {
-  if ((ENV_NAMES as readonly string[]).includes(name)) return name as EnvName;
-  throw new Error(`no tool environment for '${name}': the trainer knows TRL's ${ENV_NAMES.join(', ')} tasks (a proxied OpenEnv server must be named after one of them)`);
+  if ((ENV_NAMES as readonly string[]).includes(name) || name === 'mcp') return name as EnvName;
+  throw new Error(`no tool environment for '${name}': the trainer knows TRL's ${ENV_NAMES.join(', ')} tasks, or your own prompts on an MCP environment`);
 }
 
 export interface RunTaskInput {
@@ -49,14 +52,16 @@ export interface RunTaskInput {
   tokenizer: TextTokenizer;
   /** The built-in tiny model: catch runs as the compact variant. */
   tinyModel: boolean;
+  /** envName 'mcp': the prompts the model is given (a run's dataset, cycled). */
+  prompts?: DatasetRow[];
 }
 
-/** The task over the env at `envUrl`. */
-export function runTask(input: RunTaskInput): RunTask {
+/** The task over the env at `envUrl` (an MCP env's tool list is read once, here). */
+export async function runTask(input: RunTaskInput): Promise<RunTask> {
   const env = envName(input.envName);
   const compact = input.tinyModel && env === 'catch';
-  const task: ChatTemplateTask = compact ? COMPACT_CATCH_TASK : EXAMPLES[env];
   const episodes = seededEpisodes(0);
+  const task: ChatTemplateTask = env === 'mcp' ? await mcpTask(input.envUrl, input.prompts ?? [], episodes) : compact ? COMPACT_CATCH_TASK : EXAMPLES[env];
   const envFactory = task.envFactory({ [env]: input.envUrl }, episodes);
   const probe = envFactory();
   return {
@@ -67,7 +72,7 @@ export function runTask(input: RunTaskInput): RunTask {
     rewardFuncs: rewardSources(task.rewardFuncs, probe),
     template: task.template ?? rolloutChatTemplate(input.tokenizer, { hasTools: probe.tools.length > 0 }),
     tools: envToolSchemas(probe),
-    solver: compact ? 'catch-compact' : SOLVERS[env] ? env : null,
+    solver: compact ? 'catch-compact' : env !== 'mcp' && SOLVERS[env] ? env : null,
   };
 }
 

@@ -10,11 +10,11 @@ import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import type { Engine } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/grpo/checkpoint.ts';
-import { configFromObject, DEFAULT_CONFIG, generationBatchSize, type GRPOConfig } from '../src/rl/config.ts';
+import { configFromObject, DEFAULT_CONFIG, type GRPOConfig } from '../src/rl/config.ts';
 import { jsonSafe } from '../src/rl/grpo/metrics.ts';
 import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { rewardWeights } from '../src/rl/grpo/rewards.ts';
-import { adapterFiles, grpo, trainableMode, warmUp } from '../src/rl/run.ts';
+import { adapterFiles, grpo, plannedWorkload, trainableMode, warmUp } from '../src/rl/run.ts';
 import { referenceAfterWarmup, runPlan, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/grpo/trainer.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
@@ -37,6 +37,8 @@ export interface TrainerServiceOptions {
 interface ReadyModel {
   loaded: LoadedModel;
   engine: Engine;
+  /** The sequence count the load-time memory plan was checked for: every run's decode-slot cap. */
+  plannedSequences: number;
 }
 
 /** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
@@ -49,16 +51,11 @@ function isTiny(model: LoadedModel): boolean {
   return modelTierOf(model.checkpoint.config) === 'tiny';
 }
 
-/** Prompt tokens budgeted per sequence in the load-time plan (the example prompts plus tool schemas fit). */
-const PLANNED_PROMPT_TOKENS = 1024;
-
 function memoryPlanFor(model: LoadedModel, gpu: Gpu, weightDtype: 'f16' | 'f32', config: GRPOConfig): MemoryPlan {
   return planMemory({
     config: model.checkpoint.config,
     weightDtype,
-    mode: config.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: config.lora_r, targets: config.lora_target_modules },
-    numSequences: generationBatchSize(config),
-    maxTokensPerSequence: PLANNED_PROMPT_TOKENS + config.max_completion_length,
+    ...plannedWorkload(config),
     limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
   });
 }
@@ -117,7 +114,8 @@ export class TrainerService implements TrainerWorkerApi {
     // f16 storage where the adapter has shader-f16 (full fine-tuning promotes what it trains to f32).
     const plannedDtype = gpu.f16 && choice.weightDtype !== 'f32' ? 'f16' : 'f32';
     if (choice.weightDtype === 'f16' && !gpu.f16) throw new Error('f16 weights need the shader-f16 feature, which this GPU adapter does not have: choose auto or f32');
-    const plan = memoryPlanFor(loaded, gpu, plannedDtype, defaultRunConfig(loaded));
+    const planned = defaultRunConfig(loaded);
+    const plan = memoryPlanFor(loaded, gpu, plannedDtype, planned);
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {
       name: loaded.name,
@@ -139,7 +137,7 @@ export class TrainerService implements TrainerWorkerApi {
       return info;
     }
     const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
-    this.model = { loaded, engine };
+    this.model = { loaded, engine, plannedSequences: plannedWorkload(planned).numSequences };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -170,7 +168,8 @@ export class TrainerService implements TrainerWorkerApi {
     if (this.control) throw new Error('A run is already training in this tab');
     const control = (this.control = new RunControl());
     try {
-      const outcome = await new RunSession(model, opts, events, control, this.options.checkpoints, this.meter).run();
+      const task = await runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded), prompts: opts.prompts });
+      const outcome = await new RunSession(model, task, opts, events, control, this.options.checkpoints, this.meter).run();
       events.onStatus({ status: outcome });
     } catch (err) {
       events.onStatus({ status: 'failed', message: (err as Error).message });
@@ -201,11 +200,11 @@ export class TrainerService implements TrainerWorkerApi {
     return ckpt.runStep;
   }
 
-  async evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]> {
+  async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0]): Promise<EvalRow[]> {
     const { engine, loaded } = this.ready();
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: isTiny(loaded), config, envName: opts.envName, envUrl: opts.envUrl, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: isTiny(loaded), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
 }
 
@@ -219,7 +218,6 @@ type Outcome = 'finished' | 'stopped';
 /** One train() call: SFT warm-up, then GRPO, with pause/stop and per-run checkpoints. */
 class RunSession {
   private readonly config: GRPOConfig;
-  private readonly task: RunTask;
   /** SFT steps of the run: from the options, or from the checkpoint when resuming. */
   private sftTotal: number;
   private readonly grpoTotal: number;
@@ -229,6 +227,7 @@ class RunSession {
 
   constructor(
     private readonly model: ReadyModel,
+    private readonly task: RunTask,
     private readonly opts: RunOptions,
     private readonly events: WorkerEvents,
     private readonly control: RunControl,
@@ -237,7 +236,6 @@ class RunSession {
   ) {
     this.config = configFromObject(withoutUnknownKeys(opts.config));
     if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
-    this.task = runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded) });
     this.sftTotal = opts.sftSteps;
     this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
   }
@@ -349,8 +347,9 @@ class RunSession {
         config: c,
         task: this.task,
         onRollouts: (rollouts) => (this.pendingRollouts = rollouts),
-        // The sequence count the memory plan was checked for (memoryPlanFor).
-        maxBatchSize: generationBatchSize(c),
+        // The sequence count the load-time memory plan was checked for: a larger generation plays in
+        // waves / refilled slots of this many.
+        maxBatchSize: this.model.plannedSequences,
         checkpointStore: this.checkpointStore(),
         resume,
         reference,

@@ -53,7 +53,7 @@ console.error(`build:demo-model — ${engine.gpu.adapterInfo.description || engi
 async function measure(episodes: number): Promise<{ catchRate: number; echoReward: number; echoFull: number }> {
   const result = { catchRate: NaN, echoReward: NaN, echoFull: NaN };
   for (const env of ['catch', 'echo'] as const) {
-    const task = runTask({ envName: env, envUrl: urls[env], tokenizer, tinyModel: true });
+    const task = await runTask({ envName: env, envUrl: urls[env], tokenizer, tinyModel: true });
     task.episodes.reseed(DEMO_RECIPE.evalSeed);
     const config = configFromObject({ ...DEMO_RECIPE.rollout[env], seed: DEMO_RECIPE.evalSeed });
     const rows = Array.from({ length: episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
@@ -80,8 +80,8 @@ try {
   engine.setTrainable({ kind: 'full' });
   const catchRuns = await compactCatchTranscripts({ baseUrl: urls.catch, episodes: DEMO_RECIPE.catchEpisodes, seed: DEMO_RECIPE.seed, randomActions: DEMO_RECIPE.catchRandomActions });
   const echoRuns = await echoTranscripts({ baseUrl: urls.echo, episodes: DEMO_RECIPE.echoEpisodes, seed: DEMO_RECIPE.seed, partial: DEMO_RECIPE.echoPartial });
-  const catchTask = runTask({ envName: 'catch', envUrl: urls.catch, tokenizer, tinyModel: true });
-  const echoTask = runTask({ envName: 'echo', envUrl: urls.echo, tokenizer, tinyModel: true });
+  const catchTask = await runTask({ envName: 'catch', envUrl: urls.catch, tokenizer, tinyModel: true });
+  const echoTask = await runTask({ envName: 'echo', envUrl: urls.echo, tokenizer, tinyModel: true });
   const examples: SftExample[] = [
     ...catchRuns.map((t) => tokenizeTranscript(t, { tokenizer, template: catchTask.template, tools: catchTask.tools, chatTemplateKwargs: DEMO_RECIPE.rollout.catch.chat_template_kwargs })),
     ...echoRuns.map((t) => tokenizeTranscript(t, { tokenizer, template: echoTask.template, tools: echoTask.tools, chatTemplateKwargs: DEMO_RECIPE.rollout.echo.chat_template_kwargs })),

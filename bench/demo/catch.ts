@@ -15,6 +15,7 @@ import { folderCheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runExample } from '../../src/rl/run-example.ts';
+import { plannedWorkload } from '../../src/rl/run.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 function flag(name: string, fallback: number): number {
@@ -53,30 +54,31 @@ const files = await makeTinyCheckpointFiles({ seed: 0, hidden: 32, layers: 1, he
 const ckpt = await openCheckpoint(files);
 const text = (name: string) => new TextDecoder().decode(files.get(name)!);
 const tokenizer = loadTokenizer(text('tokenizer.json'), text('tokenizer_config.json'));
-const engine = await loadEngine(ckpt, { weightDtype: 'f32' });
+const config = configFromObject({
+  train_mode: 'full',
+  seed,
+  sft_steps: sftSteps,
+  sft_batch_size: 2,
+  sft_learning_rate: 2e-2,
+  max_steps: steps,
+  num_generations: 8,
+  per_device_train_batch_size: 16,
+  temperature: 0.7,
+  learning_rate: 5e-4,
+  lr_scheduler_type: 'constant',
+  max_completion_length: 400,
+  save_steps: 10,
+});
+const plan = plannedWorkload(config);
+const engine = await loadEngine(ckpt, { weightDtype: 'f32', plan });
 const server = await createEnvServer({ port: 0 });
 const catchUrl = `${server.url}/envs/catch`;
 console.log(`demo:catch — tiny Qwen3 (${engine.gpu.software ? 'software WebGPU' : 'WebGPU'}), env ${catchUrl}, checkpoints in ${out}`);
 
 try {
   const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 48, seed });
-  const config = configFromObject({
-    train_mode: 'full',
-    seed,
-    sft_steps: sftSteps,
-    sft_batch_size: 2,
-    sft_learning_rate: 2e-2,
-    max_steps: steps,
-    num_generations: 8,
-    per_device_train_batch_size: 16,
-    temperature: 0.7,
-    learning_rate: 5e-4,
-    lr_scheduler_type: 'constant',
-    max_completion_length: 400,
-    save_steps: 10,
-  });
   const catchRates: number[] = [];
-  for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, checkpointStore: folderCheckpointStore(out) })) {
+  for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, checkpointStore: folderCheckpointStore(out), maxBatchSize: plan.numSequences })) {
     if (e.phase === 'sft') {
       console.log(`sft  ${String(e.step).padStart(3)}/${e.totalSteps}  loss ${e.loss.toFixed(3)}`);
       continue;

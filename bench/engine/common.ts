@@ -3,6 +3,7 @@
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import type { Checkpoint } from '../../src/model/types.ts';
+import type { ScoreSequence } from '../../src/engine/types.ts';
 import type { HalfLoads, Qwen3Forward } from '../../src/engine/forward.ts';
 import { packHalf } from '../../src/engine/params.ts';
 import { halfToFloat } from '../../src/model/safetensors.ts';
@@ -114,3 +115,19 @@ export async function matmulPeak(fwd: Qwen3Forward, M: number, N: number, K: num
 
 /** `variant/weights[/halfLoads]`, the name of a peak result. */
 export const peakName = (r: MatmulPeakResult): string => `${r.variant}/${r.weights}${r.halfLoads ? `/${r.halfLoads}` : ''}`;
+
+/**
+ * The train benches' batch: B fixed-id sequences of seqLen tokens, the second half scored, a mean-loss
+ * gradient dL/dlogp = -1/T on every scored token, and a small AdamW step.
+ */
+export function benchTrainBatch(vocabSize: number, B: number, seqLen: number) {
+  const scoreFrom = Math.max(1, Math.floor(seqLen / 2));
+  const sequences: ScoreSequence[] = Array.from({ length: B }, (_, b) => ({
+    ids: Array.from({ length: seqLen }, (_, i) => (i * 31 + b * 17 + 3) % vocabSize),
+    scoreFrom,
+  }));
+  const Ts = B * (seqLen - scoreFrom);
+  const dLdLogp = sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom).fill(-1 / Ts));
+  const opt = { learningRate: 1e-5, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 };
+  return { sequences, dLdLogp, opt, scoredTokens: Ts };
+}

@@ -20,10 +20,10 @@
 //   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, matmulPeak, peakName, median, now, num } from './common.ts';
+import { benchCheckpoint, benchTrainBatch, matmulPeak, peakName, median, now, num } from './common.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import type { LoraTarget, ScoreSequence } from '../../src/engine/types.ts';
+import type { LoraTarget } from '../../src/engine/types.ts';
 
 const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
@@ -69,14 +69,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
   try {
     const cfg = engine.config;
     engine.setTrainable(mode === 'full' ? { kind: 'full' } : { kind: 'lora', lora: { r, alpha, targetModules: ALL_TARGETS, seed: 1 } });
-    const scoreFrom = Math.max(1, Math.floor(seqLen / 2));
-    const sequences: ScoreSequence[] = Array.from({ length: B }, (_, b) => ({
-      ids: Array.from({ length: seqLen }, (_, i) => (i * 31 + b * 17 + 3) % cfg.vocabSize),
-      scoreFrom,
-    }));
-    const Ts = B * (seqLen - scoreFrom);
-    const dLdLogp = sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom).fill(-1 / Ts));
-    const opt = { learningRate: 1e-5, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 };
+    const { sequences, dLdLogp, opt, scoredTokens: Ts } = benchTrainBatch(cfg.vocabSize, B, seqLen);
     const trainStep = async () => {
       const t0 = now();
       await engine.backward({ sequences, temperature: 1, dLdLogp });
@@ -93,7 +86,8 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
     const achieved = flops.matmulFlops / (stepMs / 1000) / 1e9;
     // The step's dominant GEMM shape: T rows through the MLP's (D → F) linear.
     const [M, N, K] = [T, cfg.intermediateSize, cfg.hiddenSize];
-    const peak = await matmulPeak(engine.internals, M, N, K, ['blocked', 'tiled']);
+    // As in the engine bench: software adapters never pick the tiled kernel, and it is 5–10× slower there.
+    const peak = await matmulPeak(engine.internals, M, N, K, gpu.software ? ['blocked'] : ['blocked', 'tiled']);
     const best = peak.reduce((a, b) => (b.gflops > a.gflops ? b : a));
     return {
       adapter: { ...gpu.adapterInfo, software: gpu.software, f16: gpu.f16 },

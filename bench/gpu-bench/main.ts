@@ -4,10 +4,15 @@
 //      reference; the run fails when any logprob differs by more than 1e-4;
 //   2. engine: prefill and decode tokens/s at B = 1 and B = 8, f16 weights, plus the matmul peak
 //      (f32 and real halves, output checked) at Qwen3-0.6B's shapes;
-//   3. train: one LoRA r = 16 training step (all 7 linears, f16 frozen weights) at B = 1 and B = 8.
+//   3. train: one LoRA r = 16 training step (all 7 linears, f16 frozen weights) at B = 1 and B = 8;
+//   4. kernels: GPU time per kernel family of a LoRA train step (B = 1) and a decode step (B = 1, 8),
+//      with FLOPs, bytes and share of the matmul / bandwidth peak (bench/engine/profile.ts).
 // The Qwen3-0.6B-shaped checkpoint is random and generated on the spot (none is carried).
 // Writes one JSON file (--out, default gpu-bench-results.json) and prints a short summary.
-// --small runs the same steps at toy shapes (to test the archive on a CPU adapter).
+// --small runs the same steps at toy shapes (to test the archive on a CPU adapter). The work options
+// keep the shapes and cut the tokens (a CPU adapter needs ~1 s per 0.6B token): --prompt N,
+// --newTokens N, --rounds N (engine), --seqLen N, --trainBatches 1,8, --steps N (train),
+// --matmulSize M,N,K (the peak probe), --kernelReps N (profiled repeats).
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { adapterName, getGpu } from '../../src/engine/gpu.ts';
@@ -20,6 +25,7 @@ import type { Checkpoint, TensorInfo } from '../../src/model/types.ts';
 import { refWeightShapes } from '../../src/engine/reference/weights.ts';
 import { benchEngineForward } from '../engine/forward.ts';
 import { benchTrainStep } from '../engine/train-step.ts';
+import { benchKernels } from '../engine/profile.ts';
 
 const QWEN3_06B = { hidden: '1024', layers: '28', heads: '16', kvHeads: '8', headDim: '128', intermediate: '3072', vocab: '151936' };
 const SMALL = { hidden: '64', layers: '2', heads: '4', kvHeads: '2', headDim: '16', intermediate: '128', vocab: '512' };
@@ -66,7 +72,14 @@ async function parity() {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { small: { type: 'boolean', default: false }, out: { type: 'string', default: 'gpu-bench-results.json' } } });
+  const work = ['prompt', 'newTokens', 'rounds', 'seqLen', 'trainBatches', 'steps', 'matmulSize', 'kernelReps'] as const;
+  const { values } = parseArgs({
+    options: {
+      small: { type: 'boolean', default: false },
+      out: { type: 'string', default: 'gpu-bench-results.json' },
+      ...Object.fromEntries(work.map((k) => [k, { type: 'string' as const }])),
+    },
+  });
   const shape = values.small ? SMALL : QWEN3_06B;
   const gpu = await getGpu();
   const adapter = { name: adapterName(gpu.adapterInfo), ...gpu.adapterInfo, f16: gpu.f16, subgroupSizes: gpu.subgroupSizes, maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize };
@@ -85,11 +98,18 @@ async function main(): Promise<number> {
     save();
   };
   await step('parity', parity);
-  const sizes = values.small ? { prompt: '16', newTokens: '4', seqLen: '16', matmulSize: '64,256,256' } : { prompt: '128', newTokens: '32', seqLen: '256', matmulSize: '256,3072,1024' };
-  await step('engine', () => benchEngineForward({ ...shape, weights: 'f16', prompt: sizes.prompt, newTokens: sizes.newTokens, rounds: '2', matmulSize: sizes.matmulSize }));
-  for (const batch of ['1', '8']) {
-    await step(`train_b${batch}`, () => benchTrainStep({ ...shape, mode: 'lora', r: '16', alpha: '32', batch, seqLen: sizes.seqLen, steps: '2', weights: 'f16' }));
+  const defaults = values.small
+    ? { prompt: '16', newTokens: '4', rounds: '2', seqLen: '16', trainBatches: '1,8', steps: '2', matmulSize: '64,256,256', kernelReps: '3' }
+    : { prompt: '128', newTokens: '32', rounds: '2', seqLen: '256', trainBatches: '1,8', steps: '2', matmulSize: '256,3072,1024', kernelReps: '3' };
+  const sizes = Object.fromEntries(work.map((k) => [k, (values as Record<string, unknown>)[k] as string | undefined ?? defaults[k]])) as typeof defaults;
+  results.work = sizes;
+  await step('engine', () => benchEngineForward({ ...shape, weights: 'f16', prompt: sizes.prompt, newTokens: sizes.newTokens, rounds: sizes.rounds, matmulSize: sizes.matmulSize }));
+  for (const batch of sizes.trainBatches.split(',')) {
+    await step(`train_b${batch}`, () => benchTrainStep({ ...shape, mode: 'lora', r: '16', alpha: '32', batch, seqLen: sizes.seqLen, steps: sizes.steps, weights: 'f16' }));
   }
+  await step('kernels', () => benchKernels({
+    ...shape, weights: 'f16', batch: '1', seqLen: sizes.seqLen, prompt: sizes.prompt, decodeBatches: '1,8', reps: sizes.kernelReps, peakSize: sizes.matmulSize,
+  }));
   const failed = Object.entries(results).filter(([, v]) => typeof v === 'object' && v !== null && ('error' in v || (v as { pass?: boolean }).pass === false));
   console.log(JSON.stringify({ out: values.out, adapter: adapter.name, failed: failed.map(([k]) => k) }));
   return failed.length === 0 ? 0 : 1;

@@ -6,6 +6,15 @@ import { startLiveRun } from './live-run.ts';
 import { ensureRunModel } from './model-loader.ts';
 import { useUi } from './store.ts';
 import { trainer } from './trainer-client.ts';
+import { parsePromptText } from '../rl/tasks/mcp-task.ts';
+import type { DatasetRow } from '../rl/rollout/env.ts';
+
+/** The prompts of a run on the user's own task (env.task 'mcp'), checked as when they were typed. */
+export function runPrompts(env: Record<string, unknown>): DatasetRow[] | undefined {
+  if (env.task !== 'mcp') return undefined;
+  if (!Array.isArray(env.prompts)) throw new Error('This run trains on its own prompts, but the run record holds none');
+  return parsePromptText(env.prompts.map((row) => JSON.stringify(row)).join('\n'), "the run's prompts");
+}
 
 /** Whether the run is marked live but nothing trains it: its writer went silent, or this tab was reloaded. */
 export function looksInterrupted(run: { id: string; status: string; interrupted?: boolean }, activeHere: string | null): boolean {
@@ -24,5 +33,5 @@ export async function resumeRun(run: RunSummary, token: string): Promise<void> {
   }
   const envPath = String(run.env.name ?? '');
   location.hash = `#/runs/${run.id}`;
-  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, envName: String(run.env.task ?? envPath), sftSteps: 0, resume: true });
+  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, envName: String(run.env.task ?? envPath), prompts: runPrompts(run.env), sftSteps: 0, resume: true });
 }

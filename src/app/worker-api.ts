@@ -2,6 +2,7 @@
 // comlink. Everything crossing it is structured-clone data or a comlink proxy of callbacks.
 import type { GpuInfo } from '../engine/gpu.ts';
 import type { LoadProgress } from '../model/types.ts';
+import type { DatasetRow } from '../rl/rollout/env.ts';
 
 export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
@@ -69,7 +70,9 @@ export interface RunOptions {
   config: Record<string, unknown>;
   /** Base URL of the environment (built-in or proxied), e.g. http://127.0.0.1:8000/envs/catch */
   envUrl: string;
+  /** The task: a TRL example's env name, or 'mcp' (the user's `prompts` on an MCP env's tools). */
   envName: string;
+  prompts?: DatasetRow[];
   /** SFT warm-up steps on transcripts from the built-in scripted solver (0 = none). */
   sftSteps: number;
   /** Uploaded SFT transcripts (JSONL of message lists), used instead of the solver's when given. */
@@ -108,5 +111,5 @@ export interface TrainerWorkerApi {
   exportCheckpoint(runId: string): Promise<{ name: string; bytes: Uint8Array }[] | null>;
   /** Keeps a packed trainer checkpoint (e.g. from the run store) for this run, so it can resume here. */
   importCheckpoint(runId: string, files: { name: string; bytes: Uint8Array }[]): Promise<number>;
-  evaluate(opts: { envUrl: string; envName: string; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
+  evaluate(opts: { envUrl: string; envName: string; prompts?: DatasetRow[]; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
 }

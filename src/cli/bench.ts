@@ -32,8 +32,13 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   },
   'half-loads': {
     load: async () => (await import('../../bench/engine/half-loads.ts')).benchHalfLoads as Bench,
-    help: 'f16 weights read natively (array<f16>) vs unpacked from u32, matmul GFLOP/s at decode/prefill rows',
-    options: { rows: { type: 'string' } },
+    help: 'f16 weights read natively (array<f16>) vs unpacked from u32: forward matmul, backward GEMM, LoRA train step',
+    options: Object.fromEntries(['rows', 'bwdRows', 'rounds', 'trainStep', 'N', 'K', 'batch', 'seqLen', 'r'].map((k) => [k, { type: 'string' }])),
+  },
+  kernels: {
+    load: async () => (await import('../../bench/engine/profile.ts')).benchKernels as Bench,
+    help: 'GPU time per kernel family (LoRA train step, decode B=1/B=8): FLOPs, bytes, GFLOP/s, GB/s, share of peak',
+    options: Object.fromEntries(['model', 'hidden', 'layers', 'heads', 'kvHeads', 'headDim', 'intermediate', 'vocab', 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps'].map((k) => [k, { type: 'string' }])),
   },
   train: {
     load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
@@ -42,15 +47,20 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   },
   rollouts: {
     load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
-    help: 'multi-turn catch episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
-    options: Object.fromEntries(['env', 'model', 'episodes', 'seed', 'sft-steps', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
+    help: 'multi-turn catch or browsergym episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
+    options: Object.fromEntries(['task', 'tasks', 'env', 'model', 'episodes', 'seed', 'sft-steps', 'sft-lr', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
+  },
+  'rollouts-bound': {
+    load: async () => (await import('../../bench/rollouts/simulate.ts')).benchRolloutsBound as Bench,
+    help: 'simulated lockstep vs continuous under the relay latency (Monte Carlo): the ratio continuous can reach',
+    options: Object.fromEntries(['episodes', 'slots', 'turns', 'tokens-per-turn', 'decode-fixed-ms', 'decode-per-seq-ms', 'resets', 'runs', 'target'].map((k) => [k, { type: 'string' }])),
   },
 };
 
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K; train --mode lora|full --weights;\n  rollouts --env URL --episodes N --scheduler lockstep|continuous|both --latency on|off --model DIR.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

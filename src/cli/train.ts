@@ -12,7 +12,7 @@ import type { DatasetRow } from '../rl/rollout/env.ts';
 import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
-import { adapterFiles } from '../rl/run.ts';
+import { adapterFiles, plannedWorkload } from '../rl/run.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { SOLVERS } from '../rl/tasks/solvers.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
@@ -286,7 +286,9 @@ export async function run(argv: string[]): Promise<number> {
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
     const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
-    const loaded = await loadEngine(ckpt, { weightDtype, onProgress: (pr) => upload.update(pr.loadedBytes) });
+    // The memory plan is checked for one generation batch; its sequence count caps every decode batch.
+    const plan = plannedWorkload(config);
+    const loaded = await loadEngine(ckpt, { weightDtype, plan, onProgress: (pr) => upload.update(pr.loadedBytes) });
     engine = loaded;
     upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${loaded.weightDtype} weights`);
     console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
@@ -310,6 +312,7 @@ export async function run(argv: string[]): Promise<number> {
       checkpointStore: store,
       resume,
       signal: ctrl.signal,
+      maxBatchSize: plan.numSequences,
     });
     // A run where every tool call failed trained on env errors: it must not look like success.
     const tally = new ToolFailureTally();

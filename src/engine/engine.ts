@@ -30,7 +30,7 @@ export interface LoadEngineOptions {
   matmul?: 'auto' | MatmulVariant;
   /** Attention kernel: 'auto' (default) = one invocation per (token, head) on software adapters, one workgroup per (token, head) otherwise. */
   attention?: 'auto' | AttentionVariant;
-  /** How kernels read f16 weights: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
+  /** How kernels read f16 weights, forward and backward: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
   halfLoads?: 'auto' | HalfLoads;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
@@ -209,9 +209,10 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const wanted = opts.weightDtype ?? 'auto';
   const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
-  // Measured on lavapipe (BENCHMARKS.md): native f16 loads were no faster than unpacking u32 words
-  // (median 0.93×, within the noise), so software adapters keep the u32 path; GPUs with shader-f16
-  // read halves natively, which is what their hardware loads do.
+  // Measured on lavapipe (BENCHMARKS.md, bench half-loads): native f16 loads were slower in the
+  // forward matmul (0.57–0.94×) and in a whole LoRA train step (u32 faster by 3–16 %), though the
+  // backward's dX GEMM gained 1.12–1.23×; so software adapters keep the u32 path for both
+  // directions; GPUs with shader-f16 read halves natively, which is what their hardware loads do.
   const halfLoads: HalfLoads = !opts.halfLoads || opts.halfLoads === 'auto' ? (gpu.f16 && !gpu.software ? 'native' : 'u32') : opts.halfLoads;
   if (halfLoads === 'native' && !gpu.f16) {
     if (ownsGpu) gpu.device.destroy();

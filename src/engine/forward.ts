@@ -4,50 +4,17 @@
 import type { ModelConfig } from '../model/types.ts';
 import type { Gpu } from './gpu.ts';
 import type {
-  EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
+  KernelVariants, MatmulVariant, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import type { LoraTarget } from './types.ts';
+import { weightLoads, type HalfLoads } from './weight-loads.ts';
 
-export type MatmulVariant = 'blocked' | 'tiled';
-/** 'thread': one invocation per (token, head), best on software adapters; 'workgroup': one workgroup per (token, head), for GPUs. */
-export type AttentionVariant = 'thread' | 'workgroup';
+export type { HalfLoads };
 
-/** How kernels read f16 weights: 'native' binds them as `array<f16>` (needs shader-f16); 'u32' unpacks halves from u32 words. */
-export type HalfLoads = 'native' | 'u32';
-
-export interface KernelVariants {
-  matmul: MatmulVariant;
-  attention: AttentionVariant;
-  halfLoads: HalfLoads;
-}
-
-/**
- * The placeholders of a weight-reading kernel (matmul*.wgsl, embedding.wgsl): W's storage element
- * and the WGSL of a scalar load `LOAD_W` and a 4-wide load `LOAD_W4` at element i, widened to f32.
- * The three layouts hold the same bytes: f32 values, or IEEE halves with element 2i in the low half
- * of word i (which is exactly `array<f16>`'s layout, so 'native' needs no other upload).
- */
-export function weightLoads(dtype: 'f16' | 'f32', halfLoads: HalfLoads): Record<string, string | boolean> {
-  if (dtype === 'f32') {
-    return {
-      W_F16: false, ENABLE_F16: '', W_ELEM: 'u32', LOAD_W: 'bitcast<f32>(w[i])',
-      LOAD_W4: 'vec4f(bitcast<f32>(w[i]), bitcast<f32>(w[i + 1u]), bitcast<f32>(w[i + 2u]), bitcast<f32>(w[i + 3u]))',
-    };
-  }
-  if (halfLoads === 'native') {
-    return {
-      W_F16: true, ENABLE_F16: 'enable f16;', W_ELEM: 'f16', LOAD_W: 'f32(w[i])',
-      LOAD_W4: 'vec4f(f32(w[i]), f32(w[i + 1u]), f32(w[i + 2u]), f32(w[i + 3u]))',
-    };
-  }
-  return {
-    W_F16: true, ENABLE_F16: '', W_ELEM: 'u32', LOAD_W: 'unpack2x16float(w[i >> 1u])[i & 1u]',
-    LOAD_W4: 'vec4f(unpack2x16float(w[i >> 1u]), unpack2x16float(w[(i >> 1u) + 1u]))',
-  };
-}
+export type { AttentionVariant, KernelVariants, MatmulVariant } from './internals.ts';
 
 /** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
 export interface PackedToken {

@@ -25,6 +25,8 @@ export interface Gpu {
   subgroupSizes: { min: number; max: number } | null;
   /** Software adapters (SwiftShader, lavapipe) prefer register-blocked kernels over shared-memory tiling. */
   software: boolean;
+  /** `timestamp-query` is enabled (only when GpuOptions.timestampQuery asked for it: kernel profiling in the benches). */
+  timestampQuery: boolean;
 }
 
 export class NoWebGpuError extends Error {
@@ -103,6 +105,9 @@ async function nodeNavigatorGpu(): Promise<GPU> {
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
   const flags = (process.env.WEBGPU_DAWN_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  // Dawn rounds timestamps to 2^16 ns by default (a browser privacy guard): too coarse to time one
+  // dispatch on a real GPU when the benches profile kernels. Node has no page to guard.
+  if (!flags.some((f) => f.startsWith('disable-dawn-features='))) flags.push('disable-dawn-features=timestamp_quantization');
   nodeGpu = create(flags) as GPU;
   return nodeGpu;
 }
@@ -118,6 +123,8 @@ export interface GpuOptions {
   /** Store weights and run kernels in f16 when the adapter offers `shader-f16` (default true). */
   allowF16?: boolean;
   powerPreference?: GPUPowerPreference;
+  /** Request `timestamp-query` when the adapter offers it (benchmark profiling only; default false). */
+  timestampQuery?: boolean;
 }
 
 export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
@@ -138,6 +145,8 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   const features: GPUFeatureName[] = [];
   const f16 = (opts.allowF16 ?? true) && adapter.features.has('shader-f16');
   if (f16) features.push('shader-f16');
+  const timestampQuery = Boolean(opts.timestampQuery) && adapter.features.has('timestamp-query');
+  if (timestampQuery) features.push('timestamp-query');
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
   const adapterInfo: GpuInfo = {
@@ -160,7 +169,7 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   });
   const sg = info as { subgroupMinSize?: number; subgroupMaxSize?: number } | undefined;
   const subgroupSizes = adapter.features.has('subgroups') && sg?.subgroupMinSize ? { min: sg.subgroupMinSize, max: sg.subgroupMaxSize ?? sg.subgroupMinSize } : null;
-  return { device, adapterInfo, limits: device.limits, f16, subgroupSizes, software };
+  return { device, adapterInfo, limits: device.limits, f16, subgroupSizes, software, timestampQuery };
 }
 
 /** One line naming the adapter, for output and benchmarks: e.g. `llvmpipe (LLVM 15.0.7, 256 bits) (vulkan, software)`. */

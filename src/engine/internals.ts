@@ -10,11 +10,13 @@
 //   compilation (types, booleans, array sizes); a placeholder left unfilled is an error.
 // - Activations, LoRA adapters and all logits/statistics are f32. Frozen matrices are 'f32' or
 //   'f16'; an 'f16' tensor is IEEE half values packed two per u32 word (element 2i in the low half),
-//   byte-identical to `array<f16>`. Kernels that must run without `shader-f16` read it as
-//   `array<u32>` with `unpack2x16float`; `{{W_TYPE}}`-style kernels may bind it as `array<f16>`
-//   when `gpu.f16` is true. 1-D tensors (norm weights) are always f32.
+//   byte-identical to `array<f16>`. Every kernel that reads one (forward matmuls and embedding,
+//   the backward GEMM's B operand, the f16→f32 promotion) takes its loads from `weightLoads`
+//   (weight-loads.ts) under the one switch `kernelVariants.halfLoads`: `array<u32>` with
+//   `unpack2x16float`, or native `array<f16>` (needs `shader-f16`). 1-D tensors (norm weights) are always f32.
 
 import type { Gpu } from './gpu.ts';
+import type { HalfLoads } from './weight-loads.ts';
 import type { ModelConfig } from '../model/types.ts';
 import type { LoraTarget } from './types.ts';
 import type { Recorder } from './recorder.ts';
@@ -105,11 +107,23 @@ export interface LayerForwardOptions {
   kv?: KvTarget;
 }
 
+export type MatmulVariant = 'blocked' | 'tiled';
+/** 'thread': one invocation per (token, head), best on software adapters; 'workgroup': one workgroup per (token, head), for GPUs. */
+export type AttentionVariant = 'thread' | 'workgroup';
+
+export interface KernelVariants {
+  matmul: MatmulVariant;
+  attention: AttentionVariant;
+  halfLoads: HalfLoads;
+}
+
 export interface EngineInternals {
   gpu: Gpu;
   config: ModelConfig;
   /** Every parameter by HF name (tied models have no `lm_head.weight` entry: the head is the embedding). */
   params: Map<string, ParamEntry>;
+  /** The kernels chosen for this adapter; the training side follows `halfLoads` (how f16 weights are read). */
+  readonly kernelVariants: KernelVariants;
   /** Largest bytes of one parameter buffer (the device's binding limit, or the loader's lower cap). */
   maxBindingBytes: number;
   /** LoRA adapters by the HF name of the base linear's weight; set by the train side, read by every linear. */

@@ -9,6 +9,8 @@ type BindingKind = 'uniform' | 'read-only-storage' | 'storage';
 
 interface KernelPipeline {
   pipeline: GPUComputePipeline;
+  file: string;
+  constants: Record<string, string | number | boolean>;
   layout: GPUBindGroupLayout;
   /** Binding number and kind, ascending. */
   bindings: { binding: number; kind: BindingKind }[];
@@ -24,7 +26,35 @@ export function fillTemplate(file: string, src: string, constants: Record<string
   });
 }
 
+/** One profiled dispatch: which kernel, the shape params it ran with (raw u32 words), and its GPU time. */
+export interface DispatchTiming {
+  file: string;
+  constants: Record<string, string | number | boolean>;
+  label: string;
+  params: Uint32Array;
+  groups: [number, number, number];
+  ms: number;
+}
+
+/**
+ * Per-dispatch GPU timing, for benchmarks only (bench/engine/profile.ts); null on the KernelCache
+ * otherwise, and then submit() is the plain one-submit path. 'timestamp': each dispatch in its own
+ * compute pass with timestampWrites (the device must have `timestamp-query`), still one submit;
+ * 'serial': each op submitted alone and awaited (queue.onSubmittedWorkDone), timed on the CPU.
+ * Copies and clears are run but not timed.
+ */
+export interface Profiler {
+  readonly method: 'timestamp' | 'serial';
+  /** Called once per submit: its dispatches in order, and the GPU span from the first dispatch's start to the last one's end. */
+  record(dispatches: DispatchTiming[], spanMs: number): void;
+}
+
+/** Timestamp queries per query set (WebGPU's limit is 4096): two per dispatch. */
+const QUERIES_PER_SET = 4096;
+
 export class KernelCache {
+  /** Set only while a benchmark profiles dispatches (see Profiler). */
+  profiler: Profiler | null = null;
   private readonly cache = new Map<string, KernelPipeline>();
   private readonly byPipeline = new Map<GPUComputePipeline, KernelPipeline>();
 
@@ -55,7 +85,7 @@ export class KernelCache {
       layout: this.device.createPipelineLayout({ label: file, bindGroupLayouts: [layout] }),
       compute: { module, entryPoint: 'main' },
     });
-    const entry = { pipeline, layout, bindings };
+    const entry = { pipeline, file, constants, layout, bindings };
     this.cache.set(key, entry);
     this.byPipeline.set(pipeline, entry);
     return pipeline;
@@ -159,38 +189,13 @@ export class Recorder {
   async submit(): Promise<ArrayBuffer[]> {
     if (this.submitted) throw new Error(`recorder ${this.label}: already submitted`);
     this.submitted = true;
+    const profiler = this.kernels.profiler;
     this.device.pushErrorScope('validation');
     const uniforms = this.arenaUsed > 0 ? this.uniformPool.take(this.arenaUsed) : null;
     if (uniforms) this.device.queue.writeBuffer(uniforms, 0, this.arena, 0, this.arenaUsed);
+    const timing = profiler ? await this.submitProfiled(profiler, uniforms) : null;
     const enc = this.device.createCommandEncoder({ label: this.label });
-    let pass: GPUComputePassEncoder | null = null;
-    const endPass = () => {
-      pass?.end();
-      pass = null;
-    };
-    for (const op of this.ops) {
-      if (op.kind === 'dispatch') {
-        const desc = this.kernels.describe(op.pipeline);
-        let s = 0;
-        const entries: GPUBindGroupEntry[] = desc.bindings.map((b) => {
-          if (b.kind === 'uniform') return { binding: b.binding, resource: { buffer: uniforms!, offset: op.uniformOffset, size: op.uniformSize } };
-          const bind = op.storage[s++];
-          return { binding: b.binding, resource: 'buffer' in bind ? { buffer: bind.buffer, offset: bind.offset, size: bind.size } : { buffer: bind } };
-        });
-        const group = this.device.createBindGroup({ label: op.label || op.pipeline.label, layout: desc.layout, entries });
-        pass ??= enc.beginComputePass({ label: this.label });
-        pass.setPipeline(op.pipeline);
-        pass.setBindGroup(0, group);
-        pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
-      } else if (op.kind === 'copy') {
-        endPass();
-        enc.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
-      } else {
-        endPass();
-        enc.clearBuffer(op.buffer, op.offset, op.size);
-      }
-    }
-    endPass();
+    if (!profiler) this.encodeOps(enc, this.ops, uniforms);
     const staging = this.reads.map((r) => {
       const size = Math.ceil(r.size / 4) * 4;
       const buf = this.device.createBuffer({ label: `${this.label} readback`, size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
@@ -202,6 +207,7 @@ export class Recorder {
     this.onSubmitted?.();
     const error = await this.device.popErrorScope();
     if (error) throw new Error(`GPU validation error in ${this.label}: ${error.message}`);
+    if (timing) profiler!.record(...(await timing()));
     const out: ArrayBuffer[] = [];
     for (let i = 0; i < staging.length; i++) {
       await staging[i].mapAsync(GPUMapMode.READ);
@@ -210,6 +216,98 @@ export class Recorder {
       staging[i].destroy();
     }
     return out;
+  }
+
+  /** Encodes ops in order, consecutive dispatches sharing one compute pass (or each its own, timed, when `timestamps` is given). */
+  private encodeOps(enc: GPUCommandEncoder, ops: readonly Op[], uniforms: GPUBuffer | null, timestamps?: (i: number) => GPUComputePassTimestampWrites): void {
+    let pass: GPUComputePassEncoder | null = null;
+    const endPass = () => {
+      pass?.end();
+      pass = null;
+    };
+    let d = 0;
+    for (const op of ops) {
+      if (op.kind === 'dispatch') {
+        const desc = this.kernels.describe(op.pipeline);
+        let s = 0;
+        const entries: GPUBindGroupEntry[] = desc.bindings.map((b) => {
+          if (b.kind === 'uniform') return { binding: b.binding, resource: { buffer: uniforms!, offset: op.uniformOffset, size: op.uniformSize } };
+          const bind = op.storage[s++];
+          return { binding: b.binding, resource: 'buffer' in bind ? { buffer: bind.buffer, offset: bind.offset, size: bind.size } : { buffer: bind } };
+        });
+        const group = this.device.createBindGroup({ label: op.label || op.pipeline.label, layout: desc.layout, entries });
+        if (timestamps) endPass();
+        pass ??= enc.beginComputePass({ label: this.label, ...(timestamps ? { timestampWrites: timestamps(d) } : {}) });
+        pass.setPipeline(op.pipeline);
+        pass.setBindGroup(0, group);
+        pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
+        d++;
+      } else if (op.kind === 'copy') {
+        endPass();
+        enc.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
+      } else {
+        endPass();
+        enc.clearBuffer(op.buffer, op.offset, op.size);
+      }
+    }
+    endPass();
+  }
+
+  /**
+   * Runs every op with per-dispatch timing (Profiler); resolves to a function that reads the timings
+   * back once the submit is done. Read-backs are left to submit().
+   */
+  private async submitProfiled(profiler: Profiler, uniforms: GPUBuffer | null): Promise<() => Promise<[DispatchTiming[], number]>> {
+    const dispatches = this.ops.filter((o) => o.kind === 'dispatch');
+    const timings: DispatchTiming[] = dispatches.map((op) => {
+      const desc = this.kernels.describe(op.pipeline);
+      const params = op.uniformOffset >= 0 ? new Uint32Array(this.arena.slice(op.uniformOffset, op.uniformOffset + op.uniformSize)) : new Uint32Array(0);
+      return { file: desc.file, constants: desc.constants, label: op.label, params, groups: op.groups, ms: 0 };
+    });
+    if (timings.length === 0) {
+      const enc = this.device.createCommandEncoder({ label: this.label });
+      this.encodeOps(enc, this.ops, uniforms);
+      this.device.queue.submit([enc.finish()]);
+      return async () => [timings, 0];
+    }
+    if (profiler.method === 'serial') {
+      let first = 0;
+      let d = 0;
+      for (const op of this.ops) {
+        const enc = this.device.createCommandEncoder({ label: `${this.label} profiled` });
+        this.encodeOps(enc, [op], uniforms);
+        const t0 = performance.now();
+        if (d === 0 && op.kind === 'dispatch') first = t0;
+        this.device.queue.submit([enc.finish()]);
+        await this.device.queue.onSubmittedWorkDone();
+        if (op.kind === 'dispatch') timings[d++]!.ms = performance.now() - t0;
+      }
+      const span = performance.now() - first;
+      return async () => [timings, span];
+    }
+    const sets = Array.from({ length: Math.ceil((2 * dispatches.length) / QUERIES_PER_SET) }, () =>
+      this.device.createQuerySet({ label: `${this.label} timestamps`, type: 'timestamp', count: QUERIES_PER_SET }));
+    const perSet = QUERIES_PER_SET / 2;
+    const enc = this.device.createCommandEncoder({ label: `${this.label} profiled` });
+    this.encodeOps(enc, this.ops, uniforms, (i) => ({
+      querySet: sets[Math.floor(i / perSet)]!, beginningOfPassWriteIndex: 2 * (i % perSet), endOfPassWriteIndex: 2 * (i % perSet) + 1,
+    }));
+    const resolved = this.device.createBuffer({ label: 'timestamps', size: sets.length * QUERIES_PER_SET * 8, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    const staging = this.device.createBuffer({ label: 'timestamps readback', size: resolved.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    sets.forEach((set, k) => enc.resolveQuerySet(set, 0, QUERIES_PER_SET, resolved, k * QUERIES_PER_SET * 8));
+    enc.copyBufferToBuffer(resolved, 0, staging, 0, resolved.size);
+    this.device.queue.submit([enc.finish()]);
+    return async () => {
+      await staging.mapAsync(GPUMapMode.READ);
+      const ns = new BigUint64Array(staging.getMappedRange().slice(0));
+      staging.destroy();
+      resolved.destroy();
+      sets.forEach((q) => q.destroy());
+      const at = (i: number, end: number) => ns[Math.floor(i / perSet) * QUERIES_PER_SET + 2 * (i % perSet) + end]!;
+      timings.forEach((t, i) => (t.ms = Number(at(i, 1) - at(i, 0)) / 1e6));
+      const span = timings.length ? Number(at(timings.length - 1, 1) - at(0, 0)) / 1e6 : 0;
+      return [timings, span];
+    };
   }
 
   private allocUniform(size: number): number {

@@ -73,6 +73,7 @@ export interface GRPOConfig {
   rollout_scheduler: RolloutSchedulerName;
   episode_timeout_s: number | null;
   env_call_timeout_s: number | null;
+  max_concurrent_envs: number | null;
   mask_stubborn_steps: boolean;
   stubborn_threshold: number;
 }
@@ -148,6 +149,7 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   rollout_scheduler: 'continuous',
   episode_timeout_s: null,
   env_call_timeout_s: null,
+  max_concurrent_envs: null,
   mask_stubborn_steps: false,
   stubborn_threshold: 2,
 });
@@ -206,6 +208,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   rollout_scheduler: { kind: 'string', choices: ['lockstep', 'continuous'], help: 'continuous: each episode rejoins the next decode step when its env reply arrives; lockstep: every turn waits for all env replies (same tokens)' },
   episode_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'wall-clock cap of one episode after its reset; past it the episode is closed as unscorable (null = none)' },
   env_call_timeout_s: { kind: 'number', gt: 0, nullable: true, help: 'cap on one env call (reset or one turn of tool calls); past it the episode is closed as unscorable (null = none)' },
+  max_concurrent_envs: { kind: 'int', min: 1, nullable: true, help: "most env sessions open at once, for a server capped below the decode slots (OpenEnv's MAX_CONCURRENT_ENVS); episodes play this many at a time (null = as many as decode slots)" },
   mask_stubborn_steps: { kind: 'bool', help: 'exclude turns that repeat a failing tool call more than stubborn_threshold times from the loss' },
   stubborn_threshold: { kind: 'int', min: 0, help: 'repeats of the same failing tool call allowed before its turns count as stubborn' },
 };

@@ -33,6 +33,8 @@ export interface ExampleRunOptions {
   checkpointStore?: CheckpointStore;
   resume?: TrainerCheckpoint;
   signal?: AbortSignal;
+  /** Decode slots: the sequence count the engine's memory plan was checked for (run.ts plannedWorkload). */
+  maxBatchSize: number;
 }
 
 export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEvent, void> {
@@ -54,5 +56,6 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
     checkpointStore: opts.checkpointStore,
     resume: opts.resume,
     signal: opts.signal,
+    maxBatchSize: opts.maxBatchSize,
   });
 }

@@ -6,9 +6,10 @@
 
 import type { Engine, TrainableMode } from '../engine/types.ts';
 import { peftAdapterFiles } from '../engine/peft-adapter.ts';
+import type { TrainingMode } from '../engine/memory-plan.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
-import type { GRPOConfig } from './config.ts';
+import { generationBatchSize, type GRPOConfig } from './config.ts';
 import type { DatasetRow, EnvFactory } from './rollout/env.ts';
 import type { RewardFunction } from './grpo/rewards.ts';
 import type { Rollout } from './rollout/rollout.ts';
@@ -28,6 +29,22 @@ export interface RunTaskSpec {
   rewardFuncs: RewardFunction[];
   /** The template rollouts and SFT examples render with. */
   template: string;
+}
+
+/** Prompt tokens budgeted per sequence in a run's memory plan (the example prompts plus tool schemas fit). */
+const PLANNED_PROMPT_TOKENS = 1024;
+
+/**
+ * The workload a run's memory plan is checked for (engine `plan`, the app's load-time plan): one
+ * generation batch of sequences, each a budgeted prompt plus a full completion. Its numSequences is
+ * the rollouts' decode-slot cap (GrpoOptions.maxBatchSize): no engine batch holds more sequences.
+ */
+export function plannedWorkload(c: GRPOConfig): { numSequences: number; maxTokensPerSequence: number; mode: TrainingMode } {
+  return {
+    numSequences: generationBatchSize(c),
+    maxTokensPerSequence: PLANNED_PROMPT_TOKENS + c.max_completion_length,
+    mode: c.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules },
+  };
 }
 
 export function trainableMode(c: GRPOConfig): TrainableMode {
@@ -94,8 +111,12 @@ export interface GrpoOptions {
   signal?: AbortSignal;
   /** Each generation's rollouts as soon as they are played (the app shows them with the next step). */
   onRollouts?: (rollouts: Rollout[]) => void;
-  /** Most sequences per decode step (the memory plan's sequence count); default unbounded. */
-  maxBatchSize?: number;
+  /**
+   * Decode slots: the sequence count the engine's memory plan was checked for (plannedWorkload's
+   * numSequences). A generation larger than this plays in waves (lockstep) or refills freed slots
+   * (continuous); no engine batch exceeds it.
+   */
+  maxBatchSize: number;
   /** The KL reference when GRPO starts from a warmed-up policy (referenceAfterWarmup); default: the base model. */
   reference?: EngineState;
 }
@@ -104,23 +125,29 @@ export interface GrpoOptions {
 export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
   const { engine, tokenizer, config, task } = o;
   const source = envRolloutSource({ engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template, maxBatchSize: o.maxBatchSize });
-  yield* trainGRPO({
-    engine,
-    config,
-    dataset: task.dataset,
-    rollouts: async (req) => {
-      const rollouts = await source.rollouts(req);
-      o.onRollouts?.(rollouts);
-      return rollouts;
-    },
-    prefetch: source.prefetch,
-    rewardFuncs: task.rewardFuncs,
-    checkpointStore: o.checkpointStore,
-    resume: o.resume,
-    reference: o.reference,
-    signal: o.signal,
-    decode: (ids) => tokenizer.decode(ids),
-  });
+  try {
+    yield* trainGRPO({
+      engine,
+      config,
+      dataset: task.dataset,
+      rollouts: async (req) => {
+        const rollouts = await source.rollouts(req);
+        o.onRollouts?.(rollouts);
+        return rollouts;
+      },
+      prefetch: source.prefetch,
+      rewardFuncs: task.rewardFuncs,
+      checkpointStore: o.checkpointStore,
+      resume: o.resume,
+      reference: o.reference,
+      signal: o.signal,
+      decode: (ids) => tokenizer.decode(ids),
+    });
+  } finally {
+    // A stopped run may leave a prefetched generation's sessions open: closed in the background (a
+    // reset without a timeout may never answer, and stopping must not wait for it).
+    void source.close();
+  }
 }
 
 export interface RunOptions extends GrpoOptions {

@@ -153,7 +153,8 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await page.goto(`${app.url}/#/runs/${finishedId}`);
     await page.getByTestId('fork').click();
     await page.getByTestId('fork-banner').waitFor({ timeout: 30_000 });
-    expect(await page.getByLabel('environment').inputValue()).toBe('catch');
+    // The select shows the fork's env once the env-server's list has arrived (a fetch, slow under load).
+    await expect.poll(() => page.getByLabel('environment').inputValue(), { timeout: 30_000 }).toBe('catch');
     expect(await page.getByLabel('max_steps', { exact: true }).inputValue()).toBe('2');
     expect(await page.getByLabel('sft_steps', { exact: true }).inputValue()).toBe('1');
     await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
@@ -168,6 +169,39 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(stored.run.parent).toBe(finishedId);
     expect(stored.run.model).toMatchObject({ name: 'built-in tiny', source: { kind: 'tiny' } });
     expect(stored.run.env.name).toBe('catch');
+  });
+
+  it("trains on the user's own prompts with an MCP env's tools and rewards (a task no TRL example covers)", async () => {
+    // A fresh document: a hash change alone would keep a setup page (and a fork) mounted by a failed test before.
+    await page.goto('about:blank');
+    await page.goto(`${app.url}/#/`);
+    await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
+    await page.getByLabel('environment').selectOption('echo');
+    // The fields held the catch preset unedited: picking echo in the list picks echo's preset too.
+    expect(await page.getByTestId('preset-state').textContent()).toBe('echo preset');
+    expect(await page.getByRole('button', { name: 'echo', exact: true }).getAttribute('aria-pressed')).toBe('true');
+    const panel = page.getByTestId('task-panel');
+    await panel.waitFor({ timeout: 30_000 });
+    // echo is both TRL's example and an MCP env: the example stays the default, own prompts are offered.
+    expect(await page.getByRole('radio', { name: /TRL's echo example/ }).isChecked()).toBe(true);
+    await page.getByTestId('task-prompts').check();
+    expect(await panel.textContent()).toMatch(/echo_message, echo_with_length/);
+    expect(await page.getByTestId('start-blocker').textContent()).toBe('Write the prompts for your task.');
+    await page.getByTestId('prompts').fill('{"prompt": 3}');
+    expect(await panel.getByRole('alert').textContent()).toBe('prompts:1: needs a "prompt" field: a non-empty string or a list of {role, content} messages');
+    await page.getByTestId('prompts').fill('Echo the word "hello" with your tool.\nEcho "bye".');
+    await fill(page, RUN);
+    await panel.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SCREENSHOTS}setup-own-prompts.png` });
+    await page.getByTestId('start-run').click();
+    await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+    const id = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
+    await waitDone(page);
+    const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { env: Record<string, unknown> }; steps: { metrics: Record<string, number | null> }[] };
+    expect(stored.run.env).toEqual({ name: 'echo', task: 'mcp', prompts: [{ prompt: [{ role: 'user', content: 'Echo the word "hello" with your tool.' }] }, { prompt: [{ role: 'user', content: 'Echo "bye".' }] }] });
+    expect(stored.steps).toHaveLength(1);
+    expect(typeof stored.steps[0]!.metrics['tools/call_frequency']).toBe('number');
+    expect(await page.getByText(/task mcp/).count()).toBeGreaterThan(0);
   });
 
   it('offers the full model, not a LoRA adapter, after full fine-tuning, and no evaluation against itself', async () => {

@@ -10,6 +10,7 @@ import type { Engine } from '../../src/engine/types.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
+import { plannedWorkload } from '../../src/rl/run.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 import { loadModelChoice } from '../../workers/load-model.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
@@ -51,7 +52,7 @@ describe('one run, two front ends', () => {
     engine = await loadEngine(loaded.checkpoint);
     const transcripts = await compactCatchTranscripts({ baseUrl: envUrl, episodes: solverEpisodes(config), seed: config.seed });
     const cliEvents: RunEvent[] = [];
-    for await (const e of runExample({ engine, tokenizer: loaded.tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: envUrl }, config, transcripts })) cliEvents.push(e);
+    for await (const e of runExample({ engine, tokenizer: loaded.tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: envUrl }, config, transcripts, maxBatchSize: plannedWorkload(config).numSequences })) cliEvents.push(e);
 
     const workerSft = workerSteps.filter((s) => s.phase === 'sft').map((s) => s.metrics.loss);
     const cliSft = cliEvents.flatMap((e) => (e.phase === 'sft' ? [e.loss] : []));

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peftAdapterConfig, peftAdapterFiles, peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.ts';
 import type { LoraTarget, NamedTensor } from '../../src/engine/types.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
@@ -17,6 +17,7 @@ import { configFromObject } from '../../src/rl/config.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import { run as runGenerate } from '../../src/cli/generate.ts';
+import { captureCliJson } from '../cli-capture.ts';
 import { maxAbsDiff } from './helpers.ts';
 
 const R = 4;
@@ -26,14 +27,9 @@ const BLOCK = (t: LoraTarget) => (t.endsWith('_proj') && ['gate_proj', 'up_proj'
 const IDS = [5, 70, 33, 9, 120, 64, 2, 17, 88];
 
 async function capture(fn: () => Promise<number>): Promise<any> {
-  const lines: string[] = [];
-  const spy = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.join(' ')));
-  try {
-    expect(await fn()).toBe(0);
-    return JSON.parse(lines.at(-1)!);
-  } finally {
-    spy.mockRestore();
-  }
+  const { code, json } = await captureCliJson(fn);
+  expect(code).toBe(0);
+  return json;
 }
 
 /** Random non-zero A (r, in) and B (out, r) for every targeted linear, under the engine's names. */

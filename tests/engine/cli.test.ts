@@ -10,21 +10,13 @@ import { parseSafetensors, decodeToFloat32 } from '../../src/model/safetensors.t
 import { refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import { run as runGenerate } from '../../src/cli/generate.ts';
+import { captureCliJson } from '../cli-capture.ts';
 import { maxAbsDiff } from './helpers.ts';
 
 // Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-async function capture(fn: () => Promise<number>): Promise<{ code: number; json: any }> {
-  const lines: string[] = [];
-  const spy = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { lines.push(a.join(' ')); });
-  try {
-    const code = await fn();
-    return { code, json: JSON.parse(lines.at(-1)!) };
-  } finally {
-    spy.mockRestore();
-  }
-}
+const capture = captureCliJson;
 
 describe('webgrpo score / generate', () => {
   let dir: string;

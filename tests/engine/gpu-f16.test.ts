@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import { packHalf } from '../../src/engine/params.ts';
@@ -15,6 +15,7 @@ import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import type { HalfLoads, Qwen3Forward } from '../../src/engine/forward.ts';
+import { captureCliJson } from '../cli-capture.ts';
 import { ADAPTER, maxAbsDiff, memoryCheckpoint, onAdapter, someIds, tinyConfig } from './helpers.ts';
 import { randomRefWeights } from '../../src/engine/reference/weights.ts';
 
@@ -102,16 +103,8 @@ describe(onAdapter('f16 weights'), () => {
     const tensors = await Promise.all([...ckpt.tensors.keys()].map(async (name) => ({ name, data: await readTensorFloat32(ckpt, name) })));
     const w = refWeightsFromTensors(ckpt.config, tensors);
     const ids = someIds(12, ckpt.config.vocabSize, 9);
-    const lines: string[] = [];
-    const spy = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { lines.push(a.join(' ')); });
-    let code: number;
-    try {
-      code = await runScore(['--model', dir, '--ids', ids.join(','), '--weights', gpu.f16 ? 'auto' : 'f16']);
-    } finally {
-      spy.mockRestore();
-    }
+    const { code, json } = await captureCliJson(() => runScore(['--model', dir, '--ids', ids.join(','), '--weights', gpu.f16 ? 'auto' : 'f16']));
     expect(code).toBe(0);
-    const json = JSON.parse(lines.at(-1)!);
     expect(json.weight_dtype).toBe('f16');
     expect(json.adapter).toMatch(ADAPTER === 'lavapipe' ? /llvmpipe/ : ADAPTER === 'swiftshader' ? /SwiftShader/i : /./);
     expect(json.memory_plan.total_bytes).toBeGreaterThan(0);

@@ -79,3 +79,4 @@ export const ADAPTER = (typeof process !== 'undefined' ? process.env.WEBGPU_ADAP
 
 /** `title [adapter]`: every GPU test names the adapter it ran on. */
 export const onAdapter = (title: string): string => `${title} [${ADAPTER}]`;
+

@@ -191,6 +191,30 @@ describe('BrowserGymEnv client flow', () => {
   }, 30_000);
 });
 
+describe('a hostile page driving the env through 127.0.0.1', () => {
+  it('reaches no local file, browser-internal page or local server: each goto is an error the model reads', async () => {
+    const s = await Session.open(server);
+    try {
+      await s.reset({ task_name: 'click-test', seed: 42 });
+      for (const url of ['file:///etc/passwd', 'view-source:file:///etc/passwd', 'chrome://version', 'CHROME://settings', 'javascript:alert(1)']) {
+        const r = await s.step(`goto('${url}')`);
+        expect(r.data.observation.error, url).toMatch(/^ValueError: goto: only http\(s\) URLs may be opened on this server/);
+        expect(r.data.observation.axtree_txt, url).toContain("'Click Test Task'");
+      }
+      expect((await s.step("upload_file('13', '/etc/passwd')")).data.observation.error).toBe('ValueError: upload_file is disabled on this server');
+      // http(s) goes to the context's router: anything but the task's own URL is blocked, so the
+      // server's own routes stay out of reach (the task page is gone; a reset brings it back).
+      const local = await s.step(`goto('${server.url}/health')`);
+      expect(local.data.observation.last_action_error).toBe(true);
+      expect(JSON.stringify(local.data.observation)).not.toMatch(/"status"|healthy/);
+      const again = await s.reset({ task_name: 'click-test', seed: 42 });
+      expect(again.data.observation.axtree_txt).toContain("'Click Test Task'");
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});
+
 describe('sessions and the cap', () => {
   it('8 concurrent sessions each win their own click-test; a 9th is refused; no context outlives its session', async () => {
     const sessions = await Promise.all(Array.from({ length: 8 }, () => Session.open(server)));

@@ -43,6 +43,17 @@ const deep = fc.tuple(fc.integer({ min: 1, max: 5000 }), fc.constantFrom('[', '{
   return open.repeat(n) + (open === '[' ? '' : '1') + (truncated ? '' : close.repeat(n));
 });
 const huge = fc.constantFrom(64 * 1024, MiB, 3 * MiB).map((n) => `{"type":"step","data":{"message":"${'h'.repeat(n)}"}}`);
+/** BrowserGym action text: its calls with hostile arguments, unbalanced or deep nesting, garbage. */
+const browserGymAction = fc.oneof(
+  fc.constantFrom(
+    "click('13')", "fill('13', 'x')", "goto('file:///etc/passwd')", "goto('chrome://version')", "goto('http://127.0.0.1:1/')",
+    "upload_file('13', '/etc/passwd')", 'new_tab()', 'tab_close()', 'tab_focus(99)', "send_msg_to_user('hi')", 'noop(1e9)', 'scroll(0, 1e308)',
+    "press('13', 'Control+W')", "click('13', button='middle')", 'click(', "click('13'", 'click(((((((', '"""',
+  ),
+  fc.integer({ min: 1, max: 3000 }).map((n) => `click(${'['.repeat(n)}`),
+  fc.tuple(fc.constantFrom('click', 'fill', 'goto', 'hover', 'select_option', 'x'), fc.array(fc.oneof(fc.string({ maxLength: 30 }).map((t) => JSON.stringify(t)), fc.double().map(String)), { maxLength: 3 })).map(([name, args]) => `${name}(${args.join(', ')})`),
+  fc.string({ unit: 'binary', maxLength: 100 }),
+);
 const validFrame = fc.oneof(
   fc.constant('{"type":"reset","data":{}}'),
   fc.constant('{"type":"state"}'),
@@ -52,6 +63,8 @@ const validFrame = fc.oneof(
   fc.record({ message: fc.string({ unit: 'grapheme', maxLength: 50 }) }).map((data) => JSON.stringify({ type: 'step', data })),
   fc.integer({ min: -2, max: 5 }).map((a) => JSON.stringify({ type: 'step', data: { action_id: a } })),
   fc.jsonValue({ maxDepth: 3 }).map((x) => JSON.stringify({ type: 'mcp', data: { jsonrpc: '2.0', method: 'openenv/session/close', params: { session_id: x }, id: 1 } })),
+  fc.oneof(fc.constantFrom('click-test', 'enter-text', 'nope', ''), fc.string({ maxLength: 20 })).map((task_name) => JSON.stringify({ type: 'reset', data: { task_name, seed: 1 } })),
+  browserGymAction.map((action_str) => JSON.stringify({ type: 'step', data: { action_str } })),
 );
 /** Any text a client could send: JSON-ish, garbage, truncated valid frames, deep, now and then huge. */
 const textFrame = fc.oneof(
@@ -67,7 +80,8 @@ const wsFrame = fc.oneof({ arbitrary: textFrame.map((text) => ({ text, binary: f
 
 const wsInput = fc.record({
   kind: fc.constant('ws' as const),
-  route: fc.constantFrom('/envs/echo/ws', '/envs/catch/ws', '/envs/wordle/ws', '/envs/echo/mcp', '/envs/catch/mcp'),
+  // A browsergym session opens a browser context: one route in ten, so the run stays short.
+  route: fc.oneof({ arbitrary: fc.constantFrom('/envs/echo/ws', '/envs/catch/ws', '/envs/wordle/ws', '/envs/echo/mcp', '/envs/catch/mcp'), weight: 9 }, { arbitrary: fc.constant('/envs/browsergym/ws'), weight: 1 }),
   frames: fc.array(wsFrame, { minLength: 1, maxLength: 8 }),
   /** How the client leaves: close handshake, TCP reset, or wait for the server. */
   exit: fc.constantFrom('close', 'reset', 'linger'),
@@ -82,17 +96,21 @@ const body = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ jsonrpc: '2.0', method: 'openenv/session/create', params: v, id: 1 })),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ format: 'webgrpo-run', version: 1, run: { config: {}, model: {}, env: {} }, steps: [{ step: 0, metrics: v }], rollouts: [] })),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ step: v, metrics: { reward: 1 }, rollouts: [v] })),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify({ files: [{ name: v, base64: v }] })),
+  fc.tuple(fc.constantFrom('adapter_model.safetensors', '../x', '', '.', 'a/b', 'x'.repeat(300)), fc.constantFrom('AAAA', '!!!', '', '='.repeat(9))).map(([name, base64]) => JSON.stringify({ files: [{ name, base64 }, { name, base64 }] })),
 );
-const segment = fc.oneof(fc.constantFrom('%', '%zz', '%E0%A4%A', '..', '%2e%2e', '', 'import', 'steps', 'status', 'rollouts', 'export', 'RUN'), fc.string({ maxLength: 12 }).map(encodeURIComponent));
+const segment = fc.oneof(fc.constantFrom('%', '%zz', '%E0%A4%A', '..', '%2e%2e', '', 'import', 'steps', 'status', 'rollouts', 'export', 'artifacts', 'adapter', 'model', 'checkpoint', 'RUN'), fc.string({ maxLength: 12 }).map(encodeURIComponent));
 const httpInput = fc.record({
   kind: fc.constant('http' as const),
   method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'HEAD'),
   path: fc.oneof(
-    fc.constantFrom('/envs/echo/reset', '/envs/echo/step', '/envs/catch/step', '/envs/wordle/reset', '/envs/echo/mcp', '/envs/echo/state', '/envs/echo/schema', '/health', '/envs', '/', '/index.html', '/assets/chunk-0.js', '/api/runs', '/api/runs/import', '/api/runs/RUN', '/api/runs/RUN/steps', '/api/runs/RUN/status', '/api/runs/RUN/export'),
+    fc.constantFrom('/envs/echo/reset', '/envs/echo/step', '/envs/catch/step', '/envs/wordle/reset', '/envs/echo/mcp', '/envs/echo/state', '/envs/echo/schema', '/health', '/envs', '/', '/index.html', '/assets/chunk-0.js', '/api/runs', '/api/runs/import', '/api/runs/RUN', '/api/runs/RUN/steps', '/api/runs/RUN/status', '/api/runs/RUN/export',
+      '/api/runs/RUN/artifacts', '/api/runs/RUN/artifacts/adapter', '/api/runs/RUN/artifacts/adapter/adapter_config.json', '/api/runs/RUN/artifacts/..%2F..%2Fetc/passwd',
+      '/envs/browsergym/reset', '/envs/browsergym/step', '/envs/browsergym/schema'),
     fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.join('/')}`),
     fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => `/api/runs/${parts.join('/')}`),
   ),
-  query: fc.oneof(fc.constant(''), fc.constantFrom('?last=abc', '?step=-1', '?after=1e999', '?last=3', '?step=0', '?after=%'), fc.string({ maxLength: 20 }).map((q) => `?${q}`)),
+  query: fc.oneof(fc.constant(''), fc.constantFrom('?last=abc', '?step=-1', '?after=1e999', '?last=3', '?step=0', '?after=%', '?limit=0', '?limit=-1', '?limit=1e9', '?limit=2&offset=1', '?offset=abc', '?offset=99999999999999999999', '?limit=1&limit=2'), fc.string({ maxLength: 20 }).map((q) => `?${q}`)),
   body,
   contentType: fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', ''),
   origin: fc.constantFrom(undefined, 'http://evil.example', 'null', 'SELF'),
@@ -115,7 +133,7 @@ type RawInput = typeof rawInput extends fc.Arbitrary<infer T> ? T : never;
 
 // ---- how it is thrown -----------------------------------------------------------------------
 
-const counts = { inputs: 0, wsFrames: 0, httpRequests: 0, rawConnections: 0, sessions: 0 };
+const counts = { inputs: 0, wsFrames: 0, httpRequests: 0, rawConnections: 0, sessions: 0, browserGymSessions: 0, browserGymPages: 0 };
 
 async function fireWs(input: Input): Promise<void> {
   counts.sessions++;
@@ -127,6 +145,17 @@ async function fireWs(input: Input): Promise<void> {
     ws.once('error', () => r(false));
   });
   if (!opened) return;
+  if (input.route.includes('browsergym')) {
+    // A real page first (the browser may still be starting), so the fuzzed actions reach one.
+    counts.browserGymSessions++;
+    const first = new Promise<void>((r) => {
+      ws.once('message', () => r());
+      setTimeout(r, 20_000);
+    });
+    ws.on('message', (data) => void (String(data).includes('RootWebArea') && counts.browserGymPages++));
+    ws.send('{"type":"reset","data":{"task_name":"click-test"}}');
+    await first;
+  }
   const socket = (ws as unknown as { _socket: net.Socket })._socket;
   if (!input.readReplies) socket.pause();
   for (const f of input.frames) {
@@ -210,10 +239,11 @@ describe('fuzzing webgrpo start', () => {
       expect(server.rssMiB() - baseline.rss).toBeLessThan(250);
     }
     const sessions = await sessionCounts(server.url);
+    expect(counts.browserGymPages, 'no fuzzed browsergym session reached a real page').toBeGreaterThan(0);
     console.log(
       JSON.stringify({
         fuzz: { ...counts, batches: BATCHES, leaks: sessions.active + sessions.queued, fds: { baseline: baseline.fds, peakAfterBatch: peakFds, end: server.fdCount() }, rssMiB: { baseline: Math.round(baseline.rss), peakAfterBatch: Math.round(peakRss) } },
       }),
     );
-  }, 240_000);
+  }, 300_000);
 });

@@ -36,6 +36,13 @@ describe('GRPOConfig', () => {
     expect(() => applyConfigFlags(['--beta'], configFromObject({}))).toThrow(/--beta: missing value/);
   });
 
+  it('max_concurrent_envs: null by default (as many as decode slots), an integer ≥ 1 from a flag', () => {
+    expect(DEFAULT_CONFIG.max_concurrent_envs).toBeNull();
+    expect(applyConfigFlags(['--max_concurrent_envs', '8'], configFromObject({})).config.max_concurrent_envs).toBe(8);
+    expect(() => applyConfigFlags(['--max_concurrent_envs', '0'], configFromObject({}))).toThrow('max_concurrent_envs: must be ≥ 1, got 0');
+    expect(() => configFromObject({ max_concurrent_envs: 2.5 })).toThrow('max_concurrent_envs: expected an integer, got 2.5');
+  });
+
   it('has one help line per key', () => {
     const help = configHelp();
     expect(help).toContain('--num_generations int (default 8)');

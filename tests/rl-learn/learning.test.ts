@@ -12,6 +12,7 @@ import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
+import { plannedWorkload } from '../../src/rl/run.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 // Minutes on a CPU adapter: longer than the suite's 30 s default.
@@ -38,7 +39,7 @@ describe('learning', () => {
     const config = configFromObject(LEARNING_CONFIG);
 
     const events: RunEvent[] = [];
-    for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts })) events.push(e);
+    for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, maxBatchSize: plannedWorkload(config).numSequences })) events.push(e);
 
     const sft = events.filter((e) => e.phase === 'sft');
     expect(sft).toHaveLength(config.sft_steps);

@@ -13,6 +13,7 @@ import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
+import { SamplingFakeEngine } from './sampling-engine.ts';
 
 let server: EnvServer;
 const open = openEnvEpisodes({ timeoutMs: 10_000 });
@@ -143,4 +144,37 @@ describe('example envs over the built-in env-server', () => {
     expect(engine.batches.map((b) => b.length)).toEqual(new Array(10).fill(3));
     expect(server.stats().activeSessions).toBe(0);
   });
+
+  for (const scheduler of ['lockstep', 'continuous'] as const) {
+    it(`${scheduler}: a generation of 6 against a server capped at 2 sessions, max_concurrent_envs 2: every episode scored, no refusal`, async () => {
+      const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 2 });
+      try {
+        const tok = qwen3Tokenizer();
+        // Catch the ball with the scripted solver; no retry: a single CAPACITY_REACHED fails its episode.
+        // (token by token, as the continuous scheduler decodes).
+        const engine = new SamplingFakeEngine(tok, (context) => {
+          const response = context.lastIndexOf('<tool_response>\n');
+          if (response >= 0 && context.startsWith('Paddle:', response + '<tool_response>\n'.length)) return ['Caught it.<|im_end|>'];
+          const action = solverAction(context.slice(context.lastIndexOf('Ball:')));
+          return [(action === 'stay' ? callText('stay', {}) : callText('move', { direction: action })) + '<|im_end|>'];
+        });
+        let peak = 0;
+        const watch = setInterval(() => (peak = Math.max(peak, capped.stats().activeSessions)), 1);
+        const task = EXAMPLES.catch;
+        const rollouts = await runRollouts({
+          engine, tokenizer: tok, rows: task.dataset(6), envFactory: task.envFactory({ catch: `${capped.url}/envs/catch` }, openEnvEpisodes({ retries: 0, timeoutMs: 10_000 })),
+          config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: scheduler, max_concurrent_envs: 2 },
+          seed: 1,
+        });
+        clearInterval(watch);
+        expect(rollouts.map((r) => r.error)).toEqual(new Array(6).fill(undefined));
+        const rewards = task.rewardFuncs[0]({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+        expect(rewards).toEqual([1, 1, 1, 1, 1, 1]);
+        expect(peak).toBe(2);
+        expect(capped.stats().activeSessions).toBe(0);
+      } finally {
+        await capped.close();
+      }
+    });
+  }
 });

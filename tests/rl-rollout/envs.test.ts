@@ -114,6 +114,25 @@ describe('env errors', () => {
     const err = await new CatchEnv('http://env/catch', open).reset(row).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnvFailure);
   });
+
+  it('a close while the reset runs (the rollout gave up on it) closes the connection as soon as it opens', async () => {
+    const { open: scripted, log } = scriptedEpisodes([{ first: catchObservation(0, 0, 2), steps: [] }]);
+    let connect!: () => void;
+    const connected = new Promise<void>((r) => (connect = r));
+    const slow: typeof scripted = async (baseUrl, reset) => {
+      await connected;
+      return scripted(baseUrl, reset);
+    };
+    const env = new CatchEnv('http://env/catch', slow);
+    const reset = env.reset(row).catch((e: unknown) => e);
+    await env.close();
+    expect(log.closed).toBe(0);
+    connect();
+    const err = await reset;
+    expect(err).toBeInstanceOf(EnvFailure);
+    expect((err as Error).message).toBe('the episode was closed while its reset ran');
+    expect(log.closed).toBe(1);
+  });
 });
 
 describe('EXAMPLES', () => {

@@ -11,7 +11,7 @@ import { envProtocol } from '../../src/openenv/index.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
 import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
-import { mcpTask, parsePromptDataset } from '../../src/rl/tasks/mcp-task.ts';
+import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
 import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/grpo/metrics.ts';
 import { ECHO_PROMPTS, EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { runRollouts, type Rollout } from '../../src/rl/rollout/rollout.ts';
@@ -165,6 +165,11 @@ describe('env errors are named, not trained on', () => {
     await expect(mcpTask(double.url, [], open)).rejects.toThrow(/--prompt TEXT or --dataset FILE.jsonl/);
     expect(() => parsePromptDataset('{"prompt": "a"}\n{"text": "b"}\n', 'p.jsonl')).toThrow('p.jsonl:2: needs a "prompt" field');
     expect(() => parsePromptDataset('\n', 'p.jsonl')).toThrow('p.jsonl: no prompts');
+    // The app's prompt box: a prompt per line, or JSONL rows when it starts with '{'.
+    expect(parsePromptText(' Echo hi\n\n  Say "x"  \n', 'box')).toEqual([{ prompt: [{ role: 'user', content: 'Echo hi' }] }, { prompt: [{ role: 'user', content: 'Say "x"' }] }]);
+    expect(parsePromptText('{"prompt": "a", "id": 3}\n', 'box')).toEqual([{ prompt: [{ role: 'user', content: 'a' }], id: 3 }]);
+    expect(() => parsePromptText('{"prompt": 1}', 'box')).toThrow('box:1: needs a "prompt" field');
+    expect(() => parsePromptText(' \n ', 'box')).toThrow('box: no prompts (write one per line)');
     expect(cleanToolSchema({ anyOf: [{ type: 'string' }, { type: 'object', properties: { a: {} } }] })).toEqual({ type: 'object', properties: { a: {} } });
     expect(cleanToolSchema({ allOf: [{ properties: { a: {} }, required: ['a'] }, { properties: { b: {} } }] })).toEqual({ type: 'object', properties: { a: {}, b: {} }, required: ['a'] });
     expect(cleanToolSchema('x')).toEqual({ type: 'object', properties: {}, required: [] });

@@ -38,7 +38,7 @@ describe('envRolloutSource', () => {
   it('prefetch starts the resets at once; rollouts then use them without resetting again', async () => {
     const world = seededWorld();
     const engine = new FakeEngine(tok, () => 'ok<|im_end|>');
-    const source = envRolloutSource({ engine, tokenizer: tok, envFactory: world.factory, episodes: world.episodes, config });
+    const source = envRolloutSource({ engine, tokenizer: tok, envFactory: world.factory, episodes: world.episodes, config, maxBatchSize: 4 });
     const g0: GenerationRequest = { rows: rows('g0'), seed: 10, step: 0 };
     const g1: GenerationRequest = { rows: rows('g1'), seed: 11, step: 1 };
     const first = await source.rollouts(g0);
@@ -53,7 +53,7 @@ describe('envRolloutSource', () => {
     // Games are a function of the generation's seed, prefetched or not.
     const fresh = seededWorld();
     const engine2 = new FakeEngine(tok, () => 'ok<|im_end|>');
-    const plain = envRolloutSource({ engine: engine2, tokenizer: tok, envFactory: fresh.factory, episodes: fresh.episodes, config });
+    const plain = envRolloutSource({ engine: engine2, tokenizer: tok, envFactory: fresh.factory, episodes: fresh.episodes, config, maxBatchSize: 4 });
     await plain.rollouts({ rows: rows('g0'), seed: 10, step: 0 });
     const again = await plain.rollouts({ rows: rows('g1'), seed: 11, step: 1 });
     expect(again.map((r) => r.prompt)).toEqual(second.map((r) => r.prompt));
@@ -63,7 +63,7 @@ describe('envRolloutSource', () => {
   it('a prefetch for another batch (e.g. after a resume) is finished, then the asked batch is reset anew', async () => {
     const world = seededWorld();
     const engine = new FakeEngine(tok, () => 'ok<|im_end|>');
-    const source = envRolloutSource({ engine, tokenizer: tok, envFactory: world.factory, episodes: world.episodes, config });
+    const source = envRolloutSource({ engine, tokenizer: tok, envFactory: world.factory, episodes: world.episodes, config, maxBatchSize: 4 });
     source.prefetch({ rows: rows('stale'), seed: 99, step: 5 });
     const out = await source.rollouts({ rows: rows('asked'), seed: 3, step: 0 });
     expect(world.resets.map((r) => r.split(':')[0])).toEqual(['stale', 'stale', 'asked', 'asked']);

@@ -37,12 +37,14 @@ export class SamplingFakeEngine implements RolloutEngine {
   constructor(
     private readonly tokenizer: TextTokenizer,
     private readonly policy: CandidatePolicy,
-    private readonly opts: { stepDelayMs?: number; maxPositionEmbeddings?: number } = {},
+    /** maxBatch: the memory plan's sequence count; a generate call over it, or a sequence past it, throws. */
+    private readonly opts: { stepDelayMs?: number; maxPositionEmbeddings?: number; maxBatch?: number } = {},
   ) {
     this.config = { maxPositionEmbeddings: opts.maxPositionEmbeddings ?? 40960 };
   }
 
   newSequence(): SequenceHandle {
+    if (this.opts.maxBatch !== undefined && this.seqs.size >= this.opts.maxBatch) throw new Error(`a sequence past the cap: ${this.seqs.size} live, cap ${this.opts.maxBatch}`);
     const id = this.nextId++;
     const s: Seq = { tokens: [], turn: [], turnStart: 0 };
     this.seqs.set(id, s);
@@ -58,6 +60,7 @@ export class SamplingFakeEngine implements RolloutEngine {
   }
 
   async generate(req: GenerateRequest): Promise<GenerateOutput[]> {
+    if (this.opts.maxBatch !== undefined && req.items.length > this.opts.maxBatch) throw new Error(`an engine batch of ${req.items.length} sequences, over the cap ${this.opts.maxBatch}`);
     const { seed } = req.sampling;
     const items = req.items.map((item, i) => {
       const s = this.seqs.get(item.seq.id);

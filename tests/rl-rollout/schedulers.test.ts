@@ -84,7 +84,8 @@ function comparable(r: Rollout) {
 }
 
 async function play(scheduler: RolloutScheduler, opts: { policy: CandidatePolicy; rows: DatasetRow[]; maxDelayMs: number; config?: Partial<RolloutConfig>; maxBatchSize?: number }) {
-  const engine = new SamplingFakeEngine(tok, opts.policy, { stepDelayMs: 1 });
+  // The engine enforces the cap it was planned for: a batch or a live sequence past it throws.
+  const engine = new SamplingFakeEngine(tok, opts.policy, { stepDelayMs: 1, maxBatch: opts.maxBatchSize });
   const overlap = { steps: 0 };
   engine.onDecodeStep = () => {
     if (inFlight.now > 0) overlap.steps++;
@@ -104,8 +105,10 @@ describe('rollout schedulers: lockstep and continuous', () => {
     const lock = await play('lockstep', { policy: branching, rows: batch, maxDelayMs: 15 });
     const cont = await play('continuous', { policy: branching, rows: batch, maxDelayMs: 15 });
     const capped = await play('continuous', { policy: branching, rows: batch, maxDelayMs: 15, maxBatchSize: 3 });
+    const waves = await play('lockstep', { policy: branching, rows: batch, maxDelayMs: 15, maxBatchSize: 3 });
     expect(cont.rollouts.map(comparable)).toEqual(lock.rollouts.map(comparable));
     expect(capped.rollouts.map(comparable)).toEqual(lock.rollouts.map(comparable));
+    expect(waves.rollouts.map(comparable)).toEqual(lock.rollouts.map(comparable));
     // The batch is really mixed: episodes of 1 to 4 turns, with successful and failing calls.
     const turns = lock.rollouts.map((r) => r.completion.filter((m) => m.role === 'assistant').length);
     expect(new Set(turns).size).toBeGreaterThan(2);
@@ -120,6 +123,59 @@ describe('rollout schedulers: lockstep and continuous', () => {
     expect(cont.stats.envSteps).toBe(lock.stats.envSteps);
     expect(cont.stats.decodeBatchSizes).toHaveLength(cont.engine.steps.length);
     expect(lock.stats.decodeBatchSizes).toEqual(lock.engine.steps.map((s) => s.length));
+  });
+
+  it('a decode-slot cap below the episode count: no engine batch and no live sequence past it, same rollouts', async () => {
+    // 7 episodes, cap 3: lockstep plays waves {0,1,2} {3,4,5} {6}; continuous keeps 3 slots busy.
+    const batch = rows(7);
+    const free = await play('lockstep', { policy: branching, rows: batch, maxDelayMs: 4 });
+    const lock = await play('lockstep', { policy: branching, rows: batch, maxDelayMs: 4, maxBatchSize: 3 });
+    const cont = await play('continuous', { policy: branching, rows: batch, maxDelayMs: 4, maxBatchSize: 3 });
+    expect(lock.rollouts.map(comparable)).toEqual(free.rollouts.map(comparable));
+    expect(cont.rollouts.map(comparable)).toEqual(free.rollouts.map(comparable));
+    // Without the cap lockstep's first step is all 7; with it, steps hold sequences of one wave only.
+    expect(Math.max(...free.engine.steps.map((s) => s.length))).toBe(7);
+    const waveOf = (seq: number) => Math.floor((seq - 1) / 3); // sequences are created in episode order
+    for (const step of lock.engine.steps) {
+      expect(step.length).toBeLessThanOrEqual(3);
+      expect(new Set(step.map((x) => waveOf(x.seq))).size).toBe(1);
+    }
+    expect(new Set(lock.engine.steps.map((s) => waveOf(s[0]!.seq)))).toEqual(new Set([0, 1, 2]));
+    for (const step of cont.engine.steps) expect(step.length).toBeLessThanOrEqual(3);
+    // Continuous refills a freed slot while other episodes are mid-episode: some step mixes an
+    // episode of the first three with one of the later four.
+    expect(cont.engine.steps.some((s) => s.some((x) => x.seq <= 3) && s.some((x) => x.seq > 3))).toBe(true);
+    for (const p of [lock, cont]) expect(p.stats.envSteps).toBe(free.stats.envSteps);
+  });
+
+  for (const scheduler of ['lockstep', 'continuous'] as const) {
+    it(`${scheduler}: episode_timeout_s counts from the episode's first turn, not from the wait for a slot`, async () => {
+      // 3 episodes, 1 slot, one 120 ms env call each: the batch takes over 360 ms, each episode ~120 ms.
+      class SlowEcho implements ToolEnv {
+        readonly tools: Tool[] = [
+          { declaration: { name: 'echo', description: 'Echo.', parameters: [{ name: 'message', type: 'string', description: 'm' }] }, call: async (a) => (await sleep(120), a.message) },
+        ];
+        async reset(): Promise<string | null> {
+          return null;
+        }
+      }
+      const policy: CandidatePolicy = (context) => (context.includes('<tool_response>') ? ['Done.' + EOS] : [callText('echo', { message: 'hi' }) + EOS]);
+      const engine = new SamplingFakeEngine(tok, policy, { maxBatch: 1 });
+      const rollouts = await runRollouts({
+        engine, tokenizer: tok, rows: rows(3), envFactory: () => new SlowEcho(), seed: 5, maxBatchSize: 1,
+        config: config({ rollout_scheduler: scheduler, episode_timeout_s: 0.3 }),
+      });
+      for (const r of rollouts) {
+        expect(r.error).toBeUndefined();
+        expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
+      }
+    });
+  }
+
+  it('a cap below 1 is refused', async () => {
+    for (const scheduler of ['lockstep', 'continuous'] as const) {
+      await expect(play(scheduler, { policy: branching, rows: rows(2), maxDelayMs: 1, maxBatchSize: 0 })).rejects.toThrow('maxBatchSize must be ≥ 1, got 0');
+    }
   });
 
   it('iteration cap and budget rules are the same under both schedulers', async () => {

@@ -207,9 +207,15 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
     case 'go_forward':
       await page(tabs).goForward();
       return;
-    case 'goto':
-      await page(tabs).goto(stringArg(a.url!, 'url'));
+    case 'goto': {
+      // The context's router answers http(s) with the task page or blocks it, but browser-internal
+      // schemes (chrome://version shows the command line and profile path, chrome://settings …) never
+      // reach a router: any web page can drive this env through 127.0.0.1, so only web URLs go.
+      const url = stringArg(a.url!, 'url');
+      if (!/^(https?:|data:|about:blank$)/i.test(url)) throw new PyError('ValueError', `goto: only http(s) URLs may be opened on this server, got ${JSON.stringify(url.slice(0, 100))}`);
+      await page(tabs).goto(url);
       return;
+    }
     case 'new_tab': {
       const p = await tabs.context.newPage();
       tabs.pages.push(p);

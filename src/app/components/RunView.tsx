@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
-import { looksInterrupted, resumeRun } from '../resume.ts';
+import { looksInterrupted, resumeRun, runPrompts } from '../resume.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import type { EvalRow, RolloutView } from '../worker-api.ts';
@@ -214,7 +214,7 @@ export function RunView({ id }: { id: string }) {
                 for (const f of await trainer().exportAdapter()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
               })}>download LoRA adapter (PEFT)</button>
               <button disabled={!!busy} onClick={() => act('eval', async () => {
-                setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, episodes: 8, config: run?.config ?? {} }));
+                setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, prompts: run ? runPrompts(run.env) : undefined, episodes: 8, config: run?.config ?? {} }));
               })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
             </>
           )}

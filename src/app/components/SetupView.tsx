@@ -3,7 +3,8 @@
 // parent's model, environment and config, and the new run records its parent.
 import { useEffect, useMemo, useState } from 'react';
 import { DEFAULT_CONFIG } from '../../rl/config.ts';
-import { api, ownedRuns, taskForEnv } from '../api.ts';
+import { api, ownedRuns } from '../api.ts';
+import { parsePromptText } from '../../rl/tasks/mcp-task.ts';
 import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
 import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../presets.ts';
@@ -13,6 +14,7 @@ import { ConfigForm, formValuesOf } from './ConfigForm.tsx';
 import { EnvPicker, type EnvSelection } from './EnvPicker.tsx';
 import { ModelPicker } from './ModelPicker.tsx';
 import { RunsList } from './RunsList.tsx';
+import { TaskPanel, useEnvTasks, type TaskMode } from './TaskPanel.tsx';
 import { startLiveRun } from '../live-run.ts';
 
 /** What "fork" on a run view hands to the setup page (sessionStorage 'webgrpo.fork'). */
@@ -55,6 +57,22 @@ export function SetupView() {
   const [sftJsonl, setSftJsonl] = useState<string | undefined>(undefined);
   const [starting, setStarting] = useState(false);
   const [importError, setImportError] = useState<string | null>(null);
+  const envTasks = useEnvTasks(env);
+  const forkPrompts = fork?.env.task === 'mcp' && Array.isArray(fork.env.prompts) ? (fork.env.prompts as { prompt: { content?: unknown }[] }[]) : null;
+  const [taskMode, setTaskMode] = useState<TaskMode>(forkPrompts ? 'prompts' : 'example');
+  const [promptText, setPromptText] = useState(() => forkPrompts?.map((r) => JSON.stringify(r)).join('\n') ?? '');
+  // An env that is no TRL example but an MCP env: the user's prompts are the only task it has.
+  const exampleTask = envTasks && 'task' in envTasks.example ? envTasks.example.task : null;
+  const hasTools = envTasks !== null && 'list' in envTasks.tools;
+  const mode: TaskMode = !exampleTask && hasTools ? 'prompts' : exampleTask && !hasTools ? 'example' : taskMode;
+  const prompts = useMemo(() => {
+    if (mode !== 'prompts') return { rows: null, error: null };
+    try {
+      return { rows: parsePromptText(promptText, 'prompts'), error: null };
+    } catch (err) {
+      return { rows: null, error: promptText.trim() === '' ? null : (err as Error).message };
+    }
+  }, [mode, promptText]);
   const checked = useMemo(() => checkFields(values), [values]);
   const invalid = Object.keys(checked.errors);
 
@@ -87,23 +105,32 @@ export function SetupView() {
   // The selected preset, and whether the fields still hold its values.
   const presetEdited = preset !== null && Object.entries(presetBase).some(([k, v]) => values[k] !== v);
 
+  // Picking an env in the list picks its preset too, while the fields hold a preset's values unedited;
+  // an edit or a fork's config is never thrown away, and the preset label keeps naming what the fields hold.
+  function pickEnv(next: EnvSelection) {
+    const name = next.name as BuiltinEnvName;
+    if (Object.hasOwn(PRESETS, name) && preset !== null && preset !== name && !presetEdited) applyPreset(name);
+    else setEnv(next);
+  }
+
   async function start() {
     if (!model || !env || !checked.config) return;
     const config: Record<string, unknown> = { ...checked.config };
     setStarting(true);
     setStartError(null);
     try {
-      const task = await taskForEnv(env.name);
+      const task = mode === 'prompts' ? 'mcp' : exampleTask!;
+      const rows = mode === 'prompts' ? prompts.rows! : undefined;
       const created = await api.createRun({
         name: `${env.name} · ${model.name}`,
         config,
         model: { name: model.name, params: model.params, weightDtype: model.weightDtype, ...(modelSource ? { source: modelSource } : {}) },
-        env: { name: env.name, task },
+        env: { name: env.name, task, ...(rows ? { prompts: rows } : {}) },
         ...(fork ? { parent: fork.parent } : {}),
       });
       ownedRuns.set(created.id, created.writeToken);
       location.hash = `#/runs/${created.id}`;
-      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
+      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, prompts: rows, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
     } catch (err) {
       setStartError((err as Error).message);
     } finally {
@@ -120,7 +147,8 @@ export function SetupView() {
     }
   }
 
-  const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : !env ? 'Pick an environment.' : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
+  const taskBlocker = !envTasks ? 'Asking the environment for its tasks…' : !exampleTask && !hasTools ? 'This environment offers nothing to train on.' : mode === 'prompts' && !prompts.rows ? 'Write the prompts for your task.' : null;
+  const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : !env ? 'Pick an environment.' : taskBlocker ? taskBlocker : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
   return (
     <div className="setup">
       {probe && !probe.webgpu && (
@@ -134,7 +162,8 @@ export function SetupView() {
         </p>
       )}
       <ModelPicker />
-      <EnvPicker value={env} onChange={setEnv} />
+      <EnvPicker value={env} onChange={pickEnv} />
+      {env && <TaskPanel tasks={envTasks} mode={mode} onMode={setTaskMode} promptText={promptText} onPromptText={setPromptText} promptError={prompts.error} />}
       <section className="panel">
         <h3>Presets</h3>
         <div className="presets" role="group" aria-label="presets">

@@ -1,6 +1,6 @@
 // embedding: out[t] = E[tokens[t]] for the tokens whose id falls in this row-chunk of the
 // embedding, [row_start, row_start + rows). The engine dispatches once per chunk (a tensor larger
-// than one storage binding is split by rows). E is f32 or f16, read as weightLoads (forward.ts)
+// than one storage binding is split by rows). E is f32 or f16, read as weightLoads (weight-loads.ts)
 // says: f32 bits or packed halves (u32), or native f16.
 {{ENABLE_F16}}
 

@@ -2,7 +2,7 @@
 //   MODE 0: y  = scale·x·Wᵀ        MODE 1: y += scale·x·Wᵀ        MODE 2: y = r + scale·x·Wᵀ (residual)
 // x (M, K) f32, W (N, K) at element offset w_offset, stored f32 or f16 (W_F16), y (M, ldy) f32
 // written at columns [y_offset, y_offset + N). How W is read comes from the engine (weightLoads in
-// forward.ts): f32 bits or packed halves as `array<u32>`, or native `array<f16>` with shader-f16;
+// weight-loads.ts): f32 bits or packed halves as `array<u32>`, or native `array<f16>` with shader-f16;
 // every load widens to f32 and all accumulation is f32.
 // Register-blocked without workgroup memory: each invocation owns 4 rows × 4 columns of y, the
 // fastest layout on software adapters (specs/webgpu-without-a-gpu.md §5). Out-of-range rows and

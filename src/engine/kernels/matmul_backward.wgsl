@@ -8,11 +8,12 @@
 // fastest layout on software adapters (specs/webgpu-without-a-gpu.md §5) and correct on all.
 // Out-of-range rows/columns read a clamped (valid) address and are simply not written back, so the
 // inner loop has no branches.
+// B may be a stored weight: it is read as weightLoads (weight-loads.ts) says, f32 bits or packed halves
+// (element 2i in the low half of word i) as `array<u32>`, or native `array<f16>` with shader-f16;
+// every load widens to f32 and all accumulation is f32.
+{{ENABLE_F16}}
 const A_TRANSPOSED: bool = {{A_TRANSPOSED}};
 const B_TRANSPOSED: bool = {{B_TRANSPOSED}};
-// B is read as raw 32-bit words: f32 values, or (B_HALF) IEEE halves packed two per word, element 2i
-// in the low half (the engine's f16 weight layout; no `shader-f16` needed).
-const B_HALF: bool = {{B_HALF}};
 
 struct Params {
   M: u32, N: u32, K: u32,
@@ -26,7 +27,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<{{B_ELEM}}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 // Address of op(A)[m, k] and op(B)[k, n] inside their buffers.
@@ -39,8 +40,7 @@ fn b_index(k: u32, n: u32) -> u32 {
   return p.b_offset + k * p.ldb + n;
 }
 fn load_b(i: u32) -> f32 {
-  if (B_HALF) { return unpack2x16float(b[i >> 1u])[i & 1u]; }
-  return bitcast<f32>(b[i]);
+  return {{LOAD_B}};
 }
 
 @compute @workgroup_size(8, 8)

@@ -1,11 +1,12 @@
 // matmul_backward_tiled: the same contract as matmul_backward.wgsl (C (+)= alpha·op(A)·op(B), either
-// operand transposed, B f32 or packed halves), tiled through workgroup memory for real GPUs: a
+// operand transposed, B f32 or f16 read as weightLoads in weight-loads.ts says: packed halves in u32 words
+// or native `array<f16>`; f32 accumulation), tiled through workgroup memory for real GPUs: a
 // 64×64 block of C per workgroup of 16×16 invocations, 4×4 outputs each, K in steps of 16.
 // (Workgroup-memory tiling is the slowest choice on software adapters, so the train side picks
 // matmul_backward.wgsl there.)
+{{ENABLE_F16}}
 const A_TRANSPOSED: bool = {{A_TRANSPOSED}};
 const B_TRANSPOSED: bool = {{B_TRANSPOSED}};
-const B_HALF: bool = {{B_HALF}};
 const BM: u32 = 64u;
 const BN: u32 = 64u;
 const BK: u32 = 16u;
@@ -22,7 +23,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<{{B_ELEM}}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 var<workgroup> a_tile: array<f32, 1024>; // (BM, BK)
@@ -38,8 +39,7 @@ fn load_b(k: u32, n: u32) -> f32 {
   if (k >= p.K || n >= p.N) { return 0.0; }
   var i = p.b_offset + k * p.ldb + n;
   if (B_TRANSPOSED) { i = p.b_offset + n * p.ldb + k; }
-  if (B_HALF) { return unpack2x16float(b[i >> 1u])[i & 1u]; }
-  return bitcast<f32>(b[i]);
+  return {{LOAD_B}};
 }
 
 @compute @workgroup_size(16, 16)

@@ -1,7 +1,7 @@
 // matmul_tiled: the same contract as matmul.wgsl (y = scale·x·Wᵀ, MODE 0/1/2, f32 or f16 W), with
 // the classic 16×16 workgroup-memory tiling that suits real GPUs (it is the slowest choice on
 // software adapters, so the engine picks matmul.wgsl there). One output per invocation.
-// W is read as weightLoads (forward.ts) says: f32 bits or packed halves (u32), or native f16.
+// W is read as weightLoads (weight-loads.ts) says: f32 bits or packed halves (u32), or native f16.
 {{ENABLE_F16}}
 const MODE: u32 = {{MODE}}u;
 const TILE: u32 = 16u;

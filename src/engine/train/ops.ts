@@ -2,6 +2,7 @@
 // shapes by name so the backward pass reads like the math. Every method only records into a
 // Recorder; nothing here submits or allocates beyond the pipelines.
 
+import { gemmBLoads } from '../weight-loads.ts';
 import type { EngineInternals, ParamEntry } from '../internals.ts';
 import { f32, groups1d, type Recorder } from '../recorder.ts';
 
@@ -22,7 +23,7 @@ export interface GemmArgs {
   bOffset?: number;
   ldb: number;
   bTransposed?: boolean;
-  /** B holds IEEE halves packed two per u32 (the engine's f16 weights). */
+  /** B holds IEEE halves (the engine's f16 weights), read as the engine's kernelVariants.halfLoads says. */
   bHalf?: boolean;
   c: GPUBuffer;
   cOffset?: number;
@@ -54,10 +55,11 @@ export class TrainOps {
       return;
     }
     const tiled = this.gemmVariant === 'tiled';
+    // The forward's switch: native `array<f16>` loads where the engine chose them, else u32 unpacking.
     const pipeline = this.internals.getPipeline(tiled ? 'matmul_backward_tiled.wgsl' : 'matmul_backward.wgsl', {
       A_TRANSPOSED: Boolean(g.aTransposed),
       B_TRANSPOSED: Boolean(g.bTransposed),
-      B_HALF: Boolean(g.bHalf),
+      ...gemmBLoads(Boolean(g.bHalf), this.internals.kernelVariants.halfLoads),
     });
     // blocked: 8×8 invocations × 4×4 outputs = 32×32 per workgroup; tiled: 64×64.
     const block = tiled ? 64 : 32;

@@ -5,6 +5,7 @@
 //   full: every parameter of the checkpoint, updated in place in f32 (f16-stored weights are
 //         promoted to f32 master weights first).
 
+import { weightLoads } from '../weight-loads.ts';
 import type { EngineInternals, LoraAdapter, ParamChunk, ParamEntry } from '../internals.ts';
 import { groups1d, type Recorder } from '../recorder.ts';
 import type { LoraConfig, LoraTarget, TrainableMode } from '../types.ts';
@@ -154,7 +155,8 @@ function promoteToF32(internals: EngineInternals, rec: Recorder, p: ParamEntry):
   const rowLen = p.shape.reduce((a, b) => a * b, 1) / rows;
   const rowsPerChunk = Math.floor(internals.maxBindingBytes / (rowLen * 4));
   if (rowsPerChunk < 1) throw new Error(`full fine-tuning: one f32 row of ${p.name} (${rowLen * 4} bytes) exceeds the storage binding limit (${internals.maxBindingBytes} bytes)`);
-  const pipe = internals.getPipeline('half_to_float.wgsl');
+  const loads = weightLoads('f16', internals.kernelVariants.halfLoads);
+  const pipe = internals.getPipeline('half_to_float.wgsl', { ENABLE_F16: loads.ENABLE_F16!, W_ELEM: loads.W_ELEM!, LOAD_W: loads.LOAD_W! });
   const chunks: ParamChunk[] = [];
   for (let r0 = 0; r0 < rows; r0 += rowsPerChunk) {
     const n = Math.min(rowsPerChunk, rows - r0);

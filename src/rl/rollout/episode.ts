@@ -57,12 +57,12 @@ export interface Episode {
   pendingCalls: ToolCall[];
   /** Tool-call rounds executed so far. */
   iterations: number;
-  /** Wall-clock deadline (performance.now() ms) of the whole episode; Infinity = none. */
+  /** Wall-clock deadline (performance.now() ms) of the episode, set when its first turn is scheduled; Infinity = none. */
   deadline: number;
   /** Failing calls seen so far, by `name + canonical arguments`, with their count. */
   failedCalls: Map<string, number>;
-  /** The env session was closed (timed out, or the batch is over). */
-  closed: boolean;
+  /** The env session's close, once started (the episode ended or timed out). */
+  closing?: Promise<void>;
   /** [from, to) of the last sampled turn in completionIds (stubborn turns are flagged there). */
   lastTurn: [number, number];
 }
@@ -98,8 +98,13 @@ export interface EpisodeDriver {
   sampling: SamplingParams;
   stopIds: number[];
   maxIterations: number;
-  /** The first turn's request (prompt appended), or null when the episode cannot start. */
-  firstTurn(episode: Episode): TurnRequest | null;
+  /**
+   * Admits the episode: resets its env (the session opens now), renders its prompt and returns the first
+   * turn's request (prompt appended), or null when the episode cannot start. A scheduler calls it when
+   * the episode gets its slot: episode_timeout_s counts from the first turn, so an episode waiting for a
+   * slot is not timed out for it. Env trouble never rejects (the episode ends as unscorable).
+   */
+  firstTurn(episode: Episode): Promise<TurnRequest | null>;
   /** Folds a sampled turn into the rollout; the episode's pendingCalls become the turn's calls. */
   fold(request: TurnRequest, out: Pick<GenerateOutput, 'tokens' | 'logprobs'>): void;
   /**
@@ -110,6 +115,14 @@ export interface EpisodeDriver {
   toolTurn(episode: Episode): Promise<TurnRequest | null>;
   /** Ends an episode that ran past its deadline: unscorable, counted as timed out. */
   timeOut(episode: Episode, what: string): void;
+  /** Gives the episode's engine sequence (its KV rows) back, once the episode is over; no-op without one. */
+  releaseSequence(episode: Episode): void;
+  /**
+   * Ends an episode that is over: its sequence goes back and its env session is closed. Resolves when
+   * the session is closed (or after an env call's timeout), then its slot may go to the next episode.
+   * Never rejects.
+   */
+  endEpisode(episode: Episode): Promise<void>;
   stats: RolloutStats;
 }
 

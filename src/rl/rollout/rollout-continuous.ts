@@ -2,13 +2,16 @@
 // turn that is mid-decode plus any turn that became ready since the last step (its prompt or tool suffix
 // is prefilled in that same engine call), up to the batch cap. A turn that ends with tool calls leaves
 // the batch and its calls go to the env at once; when the reply is in, the episode rejoins the next step.
-// So env latency overlaps GPU work and one slow reply delays only its own episode. Each episode samples
-// from its own stream (engine GenerateItem.stream), so its tokens do not depend on which steps it shared.
+// So env latency overlaps GPU work and one slow reply delays only its own episode. At most `maxBatchSize`
+// episodes hold a slot (an env session and an engine sequence with its KV rows) at once: the rest wait
+// in rollout order, and each takes the slot of an episode that ended — its reset starts then, and the
+// first turn joins a decode step when the reset is in. Each episode samples from its own stream (engine
+// GenerateItem.stream), so its tokens do not depend on which steps it shared.
 
 import { timedGenerate, type Episode, type EpisodeDriver, type TurnRequest } from './episode.ts';
 
 export interface ContinuousOptions {
-  /** Most sequences in one decode step. */
+  /** Slots: most episodes playing (holding an env session and a sequence) at once, hence most sequences in one decode step. */
   maxBatchSize: number;
   /** When no turn is mid-decode, how long the next step waits for more env replies to join it (ms). */
   batchWindowMs: number;
@@ -42,30 +45,55 @@ export async function runContinuous(episodes: Episode[], driver: EpisodeDriver, 
       };
     });
 
-  const enqueue = (request: TurnRequest | null): void => {
-    if (!request) return;
-    // Budget spent by the suffix: it joins the completion, nothing is sampled, the episode is over.
-    if (request.maxNewTokens <= 0) driver.fold(request, { tokens: [], logprobs: [] });
-    else ready.push(request);
-  };
-  const endTurn = (d: Decoding): void => {
-    driver.fold(d.request, d);
-    const episode = d.request.episode;
-    // The iteration cap leaves the last turn's calls unexecuted.
-    if (episode.pendingCalls.length === 0 || episode.iterations >= driver.maxIterations) return;
+  /** An env call (a reset with its first turn, a tool turn, a close) the loop waits for. */
+  const track = (work: Promise<void>): void => {
     inFlight++;
-    driver.toolTurn(episode).then(enqueue, (error: unknown) => (failure ??= { error })).finally(() => {
+    work.catch((error: unknown) => (failure ??= { error })).finally(() => {
       inFlight--;
       notify();
     });
   };
+
+  const waiting = [...episodes];
+  let slotsUsed = 0;
+  /** Episodes take free slots in rollout order (their reset starts then); one that cannot start gives its slot on. */
+  const admit = (): void => {
+    while (!failure && slotsUsed < opts.maxBatchSize && waiting.length > 0) {
+      const episode = waiting.shift()!;
+      slotsUsed++;
+      track(driver.firstTurn(episode).then((request) => enqueue(episode, request)));
+    }
+  };
+  /** The slot goes to the next episode once this one's env session is closed. */
+  const finish = (episode: Episode): void => {
+    track(driver.endEpisode(episode).then(() => {
+      slotsUsed--;
+      admit();
+    }));
+  };
+  function enqueue(episode: Episode, request: TurnRequest | null): void {
+    if (!request) return finish(episode);
+    // Budget spent by the suffix: it joins the completion, nothing is sampled, the episode is over.
+    if (request.maxNewTokens <= 0) {
+      driver.fold(request, { tokens: [], logprobs: [] });
+      finish(episode);
+    } else ready.push(request);
+  }
+  const endTurn = (d: Decoding): void => {
+    driver.fold(d.request, d);
+    const episode = d.request.episode;
+    // The iteration cap leaves the last turn's calls unexecuted.
+    if (episode.pendingCalls.length === 0 || episode.iterations >= driver.maxIterations) return finish(episode);
+    track(driver.toolTurn(episode).then((next) => enqueue(episode, next)));
+  };
   const expired = (request: TurnRequest, now: number): boolean => {
     if (now <= request.episode.deadline) return false;
     driver.timeOut(request.episode, 'episode_timeout_s');
+    finish(request.episode);
     return true;
   };
 
-  for (const e of episodes) enqueue(driver.firstTurn(e));
+  admit();
   for (;;) {
     if (failure) throw (failure as { error: unknown }).error;
     if (decoding.length === 0) {

@@ -1,10 +1,14 @@
 // One generation batch of multi-turn, tool-calling episodes (grpo-semantics.md §4–§8), TRL's
 // `_generate` + `_tool_call_loop` on webgrpo's engine. Tool results enter the token stream by
 // concatenating the suffix ids of a dummy render (never by re-tokenizing the conversation), and those
-// suffix tokens are masked from the loss. WHEN each episode decodes is the scheduler's choice
-// (rollout-lockstep.ts: every live episode per turn, waiting for all env replies; rollout-continuous.ts:
-// each episode rejoins the next decode step as soon as its env reply is in); WHAT an episode records is
-// decided here, and every episode samples from its own stream, so both give the same rollouts.
+// suffix tokens are masked from the loss. WHEN each episode decodes is the scheduler's choice, within
+// `maxBatchSize` decode slots (rollout-lockstep.ts: waves of episodes, each turn waiting for all the
+// wave's env replies; rollout-continuous.ts: each episode rejoins the next decode step as soon as its env
+// reply is in, and a finished episode's slot goes to the next). A slot is also an env session: an
+// episode resets when it is admitted and closes its session when it ends, so a batch holds at most
+// `envSlots` sessions (max_concurrent_envs caps them for servers capped below the decode slots). WHAT an
+// episode records is decided here, and every episode samples from its own stream, so both schedulers,
+// and any slot count, give the same rollouts.
 
 import type { ToolCall } from '../../model/chat-template.ts';
 import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
@@ -32,10 +36,15 @@ export interface RolloutConfig {
   chat_template_kwargs?: Record<string, unknown> | null;
   /** Default 'lockstep'. */
   rollout_scheduler?: RolloutScheduler;
-  /** Wall-clock cap of one episode after its reset (the reset itself is capped by it too); past it the episode is closed as unscorable. null = none. */
+  /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
   /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
   env_call_timeout_s?: number | null;
+  /**
+   * Most env sessions open at once (OpenEnv servers' MAX_CONCURRENT_ENVS), for a server capped below the
+   * decode slots: at most this many episodes play at a time. null/undefined = the decode slots' count.
+   */
+  max_concurrent_envs?: number | null;
   /** A failing tool call repeated more than this many times makes its turn stubborn (default 2). */
   stubborn_threshold?: number;
 }
@@ -52,40 +61,105 @@ export interface RunRolloutsOptions {
   seed: number;
   /** Chat template override; by default the checkpoint's, swapped for the training variant with tools. */
   template?: string;
-  /** Continuous scheduler: most sequences in one decode step (from the memory plan); default unbounded. */
+  /**
+   * Decode slots: most sequences in one engine batch and most episodes holding a sequence at once —
+   * the sequence count the memory plan was checked for. Lockstep plays the rows in waves of this many
+   * (or of max_concurrent_envs, if lower); continuous refills a slot as soon as its episode ends.
+   * Default: every row at once.
+   */
   maxBatchSize?: number;
   /** Continuous scheduler: how long a decode step waits for more env replies when the batch is not full (ms, default 2). */
   batchWindowMs?: number;
   /** Filled with decode/env counters of this batch (benchmarks). */
   stats?: RolloutStats;
-  /** Resets already started for exactly these rows (prepareResets), e.g. while the previous generation trained. */
+  /** Resets prepared for exactly these rows (prepareResets, the first ones started), e.g. while the previous generation trained. */
   prefetched?: PreparedResets;
 }
 
-/** Resets in flight for one generation batch (prepareResets). */
+/** What became of one reset: its observation, its failure, or a timeout past `resetLimit`. */
+export type ResetOutcome = PromiseSettledResult<Bounded<string | null>>;
+
+/**
+ * One generation batch's resets (prepareResets). A reset starts when its episode is admitted to a slot
+ * (`take`), or earlier for the first `envSlots` rows when prefetched, so no more env sessions are open
+ * than episodes playing.
+ */
 export interface PreparedResets {
   rows: DatasetRow[];
   /** Rollout slot i's env instance (the factory's pool). */
   envs: ToolEnv[];
-  /** Each reset's observation, or its failure, or a timeout past `resetLimit`. Never rejects. */
-  outcomes: Promise<PromiseSettledResult<Bounded<string | null>>[]>;
   /** ms; Infinity = none. */
   resetLimit: number;
+  /** Episodes playing at once (envSlots): the most sessions this batch opens at a time. */
+  slots: number;
+  /** Row i's reset, started now unless prefetched; taken once. Never rejects. */
+  take(i: number): Promise<ResetOutcome>;
+  /**
+   * Closes the sessions of resets started but never taken (a stale prefetch, a stopped run, a batch that
+   * failed), each once its reset is over (bounded by `resetLimit`). Later `take`s are refused.
+   */
+  discard(): Promise<void>;
 }
 
 /**
- * Starts one reset per row (pooled env instance per slot, TRL's order), bounded by env_call_timeout_s
- * and episode_timeout_s. runRollouts calls it itself; a trainer calls it one generation ahead so that the
- * resets' network time overlaps the optimizer step (at most one generation is prefetched).
+ * Episodes of a batch of `rows` playing at once: the decode slots (`maxBatchSize`, default every row),
+ * capped by `max_concurrent_envs` (an env server's session cap). Each holds one env session.
  */
-export function prepareResets(envFactory: EnvFactory, rows: DatasetRow[], config: Pick<RolloutConfig, 'episode_timeout_s' | 'env_call_timeout_s'>): PreparedResets {
+export function envSlots(rows: number, maxBatchSize: number | undefined, config: Pick<RolloutConfig, 'max_concurrent_envs'>): number {
+  const cap = config.max_concurrent_envs;
+  if (cap !== null && cap !== undefined && !(Number.isInteger(cap) && cap >= 1)) throw new Error(`max_concurrent_envs must be an integer ≥ 1 (or null), got ${cap}`);
+  const slots = maxBatchSize ?? Math.max(1, rows);
+  if (!(slots >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${slots}`);
+  return Math.min(slots, cap ?? Infinity);
+}
+
+/**
+ * The resets of one batch (pooled env instance per slot, TRL's order), each bounded by env_call_timeout_s
+ * and episode_timeout_s. Starts the first `envSlots` of them now — those the first admissions take —
+ * and the rest when their episode is admitted. runRollouts calls it itself; a trainer calls it one
+ * generation ahead so that those resets' network time overlaps the optimizer step.
+ */
+export function prepareResets(
+  envFactory: EnvFactory,
+  rows: DatasetRow[],
+  config: Pick<RolloutConfig, 'episode_timeout_s' | 'env_call_timeout_s' | 'max_concurrent_envs'>,
+  maxBatchSize?: number,
+): PreparedResets {
   rows.forEach((row, i) => {
     if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
   });
   const resetLimit = Math.min(seconds(config.env_call_timeout_s, 'env_call_timeout_s'), seconds(config.episode_timeout_s, 'episode_timeout_s'));
+  const slots = envSlots(rows.length, maxBatchSize, config);
   const envs = poolFor(envFactory).take(rows.length);
-  const outcomes = Promise.allSettled(rows.map(async (row, i) => bounded(Promise.resolve().then(() => envs[i]!.reset(row)), resetLimit)));
-  return { rows, envs, outcomes, resetLimit };
+  const outcomes: (Promise<ResetOutcome> | undefined)[] = [];
+  const taken = new Set<number>();
+  let discarded = false;
+  const start = (i: number): Promise<ResetOutcome> =>
+    (outcomes[i] ??= bounded(Promise.resolve().then(() => envs[i]!.reset(rows[i]!)), resetLimit).then(
+      (value): ResetOutcome => ({ status: 'fulfilled', value }),
+      (reason: unknown): ResetOutcome => ({ status: 'rejected', reason }),
+    ));
+  for (let i = 0; i < Math.min(slots, rows.length); i++) void start(i);
+  return {
+    rows,
+    envs,
+    resetLimit,
+    slots,
+    take(i) {
+      if (discarded) throw new Error('these resets were discarded');
+      if (taken.has(i)) throw new Error(`reset ${i} was already taken`);
+      taken.add(i);
+      return start(i);
+    },
+    async discard() {
+      discarded = true;
+      await Promise.all(outcomes.map(async (outcome, i) => {
+        if (!outcome || taken.has(i)) return;
+        await outcome;
+        await Promise.resolve().then(() => envs[i]!.close?.()).catch(() => undefined);
+      }));
+    },
+  };
 }
 
 const pools = new WeakMap<EnvFactory, EnvPool>();
@@ -219,39 +293,50 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   };
   const suffixCtx = (): SuffixContext => ({ tokenizer, template: templateFor(true), chatTemplateKwargs: kwargs });
 
-  // 1. Reset every env (one connection per episode, all at once) — or take the resets prefetched while
-  // the previous generation trained — and render each prompt.
-  const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config);
+  // Episodes play (hold a decode slot and an env session) `slots` at a time; each one's reset starts
+  // when it is admitted — or was started while the previous generation trained (prefetched) — and its
+  // session is closed when it ends, so no more sessions are open than episodes playing.
+  const slots = envSlots(rows.length, opts.maxBatchSize, config);
+  const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config, slots);
   if (resets.rows !== rows) throw new Error('runRollouts: the prefetched resets were started for other rows');
+  if (resets.slots > slots) throw new Error(`runRollouts: the resets were prefetched for ${resets.slots} episodes at once, over this batch's ${slots}`);
   const { envs, resetLimit } = resets;
-  const observations = await resets.outcomes;
-  const deadline = performance.now() + episodeMs;
-  const episodes: Episode[] = rows.map((row, i) => {
-    const env = envs[i];
-    const tools = envTools(env);
-    const outcome = observations[i];
-    const observation = outcome.status === 'fulfilled' && outcome.value.done ? (outcome.value.value ?? null) : null;
-    const prompt = promptWithObservation(row, observation);
-    const rollout: Rollout = {
-      row, prompt, promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
-      truncated: false, env, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
-    };
+  const episodes: Episode[] = rows.map((row, i) => ({
+    index: i,
+    rollout: {
+      row, prompt: promptWithObservation(row, null), promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
+      truncated: false, env: envs[i]!, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
+    },
+    tools: [], pendingCalls: [], iterations: 0, deadline: Infinity, failedCalls: new Map(), lastTurn: [0, 0],
+  }));
+
+  const admitted = new Set<Episode>();
+  /** Resets taken and not yet over: their session, if one comes, is closed once it has. */
+  const resetting = new Map<Episode, Promise<ResetOutcome>>();
+  const closeEnv = (episode: Episode): Promise<void> =>
+    (episode.closing ??= Promise.resolve().then(() => episode.rollout.env.close?.()).then(() => undefined, () => undefined));
+
+  /** The episode's reset, then its prompt: the observation folded in, rendered with the env's tools. */
+  const admit = async (episode: Episode): Promise<boolean> => {
+    const { rollout } = episode;
+    admitted.add(episode);
+    const pending = resets.take(episode.index);
+    resetting.set(episode, pending);
+    const outcome = await pending;
+    resetting.delete(episode);
     if (outcome.status === 'rejected') rollout.error = `reset failed: ${errorText(outcome.reason)}`;
     else if (!outcome.value.done) {
       rollout.error = `reset timed out after ${resetLimit / 1000} s`;
       rollout.timedOut = true;
     }
-    rollout.promptIds = renderPrompt({ tokenizer, template: templateFor(tools.length > 0), prompt, tools, chatTemplateKwargs: kwargs }).ids;
+    const observation = outcome.status === 'fulfilled' && outcome.value.done ? (outcome.value.value ?? null) : null;
+    rollout.prompt = promptWithObservation(rollout.row, observation);
+    episode.tools = envTools(rollout.env);
+    rollout.promptIds = renderPrompt({ tokenizer, template: templateFor(episode.tools.length > 0), prompt: rollout.prompt, tools: episode.tools, chatTemplateKwargs: kwargs }).ids;
     if (!rollout.error && rollout.promptIds.length >= maxModelLen) {
       rollout.error = `prompt of ${rollout.promptIds.length} tokens does not fit max_position_embeddings ${maxModelLen}`;
     }
-    return { index: i, rollout, tools, pendingCalls: [], iterations: 0, deadline, failedCalls: new Map(), closed: false, lastTurn: [0, 0] };
-  });
-
-  const closeEnv = async (episode: Episode): Promise<void> => {
-    if (episode.closed) return;
-    episode.closed = true;
-    await episode.rollout.env.close?.();
+    return !rollout.error;
   };
 
   const driver: EpisodeDriver = {
@@ -260,8 +345,10 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     stopIds: [tokenizer.eosTokenId],
     maxIterations: config.max_tool_calling_iterations ?? Infinity,
     stats,
-    firstTurn: (episode) => {
-      if (episode.rollout.error) return null;
+    firstTurn: async (episode) => {
+      if (!(await admit(episode))) return null;
+      // The episode's clock starts with its first turn: its reset was bounded on its own.
+      episode.deadline = performance.now() + episodeMs;
       return {
         episode,
         append: episode.rollout.promptIds,
@@ -283,16 +370,30 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
       episode.rollout.timedOut = true;
       episode.pendingCalls = [];
       // The env call may still be running: closing the session ends it, and nothing waits for it.
-      void closeEnv(episode).catch(() => undefined);
+      void closeEnv(episode);
+    },
+    releaseSequence: (episode) => {
+      if (episode.seq) engine.releaseSequence(episode.seq);
+      episode.seq = undefined;
+    },
+    endEpisode: async (episode) => {
+      driver.releaseSequence(episode);
+      // The slot is free once the server let the session go; a close that hangs holds it one env call at most.
+      await bounded(closeEnv(episode), callMs);
     },
   };
 
   try {
-    if (scheduler === 'continuous') await runContinuous(episodes, driver, { maxBatchSize: opts.maxBatchSize ?? Infinity, batchWindowMs: opts.batchWindowMs ?? 2 });
-    else await runLockstep(episodes, driver);
+    if (scheduler === 'continuous') await runContinuous(episodes, driver, { maxBatchSize: slots, batchWindowMs: opts.batchWindowMs ?? 2 });
+    else await runLockstep(episodes, driver, { maxBatchSize: slots });
   } finally {
-    for (const e of episodes) if (e.seq) engine.releaseSequence(e.seq);
-    await Promise.allSettled(episodes.map(closeEnv));
+    for (const e of episodes) driver.releaseSequence(e);
+    // Only a failed batch leaves sessions here: prefetched resets never taken (discard closes them) and
+    // resets still running (closed once they are over, not awaited: one may never answer) are not
+    // waited for; episodes still playing are closed now.
+    void resets.discard();
+    for (const [episode, pending] of resetting) void pending.then(() => closeEnv(episode));
+    await Promise.all(episodes.filter((e) => admitted.has(e) && !resetting.has(e)).map(closeEnv));
   }
 
   const endIds = new Set([tokenizer.eosTokenId, ...(tokenizer.padTokenId === null ? [] : [tokenizer.padTokenId])]);

@@ -29,6 +29,17 @@ export function parsePromptDataset(text: string, source: string): DatasetRow[] {
   return rows;
 }
 
+/**
+ * The app's prompt box: JSONL rows (as parsePromptDataset) when the text starts with '{', otherwise one
+ * user prompt per non-empty line.
+ */
+export function parsePromptText(text: string, source: string): DatasetRow[] {
+  if (text.trimStart().startsWith('{')) return parsePromptDataset(text, source);
+  const rows = text.split('\n').map((l) => l.trim()).filter((l) => l !== '').map((content): DatasetRow => ({ prompt: [{ role: 'user', content }] }));
+  if (rows.length === 0) throw new Error(`${source}: no prompts (write one per line)`);
+  return rows;
+}
+
 /** The task for the MCP env at `url`; reads its tool list once (a clear error if it is not an MCP env). */
 export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpisode = openEnvEpisodes()): Promise<ChatTemplateTask> {
   if (prompts.length === 0) throw new Error(`${url} is an MCP environment none of the built-in tasks knows: give the model a prompt (--prompt TEXT or --dataset FILE.jsonl)`);

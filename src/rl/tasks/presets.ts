@@ -5,7 +5,7 @@
 //  - 'tiny': the built-in demo model and other toy models (< TINY_MODEL_MAX_PARAMS parameters). Full
 //    fine-tuning at a high learning rate, catch through its compact variant; sized so the demo run
 //    (the built-in demo model, untouched) ends clearly higher than it started within minutes on a
-//    CPU-emulated adapter (tests/e2e/demo-learns.test.ts);
+//    CPU-emulated adapter (tests/e2e/demo-learns-catch.test.ts);
 //  - 'full-size': real Qwen3 checkpoints. LoRA at small learning rates, TRL's prompts and budgets.
 
 import { qwen3ParamCount } from '../../model/qwen3-tensors.ts';

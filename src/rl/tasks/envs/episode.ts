@@ -69,20 +69,35 @@ export function classifyEnvError(err: unknown): Error {
 /** The current episode of an env instance: opened by reset, replaced by the next reset. */
 export class EpisodeSlot {
   private session: EpisodeSession | null = null;
+  /** Bumped by every close: an open that outlives a close (its reset timed out) is closed on arrival. */
+  private epoch = 0;
   constructor(
     private readonly baseUrl: string,
     private readonly open: OpenEpisode,
   ) {}
 
-  /** Closes the previous episode's connection, opens a new one, returns the reset observation. */
+  /**
+   * Closes the previous episode's connection, opens a new one, returns the reset observation. A close
+   * while the reset runs (the rollout gave up on it) closes the new connection as soon as it is open,
+   * so a late reset never holds one of the server's sessions.
+   */
   async reset(kwargs?: Record<string, unknown>): Promise<StepResult> {
-    await this.close();
+    const previous = this.session;
+    this.session = null;
+    const epoch = ++this.epoch;
+    await previous?.close();
+    let session: EpisodeSession;
     try {
-      this.session = await this.open(this.baseUrl, kwargs);
+      session = await this.open(this.baseUrl, kwargs);
     } catch (err) {
       throw classifyEnvError(err);
     }
-    return this.session.first;
+    if (epoch !== this.epoch) {
+      await session.close();
+      throw new EnvFailure('the episode was closed while its reset ran');
+    }
+    this.session = session;
+    return session.first;
   }
 
   /** The open episode's protocol (`action` when none is open or the opener did not say). */
@@ -110,6 +125,7 @@ export class EpisodeSlot {
   }
 
   async close(): Promise<void> {
+    this.epoch++;
     const session = this.session;
     this.session = null;
     await session?.close();

@@ -1,0 +1,180 @@
+// The work of one dispatch, from the shape params it was recorded with (the uniform words the
+// kernel itself reads, DispatchTiming.params) and its template constants, plus what no param holds:
+// how many keys attention visits (AttentionWork, known to whoever packed the batch).
+//
+// flops: the arithmetic the kernel's math needs (a multiply-add is 2; exp/sqrt/div count 1; the
+//        workgroup reductions' bookkeeping is not counted). Matmuls count 2·M·N·K.
+// bytes: compulsory traffic: every input read once and every output written once, in the dtype it
+//        is stored in (f16 weights 2 bytes). Re-reads a kernel makes (the sampler's bitwise search,
+//        attention re-reading K/V per query head) are not counted, so achieved GB/s is a lower bound.
+// Families group a kernel's variants (matmul = matmul / matmul_vec4 / matmul_tiled; attention = the
+// per-thread and per-workgroup kernels), split by weight dtype for the GEMMs (f16 weights are
+// compared with the f16 matmul peak).
+import type { DispatchTiming } from '../../src/engine/recorder.ts';
+
+/** Per batch: Σ over query tokens of the keys each attends to, and the distinct K/V rows read. */
+export interface AttentionWork {
+  attendedKeys: number;
+  kvRows: number;
+}
+
+export interface CostContext {
+  attention: AttentionWork;
+  /** Rows of the embedding (a split embedding's chunk dispatches each own rows/vocab of the tokens). */
+  vocab: number;
+}
+
+export interface DispatchCost {
+  family: string;
+  /** Which kernel of the family: the file and, for GEMMs, how the weights were read. */
+  kernel: string;
+  flops: number;
+  bytes: number;
+  /** The precision the compute peak is taken in: f16 for GEMMs on f16 weights. */
+  precision: 'f32' | 'f16';
+}
+
+type Dispatch = Pick<DispatchTiming, 'file' | 'constants' | 'params' | 'groups'>;
+
+const F = 4; // f32 bytes
+
+/** How a forward matmul read W, from the constants forward.ts compiled it with: 'f32', 'f16 native' (array<f16>) or 'f16 u32' (unpacked halves). */
+function forwardWeights(c: Dispatch['constants']): 'f32' | 'f16 native' | 'f16 u32' {
+  if (c.W_VEC !== undefined) return c.W_VEC === 'vec4u' ? 'f32' : c.W_VEC === 'vec2u' ? 'f16 u32' : 'f16 native';
+  return halfElem(c);
+}
+
+/** W_ELEM / LOAD_W of a scalar-load kernel (matmul, matmul_tiled, embedding). */
+function halfElem(c: Dispatch['constants']): 'f32' | 'f16 native' | 'f16 u32' {
+  if (c.W_ELEM === 'f16') return 'f16 native';
+  return /unpack/.test(String(c.LOAD_W)) ? 'f16 u32' : 'f32';
+}
+
+export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
+  const p = d.params;
+  const base = d.file.replace(/\.wgsl$/, '');
+  const pass = Number(d.constants.PASS ?? 0);
+  const one = (family: string, flops: number, bytes: number): DispatchCost => ({ family, kernel: base, flops, bytes, precision: 'f32' });
+  switch (d.file) {
+    case 'matmul.wgsl':
+    case 'matmul_vec4.wgsl':
+    case 'matmul_tiled.wgsl': {
+      // y (M, N) [+]= scale·x (M, K)·W (N, K)ᵀ; MODE 1 (accumulate) and 2 (residual) also read an (M, N).
+      const [M, N, K] = [p[0]!, p[1]!, p[2]!];
+      const w = forwardWeights(d.constants);
+      const ws = w === 'f32' ? 4 : 2;
+      const extra = Number(d.constants.MODE) === 0 ? 0 : M * N * F;
+      return {
+        family: `matmul ${w === 'f32' ? 'f32' : 'f16'} W`, kernel: `${base} (${w})`, flops: 2 * M * N * K,
+        bytes: M * K * F + N * K * ws + M * N * F + extra, precision: w === 'f32' ? 'f32' : 'f16',
+      };
+    }
+    case 'matmul_backward.wgsl':
+    case 'matmul_backward_tiled.wgsl': {
+      // C (M, N) (+)= alpha·op(A) (M, K)·op(B) (K, N); B f32, native halves or halves unpacked from u32.
+      const [M, N, K, accumulate] = [p[0]!, p[1]!, p[2]!, p[9]!];
+      const b = halfElem({ W_ELEM: d.constants.B_ELEM, LOAD_W: d.constants.LOAD_B });
+      const half = b !== 'f32';
+      return {
+        family: `matmul_backward ${half ? 'f16' : 'f32'} B`, kernel: `${base} (${b})`, flops: 2 * M * N * K,
+        bytes: M * K * F + K * N * (half ? 2 : 4) + M * N * F * (accumulate ? 2 : 1), precision: half ? 'f16' : 'f32',
+      };
+    }
+    case 'attention.wgsl':
+    case 'attention_wg.wgsl': {
+      // per (token, head) and visited key: q·k (2d) + softmax weight (exp, ~3) + p·v (2d).
+      const [T, H, KV] = [p[0]!, p[1]!, p[2]!];
+      const dh = Number(d.constants.HEAD_DIM);
+      const { attendedKeys, kvRows } = ctx.attention;
+      return one('attention', H * attendedKeys * (4 * dh + 3), (2 * T * H * dh + T * H + 2 * kvRows * KV * dh) * F);
+    }
+    case 'attention_backward.wgsl': {
+      // PASS 0 per (token, head, key): s (2d), dP = dO·v (2d), dq += dS·k (2d) + ~4; reads q, o, dO, K, V; writes dq, stats.
+      // PASS 1 per pair: s (2d), dP (2d), dk (2d), dv (2d) + ~4; reads q, dO, K, V, stats; writes dk, dv.
+      const [T, H, KV] = [p[0]!, p[1]!, p[2]!];
+      const dh = Number(d.constants.HEAD_DIM);
+      const pairs = H * ctx.attention.attendedKeys;
+      return pass === 0
+        ? one('attention_backward', pairs * (6 * dh + 4), (3 * T * H * dh + 2 * T * KV * dh + T * H * dh + 2 * T * H) * F)
+        : one('attention_backward', pairs * (8 * dh + 4), (2 * T * H * dh + 2 * T * KV * dh + 2 * T * H + 2 * T * KV * dh) * F);
+    }
+    case 'rmsnorm.wgsl': {
+      // per element: x² + sum (2), x·rstd·w (2); per row: mean, sqrt, div (3). Reads x, w; writes y, rstd.
+      const [rows, n] = [p[0]!, p[1]!];
+      return one('rmsnorm', 4 * rows * n + 3 * rows, (2 * rows * n + n + rows) * F);
+    }
+    case 'rmsnorm_backward.wgsl': {
+      const [rows, n, , accumulate] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      // PASS 0: sum of squares (2), Σ w·dy·x (3), dx = rstd·w·dy − x·c (4) per element; reads x, dy, w (and dx when accumulating), writes dx, rstd.
+      // PASS 1: dw += dy·x·rstd (3 per element); reads dy, x, rstd and dw, writes dw.
+      return pass === 0
+        ? one('rmsnorm_backward', 9 * rows * n + 4 * rows, ((accumulate ? 4 : 3) * rows * n + n + rows) * F)
+        : one('rmsnorm_backward', 3 * rows * n, (2 * rows * n + rows + 2 * n) * F);
+    }
+    case 'rope.wgsl':
+    case 'rope_backward.wgsl': {
+      // per rotated pair: 4 multiplies + 2 adds; the pair is read and written, cos/sin read per (token, pair index).
+      const [T, heads, half] = d.file === 'rope.wgsl' ? [p[0]!, p[1]!, p[2]!] : [p[0]!, p[1]!, p[2]! / 2];
+      return one(base, 6 * T * heads * half, (4 * T * heads * half + 2 * T * half) * F);
+    }
+    case 'swiglu.wgsl':
+      // silu(g)·u: exp, add, div, 2 multiplies; reads gate, up; writes hidden.
+      return one('swiglu', 5 * p[0]!, 3 * p[0]! * F);
+    case 'swiglu_backward.wgsl':
+      // σ (3), silu (1), dg (5), du (1); reads gate, up, dh; writes dgate, dup.
+      return one('swiglu_backward', 10 * p[0]!, 5 * p[0]! * F);
+    case 'embedding.wgsl': {
+      // Each token's row is gathered by the chunk holding its id: this chunk's expected share rows/vocab.
+      const [T, D, , rows] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      const ws = halfElem(d.constants) === 'f32' ? 4 : 2;
+      return one('embedding', 0, T * 4 + (T * D * (ws + F) * rows) / ctx.vocab);
+    }
+    case 'embedding_backward.wgsl': {
+      // dE[id] += dx: every column walks all tokens (ids, dx read); the tokens in this chunk add into dE.
+      const [T, D, , rows] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      const share = rows / ctx.vocab;
+      return one('embedding_backward', T * D * share, T * 4 + T * D * F + 2 * T * D * F * share);
+    }
+    case 'gather_rows.wgsl':
+      return one('gather_rows', 0, (2 * p[0]! * p[1]! + p[0]!) * F);
+    case 'gather_rows_backward.wgsl':
+      // dx[index[i]] += dout[i]: dout read, dx read and written.
+      return one('gather_rows_backward', p[0]! * p[1]!, (3 * p[0]! * p[1]! + p[0]!) * F);
+    case 'kv_write.wgsl':
+      // k and v rows (T, width) copied into the cache.
+      return one('kv_write', 0, (4 * p[0]! * p[1]! + 4 * p[0]!) * F);
+    case 'logits_stats.wgsl': {
+      // per logit: running max, exp, Σexp, Σexp·z (5); reads the (rows, cols) chunk, reads + writes (rows, 4) stats.
+      const [rows, cols] = [p[0]!, p[1]!];
+      return one('logits_stats', 5 * rows * cols, (rows * cols + 8 * rows + rows) * F);
+    }
+    case 'logprob_finalize.wgsl':
+      // per row: log, add, div, sub (~6); reads (m, s, u, zt), writes (logprob, entropy, logZ).
+      return one('logprob_finalize', 6 * p[0]!, 7 * p[0]! * F);
+    case 'log_softmax_backward.wgsl': {
+      const [rows, , chunk] = [p[0]!, p[1]!, p[2]!];
+      // PASS 0 per logit: scale, max, exp, Σexp, Σexp·z (6); PASS 1 per logit: z, p = exp(z − lse), the dL/dlogit formula (~9), in place.
+      return pass === 0
+        ? one('log_softmax_backward', 6 * rows * chunk, (rows * chunk + 6 * rows + 3 * rows) * F)
+        : one('log_softmax_backward', 9 * rows * chunk, (2 * rows * chunk + 6 * rows) * F);
+    }
+    case 'sample.wgsl': {
+      // One workgroup per row over V logits; compulsory traffic is one read of the row (the
+      // top-k/top-p threshold searches re-read it, not counted). Per logit: scale, key, Gumbel noise (~8).
+      const [V] = [p[0]!];
+      const rows = d.groups[0];
+      return one('sample', 8 * rows * V, (rows * V + 2 * rows + 2 * rows) * F);
+    }
+    case 'adamw.wgsl':
+      // decay (2), clip·g (1), m (3), v (4), sqrt/div/add/mul/sub (5); reads w, g, m, v (+ the clip scalar), writes w, m, v.
+      return one('adamw', 15 * p[0]!, 7 * p[0]! * F);
+    case 'grad_norm.wgsl':
+      // PASS 0: Σ g² over the tensor (2 per element); PASS 1: Σ partials, sqrt, clip coefficient.
+      return pass === 0 ? one('grad_norm', 2 * p[0]!, (p[0]! + 1) * F) : one('grad_norm', p[0]! + 4, (p[0]! + 2) * F);
+    case 'half_to_float.wgsl':
+      // count halves read, count floats written.
+      return one('half_to_float', 0, p[0]! * (2 + F));
+    default:
+      throw new Error(`kernel-costs: no cost model for ${d.file} (add one to bench/engine/kernel-costs.ts)`);
+  }
+}
