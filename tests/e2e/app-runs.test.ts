@@ -7,7 +7,7 @@
 // to docs/screenshots/ (the README shows them).
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Download, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
@@ -151,10 +151,13 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
 
   it('forks a run with its model, environment and config, and records the parent', async () => {
     await page.goto(`${app.url}/#/runs/${finishedId}`);
+    // The env-server's list arrives late, as on a loaded machine: the select shows the fork's env once it has.
+    const slowList = async (route: Route) => { await new Promise((r) => setTimeout(r, 1500)); await route.continue(); };
+    await page.route(`${app.url}/envs`, slowList);
     await page.getByTestId('fork').click();
     await page.getByTestId('fork-banner').waitFor({ timeout: 30_000 });
-    // The select shows the fork's env once the env-server's list has arrived (a fetch, slow under load).
     await expect.poll(() => page.getByLabel('environment').inputValue(), { timeout: 30_000 }).toBe('catch');
+    await page.unroute(`${app.url}/envs`, slowList);
     expect(await page.getByLabel('max_steps', { exact: true }).inputValue()).toBe('2');
     expect(await page.getByLabel('sft_steps', { exact: true }).inputValue()).toBe('1');
     await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
@@ -172,8 +175,6 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
   });
 
   it("trains on the user's own prompts with an MCP env's tools and rewards (a task no TRL example covers)", async () => {
-    // A fresh document: a hash change alone would keep a setup page (and a fork) mounted by a failed test before.
-    await page.goto('about:blank');
     await page.goto(`${app.url}/#/`);
     await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
     await page.getByLabel('environment').selectOption('echo');
