@@ -177,6 +177,8 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
   it("trains on the user's own prompts with an MCP env's tools and rewards (a task no TRL example covers)", async () => {
     await page.goto(`${app.url}/#/`);
     await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
+    // Back on a new setup page, the model choice names the model still loaded, not the default.
+    expect(await page.getByLabel(/built-in random tiny model/).isChecked()).toBe(true);
     await page.getByLabel('environment').selectOption('echo');
     // The fields held the catch preset unedited: picking echo in the list picks echo's preset too.
     expect(await page.getByTestId('preset-state').textContent()).toBe('echo preset');

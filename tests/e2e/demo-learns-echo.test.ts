@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { ends, useDemoApp } from './demo-run.ts';
 
 // Slow by nature (training in Chromium on a CPU-emulated adapter): longer than the suite's 30 s default.
-vi.setConfig({ testTimeout: 1_500_000, hookTimeout: 600_000 });
+vi.setConfig({ testTimeout: 2_300_000, hookTimeout: 600_000 });
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 

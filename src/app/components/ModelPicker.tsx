@@ -1,6 +1,6 @@
 // Choose the model: the built-in demo model (the default; shipped with the app), the built-in random
 // tiny model, a Hugging Face id (downloaded with progress, cached) or a local folder. Shows the memory plan against the adapter's limits.
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useUi } from '../store.ts';
 import { loadModel } from '../model-loader.ts';
 import type { ModelChoice } from '../worker-api.ts';
@@ -8,10 +8,20 @@ import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';
 
 export function ModelPicker() {
-  const { model, modelError, progress, probe, set, modelLoading: busy } = useUi();
-  const [kind, setKind] = useState<'demo' | 'tiny' | 'hub' | 'files'>('demo');
-  const [repo, setRepo] = useState('Qwen/Qwen3-0.6B');
-  const [revision, setRevision] = useState('main');
+  const { model, modelError, progress, probe, set, modelLoading: busy, modelSource } = useUi();
+  const [kind, setKind] = useState<'demo' | 'tiny' | 'hub' | 'files'>(modelSource?.kind ?? 'demo');
+  const [repo, setRepo] = useState(modelSource?.kind === 'hub' ? modelSource.repo : 'Qwen/Qwen3-0.6B');
+  const [revision, setRevision] = useState(modelSource?.kind === 'hub' ? modelSource.revision : 'main');
+  // The choice names the loaded model: this page can mount after a load (back from a run view), and a
+  // fork or a resume loads the run's model by itself.
+  useEffect(() => {
+    if (!modelSource) return;
+    setKind(modelSource.kind);
+    if (modelSource.kind === 'hub') {
+      setRepo(modelSource.repo);
+      setRevision(modelSource.revision);
+    }
+  }, [modelSource]);
   const [files, setFiles] = useState<File[]>([]);
   const [weightDtype, setWeightDtype] = useState<'auto' | 'f16' | 'f32'>('auto');
 
