@@ -23,6 +23,7 @@
 import { createBrowserGymEnv } from '../../env-server/envs/browsergym/index.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
+import { adapterName } from '../../src/engine/gpu.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts';
@@ -96,9 +97,10 @@ export async function benchRollouts(raw: Record<string, string> = {}) {
   try {
     let envUrl = opts.env;
     if (!envUrl) {
-      // Every episode holds an env session from its reset on (resets all start at once, before the
-      // first turn, under both schedulers): room for all, in the server and in browsergym's own cap
-      // (a browser context per session). Element actions get 10 s instead of BrowserGym's 500 ms: on a
+      // An episode holds an env session from its reset (when it gets a decode slot) to its end, so about
+      // --max-batch are open at once; the caps, the server's and browsergym's own (a browser context per
+      // session), leave room for every episode anyway, so that a session still closing never refuses a
+      // reset and skews one scheduler. Element actions get 10 s instead of BrowserGym's 500 ms: on a
       // busy machine a timed-out click would be an env error one scheduler sees and the other not.
       const envs = bench.env === 'browsergym'
         ? { browsergym: createBrowserGymEnv({ maxConcurrentEnvs: Math.max(8, episodes), actionTimeoutMs: 10_000 }) }
@@ -152,7 +154,7 @@ export async function benchRollouts(raw: Record<string, string> = {}) {
         task: bench.name,
         model: model.source,
         ...(warmup ? { warmup } : {}),
-        adapter: engine.gpu.software ? 'software' : 'hardware',
+        adapter: adapterName(engine.gpu.adapterInfo),
         env: envUrl,
         latency: latency ?? 'off',
         max_batch: maxBatch,
