@@ -2,13 +2,19 @@
 // (the built-in demo model is the default), pick a preset, Start, change nothing. Shared by the demo
 // files (one per preset, so the two long runs can go to different vitest workers). The rates come from
 // the run store, which is what the charts draw.
-import type { Browser, Page } from 'playwright-core';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 
 /** A whole demo run (the preset's steps) on SwiftShader: catch ~15 min on 2 busy cores; up to 35 min allowed, for a slower CI machine. */
 const RUN_TIMEOUT_MS = 2_100_000;
+/** The demo test's own limit: slow by nature (training in Chromium on a CPU-emulated adapter), far past the suite's 30 s default. */
+export const DEMO_TEST_TIMEOUT_MS = 2_300_000;
+/** Each finished run is screenshotted into docs/demo-<preset>.png (the README shows them). */
+const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 /** Steps averaged at each end of the run. */
 const WINDOW = 3;
 
@@ -18,7 +24,7 @@ export interface StoredRun {
 }
 
 /** Starts the app and a browser for this file (beforeAll/afterAll) and returns how to run one demo. */
-export function useDemoApp(): { demoRun(preset: 'catch' | 'echo'): Promise<{ page: Page; stored: StoredRun }> } {
+export function useDemoApp(): { demoRun(preset: 'catch' | 'echo'): Promise<{ stored: StoredRun }> } {
   let app: AppServer;
   let browser: Browser;
   const logs: string[] = [];
@@ -26,14 +32,14 @@ export function useDemoApp(): { demoRun(preset: 'catch' | 'echo'): Promise<{ pag
   beforeAll(async () => {
     app = await startAppServer();
     browser = await launchChromium();
-  });
+  }, 600_000); // builds the app with Vite, then starts Chromium
 
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-  });
+  }, 60_000);
 
-  async function demoRun(preset: 'catch' | 'echo'): Promise<{ page: Page; stored: StoredRun }> {
+  async function demoRun(preset: 'catch' | 'echo'): Promise<{ stored: StoredRun }> {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
@@ -55,7 +61,8 @@ export function useDemoApp(): { demoRun(preset: 'catch' | 'echo'): Promise<{ pag
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
     expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as StoredRun;
-    return { page, stored };
+    await page.screenshot({ path: path.join(DOCS, `demo-${preset}.png`), fullPage: true });
+    return { stored };
   }
 
   return { demoRun };
