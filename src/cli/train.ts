@@ -3,6 +3,7 @@
 // step on stdout. With a built-in env name an env-server runs in-process on 127.0.0.1.
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
@@ -13,6 +14,7 @@ import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
 import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
 import { adapterFiles, plannedWorkload } from '../rl/run.ts';
+import { runLimitErrors, runLimitMessage } from '../rl/run-limits.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { SOLVERS } from '../rl/tasks/solvers.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
@@ -285,6 +287,10 @@ export async function run(argv: string[]): Promise<number> {
     (download as ProgressTask | null)?.end();
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
+    // The config against the adapter's limits before any weight is uploaded (the setup page's check; a software adapter's memory is RAM).
+    const limits = await (await import('../engine/gpu.ts')).adapterLimits();
+    const tooBig = limits && runLimitMessage(runLimitErrors(config, { config: ckpt.config, weightDtype: weightDtype === 'f16' ? 'f16' : 'f32' }, { ...limits, ...(limits.software ? { budgetBytes: totalmem() } : {}) }));
+    if (tooBig) throw new Error(tooBig);
     const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
     // The memory plan is checked for one generation batch; its sequence count caps every decode batch.
     const plan = plannedWorkload(config);

@@ -127,6 +127,26 @@ export interface GpuOptions {
   timestampQuery?: boolean;
 }
 
+/** An adapter that emulates a GPU on the CPU (its memory is the machine's RAM). */
+function isSoftwareAdapter(info: Pick<GpuInfo, 'isFallbackAdapter' | 'architecture' | 'description' | 'device'>): boolean {
+  return info.isFallbackAdapter || /swiftshader|software|llvmpipe|lavapipe/i.test(`${info.architecture} ${info.description} ${info.device}`);
+}
+
+/**
+ * The buffer limits getGpu's device will have (it requests the adapter's own), without creating a
+ * device: to check a run against them before any weight is uploaded. Null when there is no adapter.
+ */
+export async function adapterLimits(opts: GpuOptions = {}): Promise<{ maxStorageBufferBindingSize: number; maxBufferSize: number; software: boolean } | null> {
+  const adapter = await (await navigatorGpu()).requestAdapter({ powerPreference: opts.powerPreference ?? 'high-performance' });
+  if (!adapter) return null;
+  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
+  const software = isSoftwareAdapter({
+    isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
+    architecture: info?.architecture ?? '', description: info?.description ?? '', device: info?.device ?? '',
+  });
+  return { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize, software };
+}
+
 export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   const gpu = await navigatorGpu();
   const adapter = await gpu.requestAdapter({ powerPreference: opts.powerPreference ?? 'high-performance' });
@@ -162,8 +182,7 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
     device.destroy();
     throw new NoWebGpuError(`WEBGPU_ADAPTER=${named} but Dawn returned "${adapterInfo.description || adapterInfo.architecture}"`);
   }
-  const software = adapterInfo.isFallbackAdapter || /swiftshader|software|llvmpipe|lavapipe/i.test(
-    `${adapterInfo.architecture} ${adapterInfo.description} ${adapterInfo.device}`);
+  const software = isSoftwareAdapter(adapterInfo);
   device.lost.then((l) => {
     if (l.reason !== 'destroyed') console.error(`WebGPU device lost: ${l.message}`);
   });

@@ -6,10 +6,9 @@
 
 import type { Engine, TrainableMode } from '../engine/types.ts';
 import { peftAdapterFiles } from '../engine/peft-adapter.ts';
-import type { TrainingMode } from '../engine/memory-plan.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
-import { generationBatchSize, type GRPOConfig } from './config.ts';
+import type { GRPOConfig } from './config.ts';
 import type { DatasetRow, EnvFactory } from './rollout/env.ts';
 import type { RewardFunction } from './grpo/rewards.ts';
 import type { Rollout } from './rollout/rollout.ts';
@@ -31,21 +30,7 @@ export interface RunTaskSpec {
   template: string;
 }
 
-/** Prompt tokens budgeted per sequence in a run's memory plan (the example prompts plus tool schemas fit). */
-const PLANNED_PROMPT_TOKENS = 1024;
-
-/**
- * The workload a run's memory plan is checked for (engine `plan`, the app's load-time plan): one
- * generation batch of sequences, each a budgeted prompt plus a full completion. Its numSequences is
- * the rollouts' decode-slot cap (GrpoOptions.maxBatchSize): no engine batch holds more sequences.
- */
-export function plannedWorkload(c: GRPOConfig): { numSequences: number; maxTokensPerSequence: number; mode: TrainingMode } {
-  return {
-    numSequences: generationBatchSize(c),
-    maxTokensPerSequence: PLANNED_PROMPT_TOKENS + c.max_completion_length,
-    mode: c.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules },
-  };
-}
+export { plannedWorkload } from './run-limits.ts';
 
 export function trainableMode(c: GRPOConfig): TrainableMode {
   if (c.train_mode === 'full') return { kind: 'full' };
