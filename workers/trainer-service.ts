@@ -95,6 +95,7 @@ export class TrainerService implements TrainerWorkerApi {
         f16: gpu.f16,
         maxBufferSize: gpu.limits.maxBufferSize,
         maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize,
+        software: gpu.software,
       };
     } catch (err) {
       return { webgpu: false, error: (err as Error).message };
@@ -128,6 +129,7 @@ export class TrainerService implements TrainerWorkerApi {
       totalBytes: plan.totalBytes,
       fits: plan.fits,
       message: plan.message,
+      config: cfg,
     };
     this.model?.engine.destroy();
     this.model = null;

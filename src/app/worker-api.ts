@@ -1,7 +1,7 @@
 // The contract between the page (UI only) and the trainer worker (engine + trainer), carried by
 // comlink. Everything crossing it is structured-clone data or a comlink proxy of callbacks.
 import type { GpuInfo } from '../engine/gpu.ts';
-import type { LoadProgress } from '../model/types.ts';
+import type { LoadProgress, ModelConfig } from '../model/types.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
 
 export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
@@ -23,6 +23,8 @@ export interface ProbeResult {
   f16?: boolean;
   maxBufferSize?: number;
   maxStorageBufferBindingSize?: number;
+  /** The adapter emulates a GPU on the CPU: its memory is the machine's RAM. */
+  software?: boolean;
 }
 
 export interface MemoryItem {
@@ -41,6 +43,8 @@ export interface ModelInfo {
   totalBytes: number;
   fits: boolean;
   message?: string;
+  /** The model's config: the setup page plans memory for the config as typed (run-limits.ts). */
+  config: ModelConfig;
 }
 
 /** One training step as the UI and the run store see it. */

@@ -1,13 +1,16 @@
 // Choose the model: the built-in demo model (the default; shipped with the app), the built-in random
-// tiny model, a Hugging Face id (downloaded with progress, cached) or a local folder. Shows the memory plan against the adapter's limits.
+// tiny model, a Hugging Face id (downloaded with progress, cached) or a local folder. Shows the memory
+// plan of the config as typed (SetupView computes it) against the adapter's limits.
 import { useEffect, useState } from 'react';
+import type { MemoryPlan } from '../../engine/memory-plan.ts';
 import { useUi } from '../store.ts';
 import { loadModel } from '../model-loader.ts';
 import type { ModelChoice } from '../worker-api.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';
 
-export function ModelPicker() {
+/** `plan`: the memory plan of the config in the form (null until model, adapter limits and config are known). */
+export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
   const { model, modelError, progress, probe, set, modelLoading: busy, modelSource } = useUi();
   const [kind, setKind] = useState<'demo' | 'tiny' | 'hub' | 'files'>(modelSource?.kind ?? 'demo');
   const [repo, setRepo] = useState(modelSource?.kind === 'hub' ? modelSource.repo : 'Qwen/Qwen3-0.6B');
@@ -87,12 +90,20 @@ export function ModelPicker() {
             <b>{model.name}</b>: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab}, {(model.params / 1e6).toFixed(2)}M parameters,
             weights in <b>{model.weightDtype}</b>{model.weightDtype === 'f32' && probe?.f16 === false ? ' (adapter has no shader-f16)' : ''}.
           </p>
-          <table className="memory">
-            <tbody>
-              {model.memory.map((m) => <tr key={m.name}><td>{m.name}</td><td>{formatBytes(m.bytes)}</td></tr>)}
-              <tr className="total"><td>total</td><td>{formatBytes(model.totalBytes)}</td></tr>
-            </tbody>
-          </table>
+          {plan ? (
+            <>
+              <p className="muted">Memory plan for the config below ({plan.items.find((i) => i.name === 'KV cache')?.detail}):</p>
+              <table className="memory" data-testid="memory-plan">
+                <tbody>
+                  {plan.items.map((m) => <tr key={m.name}><td>{m.name}</td><td>{formatBytes(m.bytes)}</td></tr>)}
+                  <tr className="total"><td>total</td><td data-testid="memory-total">{formatBytes(plan.totalBytes)}</td></tr>
+                </tbody>
+              </table>
+              {!plan.fits && <p className="error">{plan.message}</p>}
+            </>
+          ) : (
+            <p className="muted">The memory plan shows once the config below is valid.</p>
+          )}
           {!model.fits && <p className="error">{model.message ?? 'This model does not fit this GPU with the chosen settings.'}</p>}
         </div>
       )}

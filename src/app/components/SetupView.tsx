@@ -16,6 +16,7 @@ import { ModelPicker } from './ModelPicker.tsx';
 import { RunsList } from './RunsList.tsx';
 import { TaskPanel, useEnvTasks, type TaskMode } from './TaskPanel.tsx';
 import { startLiveRun } from '../live-run.ts';
+import { runPlan } from '../run-plan.ts';
 
 /** What "fork" on a run view hands to the setup page (sessionStorage 'webgrpo.fork'). */
 export interface ForkSeed {
@@ -74,7 +75,10 @@ export function SetupView() {
     }
   }, [mode, promptText]);
   const checked = useMemo(() => checkFields(values), [values]);
-  const invalid = Object.keys(checked.errors);
+  // The memory plan follows the config as typed; what the adapter cannot hold is an error beside its field.
+  const live = useMemo(() => runPlan(model, probe, checked.config), [model, probe, checked.config]);
+  const errors = { ...checked.errors, ...live?.errors };
+  const invalid = Object.keys(errors);
 
   // A fork trains the parent's model: load it (a picked folder has to be picked again).
   useEffect(() => {
@@ -161,7 +165,7 @@ export function SetupView() {
           {forkError && <span className="error"> {forkError}</span>}
         </p>
       )}
-      <ModelPicker />
+      <ModelPicker plan={live?.plan ?? null} />
       <EnvPicker value={env} onChange={pickEnv} />
       {env && <TaskPanel tasks={envTasks} mode={mode} onMode={setTaskMode} promptText={promptText} onPromptText={setPromptText} promptError={prompts.error} />}
       <section className="panel">
@@ -182,7 +186,7 @@ export function SetupView() {
         <p className="muted">By default transcripts come from the built-in scripted solver of the chosen environment. Or upload JSONL, one message list per line.</p>
         <input type="file" accept=".jsonl,.json,.txt" onChange={async (e) => { const f = e.target.files?.[0]; setSftJsonl(f ? await f.text() : undefined); }} />
       </section>
-      <ConfigForm values={values} onChange={(k, t) => setValues({ ...values, [k]: t })} errors={checked.errors} error={checked.formError} />
+      <ConfigForm values={values} onChange={(k, t) => setValues({ ...values, [k]: t })} errors={errors} error={checked.formError} />
       <div className="actions">
         <button className="primary" disabled={blocker !== null || starting} onClick={start} data-testid="start-run">{starting ? 'Starting…' : 'Start training'}</button>
         {blocker && <span className={invalid.length ? 'error' : 'muted'} data-testid="start-blocker">{blocker}</span>}
