@@ -2,7 +2,9 @@
 //   POST /api/runs                         create → 201 {id, writeToken, shareUrl}
 //   POST /api/runs/import                  import an exported run → 201 {id, writeToken, shareUrl}
 //   GET  /api/runs/:id[?after=STEP]        run summary + steps after STEP (polling for live views)
-//   GET  /api/runs/:id/rollouts[?step=S|?last=N]
+//   GET  /api/runs/:id/rollouts[?step=S|?from=A&to=B|?last=N] → {rollouts, steps: every step with rollouts}
+//   POST /api/runs/:id/name                {name}                       (header x-webgrpo-write-token)
+//   DELETE /api/runs/:id                   the run, its steps, rollouts and files (header x-webgrpo-write-token)
 //   GET  /api/runs/:id/export              the whole run as one JSON file
 //   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
 //   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
@@ -34,6 +36,8 @@ export interface RunsHttpOptions {
 
 export const DEFAULT_RUNS_MAX_BODY_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_IMPORT_BYTES = 64 * 1024 * 1024;
+/** Most steps one rollouts request spans (`from`..`to`): a response stays small however long the run. */
+export const MAX_ROLLOUT_STEP_RANGE = 100;
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -128,7 +132,17 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
       } else if (parts.length === 2 && parts[1] === 'rollouts' && method === 'GET') {
         const step = url.searchParams.has('step') ? queryInt(url, 'step', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
         const last = url.searchParams.has('last') ? queryInt(url, 'last', 1, 1, Number.MAX_SAFE_INTEGER) : undefined;
-        send(res, 200, { rollouts: store.rollouts(parts[0], { step, lastSteps: last }) });
+        const from = url.searchParams.has('from') ? queryInt(url, 'from', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
+        const to = url.searchParams.has('to') ? queryInt(url, 'to', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
+        if (from !== undefined && to !== undefined && to - from > MAX_ROLLOUT_STEP_RANGE) throw new RunStoreError(`"from".."to" may span at most ${MAX_ROLLOUT_STEP_RANGE} steps`, 400);
+        send(res, 200, { rollouts: store.rollouts(parts[0], { step, from, to: to ?? (from !== undefined ? from + MAX_ROLLOUT_STEP_RANGE : undefined), lastSteps: last }), steps: store.rolloutSteps(parts[0]) });
+      } else if (parts.length === 1 && method === 'DELETE') {
+        store.delete(parts[0], token);
+        send(res, 200, { ok: true });
+      } else if (parts.length === 2 && parts[1] === 'name' && method === 'POST') {
+        const body = asObject(await readJson(req), 'The rename');
+        store.rename(parts[0], token, body.name);
+        send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
         const data = store.export(parts[0]);
         send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });

@@ -74,6 +74,8 @@ export interface RunStoreOptions {
 }
 
 export const DEFAULT_STALE_AFTER_MS = 5 * 60_000;
+/** Longest run name a rename accepts. */
+export const MAX_NAME_LENGTH = 200;
 export const DEFAULT_MAX_ARTIFACT_BYTES = 40 * 1024 * 1024;
 
 export interface StepRecord {
@@ -372,18 +374,38 @@ export class RunStore {
     this.db.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?').run(status, error ?? null, new Date().toISOString(), id);
   }
 
+  /** Renames the run (owner only): 1 to 200 characters, no control characters, trimmed. */
+  rename(id: string, token: string | undefined, name: unknown): void {
+    this.authorize(id, token);
+    const text = typeof name === 'string' ? name.trim() : '';
+    if (text.length === 0 || text.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(text)) {
+      throw new RunStoreError(`"name" must be a string of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${JSON.stringify(name)?.slice(0, 80)}`, 400);
+    }
+    // Not a write of the trainer: updated_at (which tells a live run from an interrupted one) stays.
+    this.db.prepare('UPDATE runs SET name = ? WHERE id = ?').run(text, id);
+  }
+
+  /** Deletes the run with its steps, rollouts and files (owner only). Its forks keep their own data. */
+  delete(id: string, token: string | undefined): void {
+    this.authorize(id, token);
+    this.db.prepare('DELETE FROM runs WHERE id = ?').run(id);
+  }
+
   steps(id: string, afterStep = -1): StepRecord[] {
     this.get(id);
     const rows = this.db.prepare('SELECT step, metrics FROM steps WHERE run_id = ? AND step > ? ORDER BY step').all(id, afterStep) as { step: number; metrics: string }[];
     return rows.map((r) => ({ step: r.step, metrics: JSON.parse(r.metrics) }));
   }
 
-  /** Rollouts of one step, or of the last `lastSteps` steps that have any. */
-  rollouts(id: string, opts: { step?: number; lastSteps?: number } = {}): RolloutRecord[] {
+  /** Rollouts of one step, of the steps in [from, to], or of the last `lastSteps` steps that have any. */
+  rollouts(id: string, opts: { step?: number; from?: number; to?: number; lastSteps?: number } = {}): RolloutRecord[] {
     this.get(id);
     let rows: { step: number; idx: number; data: string }[];
     if (opts.step !== undefined) {
       rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step = ? ORDER BY idx').all(id, opts.step) as typeof rows;
+    } else if (opts.from !== undefined || opts.to !== undefined) {
+      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step BETWEEN ? AND ? ORDER BY step, idx')
+        .all(id, opts.from ?? 0, opts.to ?? Number.MAX_SAFE_INTEGER) as typeof rows;
     } else {
       const n = opts.lastSteps ?? 5;
       rows = this.db.prepare(
@@ -393,6 +415,12 @@ export class RunStore {
       ).all(id, id, n) as typeof rows;
     }
     return rows.map((r) => ({ step: r.step, index: r.idx, data: JSON.parse(r.data) }));
+  }
+
+  /** The steps that kept rollouts, in order (the rollout viewer pages through them). */
+  rolloutSteps(id: string): number[] {
+    this.get(id);
+    return (this.db.prepare('SELECT DISTINCT step FROM rollouts WHERE run_id = ? ORDER BY step').all(id) as { step: number }[]).map((r) => r.step);
   }
 
   export(id: string): RunExport {
