@@ -7,6 +7,12 @@ import { TASK_BY_METADATA, taskFromMetadata } from '../rl/tasks/env-task.ts';
 
 export type { ArtifactInfo, RunListEntry, RunSummary, StepRecord };
 
+/** Rollouts as stored (data unchecked: see stored-rollout.ts), and every step that kept some. */
+export interface RolloutsPage {
+  rollouts: { step: number; index: number; data: Record<string, unknown> }[];
+  steps: number[];
+}
+
 /** Bytes as base64, in chunks (String.fromCharCode of a whole model would overflow the call stack). */
 function toBase64(bytes: Uint8Array): string {
   let text = '';
@@ -41,7 +47,11 @@ export const api = {
     call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs', run),
   getRun: (id: string, after = -1) => call<{ run: RunSummary; steps: StepRecord[] }>('GET', `/api/runs/${encodeURIComponent(id)}?after=${after}`),
   rollouts: (id: string, lastSteps = 5) =>
-    call<{ rollouts: { step: number; index: number; data: Record<string, unknown> }[] }>('GET', `/api/runs/${encodeURIComponent(id)}/rollouts?last=${lastSteps}`),
+    call<RolloutsPage>('GET', `/api/runs/${encodeURIComponent(id)}/rollouts?last=${lastSteps}`),
+  /** The rollouts of one step (any step: the viewer pages through all of them). */
+  stepRollouts: (id: string, step: number) => call<RolloutsPage>('GET', `/api/runs/${encodeURIComponent(id)}/rollouts?step=${step}`),
+  rename: (id: string, token: string, name: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/name`, { name }, token),
+  deleteRun: (id: string, token: string) => call('DELETE', `/api/runs/${encodeURIComponent(id)}`, undefined, token),
   appendStep: (id: string, token: string, e: StepEvent) =>
     call('POST', `/api/runs/${encodeURIComponent(id)}/steps`, { step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 }, rollouts: e.rollouts }, token),
   setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
@@ -79,6 +89,10 @@ export const ownedRuns = {
   },
   set(id: string, token: string): void {
     localStorage.setItem(`webgrpo.run.${id}`, token);
+  },
+  /** A deleted run's token is of no use any more. */
+  forget(id: string): void {
+    localStorage.removeItem(`webgrpo.run.${id}`);
   },
   /** The run a tab was training when it closed (offered for resume). */
   active(): string | null {

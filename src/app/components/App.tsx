@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'react';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
+import { ErrorBoundary } from './ErrorBoundary.tsx';
 import { NotFound } from './NotFound.tsx';
 import { RunsList } from './RunsList.tsx';
 import { RunView } from './RunView.tsx';
@@ -39,7 +40,9 @@ export function App() {
         </span>
       </nav>
       <main>
-        {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+        <ErrorBoundary key={hash} what="this page">
+          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+        </ErrorBoundary>
       </main>
     </div>
   );

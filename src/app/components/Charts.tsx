@@ -17,7 +17,8 @@ function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   ];
 }
 
-export function Charts({ steps, axis, task }: { steps: StepRecord[]; axis: StepAxis; task: string }) {
+/** `klOff`: the run's beta is 0, so no KL is computed: its panel says so instead of waiting for values. */
+export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis: StepAxis; task: string; klOff: boolean }) {
   // Shown from the start (no layout jump at the first GRPO step); left out only for a run whose GRPO
   // steps logged no rollouts to count successes in (log_completions = false).
   const grpoSteps = steps.filter((s) => !s.metrics.phase_sft);
@@ -32,7 +33,11 @@ export function Charts({ steps, axis, task }: { steps: StepRecord[]; axis: StepA
       </div>
       <div className="charts">
         <Chart title="loss" steps={steps} axis={axis} series={[{ label: 'loss', value: m('loss'), color: color(0) }]} />
-        <Chart title="kl" steps={steps} axis={axis} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
+        {klOff ? (
+          <div className="chart-off panel" data-testid="kl-off"><b>kl</b> <span className="muted">off: beta = 0 (no reference policy, as in TRL)</span></div>
+        ) : (
+          <Chart title="kl" steps={steps} axis={axis} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
+        )}
         <Chart title="entropy" steps={steps} axis={axis} series={[{ label: 'entropy', value: m('entropy'), color: color(2) }]} />
         <Chart
           title="clip ratio"

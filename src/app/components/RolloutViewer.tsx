@@ -1,9 +1,12 @@
-// Conversations of recent steps, grouped as GRPO groups them: the prompt, the model's turns, tool
-// calls, environment responses, reward and advantage. Special tokens are drawn faintly. Steps, groups
-// and rollouts are numbered from 1, as the progress bar and the charts' step axis count.
-import { useState } from 'react';
-import type { RolloutView } from '../worker-api.ts';
+// Conversations of every step that kept rollouts, one step at a time (paged), grouped as GRPO groups
+// them: the prompt, the model's turns, tool calls, environment responses, reward and advantage.
+// Special tokens are drawn faintly. Steps, groups and rollouts are numbered from 1, as the progress
+// bar and the charts' step axis count. A stored rollout of the wrong shape is listed as malformed.
+import { useEffect, useState } from 'react';
+import { api } from '../api.ts';
 import { formatNumber, splitSpecialTokens } from '../format.ts';
+import { checkRollout, type CheckedRollout } from '../stored-rollout.ts';
+import type { RolloutView } from '../worker-api.ts';
 
 function Text({ text }: { text: string }) {
   return (
@@ -44,23 +47,69 @@ function Rollout({ r }: { r: RolloutView }) {
   );
 }
 
-export function RolloutViewer({ steps }: { steps: { step: number; rollouts: RolloutView[] }[] }) {
+/** Step tabs shown at once around the selected one (a long run pages through the rest). */
+const TAB_WINDOW = 9;
+
+/**
+ * `steps`: every step that kept rollouts (stored and this tab's); `local`: the rollouts this tab
+ * already holds (a live run's recent steps). Any other step's rollouts are fetched when it is picked.
+ */
+export function RolloutViewer({ runId, steps, local }: { runId: string; steps: number[]; local: { step: number; rollouts: unknown[] }[] }) {
   const [which, setWhich] = useState<number | null>(null);
-  if (steps.length === 0) return <p className="muted">Rollouts appear after the first GRPO step.</p>;
-  const current = steps.find((s) => s.step === which) ?? steps[steps.length - 1];
+  const [fetched, setFetched] = useState<Map<number, CheckedRollout[]>>(new Map());
+  const [error, setError] = useState<string | null>(null);
+  const all = [...new Set([...steps, ...local.map((l) => l.step)])].sort((a, b) => a - b);
+  const current = which !== null && all.includes(which) ? which : all[all.length - 1];
+  const held = local.find((l) => l.step === current);
+  const rows = held ? held.rollouts.map((r, i) => checkRollout(r, i)) : current !== undefined ? fetched.get(current) : undefined;
+
+  useEffect(() => {
+    if (current === undefined || held || fetched.has(current)) return;
+    let stop = false;
+    api.stepRollouts(runId, current).then(
+      (page) => !stop && setFetched((m) => new Map(m).set(current, page.rollouts.map((r) => checkRollout(r.data, r.index)))),
+      (err) => !stop && setError(`Could not load the rollouts of step ${current + 1}: ${(err as Error).message}`),
+    );
+    return () => {
+      stop = true;
+    };
+  }, [runId, current, held, fetched]);
+
+  if (current === undefined) return <p className="muted">Rollouts appear after the first GRPO step.</p>;
+  const at = all.indexOf(current);
+  const from = Math.max(0, Math.min(at - Math.floor(TAB_WINDOW / 2), all.length - TAB_WINDOW));
+  const pick = (step: number | undefined) => {
+    if (step === undefined) return;
+    setError(null);
+    setWhich(step);
+  };
+  const good = (rows ?? []).filter((r): r is Extract<CheckedRollout, { ok: true }> => r.ok).map((r) => r.view);
+  const bad = (rows ?? []).filter((r): r is Extract<CheckedRollout, { ok: false }> => !r.ok);
   const groups = new Map<number, RolloutView[]>();
-  for (const r of current.rollouts) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
+  for (const r of good) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
   return (
     <div className="rollout-viewer">
-      <div className="step-tabs">
-        {steps.map((s) => (
-          <button key={s.step} className={s.step === current.step ? 'active' : ''} onClick={() => setWhich(s.step)}>step {s.step + 1}</button>
+      <div className="step-tabs" role="group" aria-label="rollout steps">
+        <button disabled={at === 0} onClick={() => pick(all[0])} title="the first step with rollouts">first</button>
+        <button disabled={at === 0} onClick={() => pick(all[at - 1])} data-testid="rollouts-earlier">‹ earlier</button>
+        {all.slice(from, from + TAB_WINDOW).map((s) => (
+          <button key={s} className={s === current ? 'active' : ''} onClick={() => pick(s)} data-testid="rollout-step-tab">step {s + 1}</button>
         ))}
+        <button disabled={at === all.length - 1} onClick={() => pick(all[at + 1])} data-testid="rollouts-later">later ›</button>
+        <button disabled={at === all.length - 1} onClick={() => pick(all[all.length - 1])}>latest</button>
+        <span className="muted"> {all.length} steps with rollouts</span>
       </div>
+      {error && <p className="error" role="alert">{error}</p>}
+      {!rows && !error && <p className="muted">Loading the rollouts of step {current + 1}…</p>}
+      {bad.length > 0 && (
+        <ul className="malformed" data-testid="malformed-rollouts">
+          {bad.map((b) => <li key={b.index} className="error">rollout #{b.index + 1} of step {current + 1} is malformed: {b.problem}</li>)}
+        </ul>
+      )}
       {[...groups.entries()].map(([g, rs]) => (
         <section key={g} className="group">
           <h4>group {g + 1}</h4>
-          <div className="prompt"><Text text={rs[0].turns.find((t) => t.role === 'prompt')?.text ?? ''} /></div>
+          <div className="prompt"><Text text={rs[0]!.turns.find((t) => t.role === 'prompt')?.text ?? ''} /></div>
           {rs.map((r) => <Rollout key={r.index} r={{ ...r, turns: r.turns.filter((t) => t.role !== 'prompt') }} />)}
         </section>
       ))}

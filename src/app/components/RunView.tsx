@@ -8,17 +8,29 @@ import { keepRunFiles } from '../live-run.ts';
 import { looksInterrupted, resumeRun, runPrompts } from '../resume.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
-import type { EvalRow, RolloutView } from '../worker-api.ts';
+import type { EvalRow } from '../worker-api.ts';
+import { zipSync } from 'fflate';
+import { ConfigView } from './ConfigView.tsx';
+import { ErrorBoundary } from './ErrorBoundary.tsx';
 import { Charts } from './Charts.tsx';
 import { ProgressBar } from './ProgressBar.tsx';
 import { RolloutViewer } from './RolloutViewer.tsx';
 import { NotFound } from './NotFound.tsx';
 
-function groupRollouts(rows: { step: number; data: Record<string, unknown> }[]): { step: number; rollouts: RolloutView[] }[] {
-  const by = new Map<number, RolloutView[]>();
-  for (const r of rows) by.set(r.step, [...(by.get(r.step) ?? []), r.data as unknown as RolloutView]);
+/** Stored rollouts by step, their data unchecked (the viewer checks each one's shape). */
+function groupRollouts(rows: { step: number; data: unknown }[]): { step: number; rollouts: unknown[] }[] {
+  const by = new Map<number, unknown[]>();
+  for (const r of rows) by.set(r.step, [...(by.get(r.step) ?? []), r.data]);
   return [...by.entries()].map(([step, rollouts]) => ({ step, rollouts }));
 }
+
+/** Exported files as one zip (stored, not deflated: safetensors barely compress), downloaded at once. */
+function downloadZip(name: string, files: { name: string; bytes: Uint8Array }[]) {
+  download(name, zipSync(Object.fromEntries(files.map((f) => [f.name, f.bytes])), { level: 0 }), 'application/zip');
+}
+
+/** A file-name-safe form of a run's name. */
+const slug = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'run';
 
 function mergeSteps(stored: StepRecord[], local: StepRecord[]): StepRecord[] {
   const by = new Map(stored.map((s) => [s.step, s]));
@@ -42,7 +54,14 @@ export function RunView({ id }: { id: string }) {
   const [notFound, setNotFound] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [steps, setSteps] = useState<StepRecord[]>([]);
-  const [rollouts, setRollouts] = useState<{ step: number; rollouts: RolloutView[] }[]>([]);
+  const [rollouts, setRollouts] = useState<{ step: number; rollouts: unknown[] }[]>([]);
+  /** Every step the store kept rollouts for (the viewer pages through them). */
+  const [rolloutSteps, setRolloutSteps] = useState<number[]>([]);
+  const [renaming, setRenaming] = useState<string | null>(null);
+  /** Ticks every second while this tab trains, so time-left counts down between steps. */
+  const [now, setNow] = useState(() => performance.now());
+  /** When this tab took the run on (a resume starts with the stored steps, none of them timed here). */
+  const [liveSince, setLiveSince] = useState(() => performance.now());
   const [evalRows, setEvalRows] = useState<EvalRow[] | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
@@ -76,8 +95,11 @@ export function RunView({ id }: { id: string }) {
         if (r.steps.length) {
           last = r.steps[r.steps.length - 1].step;
           setSteps((s) => [...s, ...r.steps]);
-          const ro = await api.rollouts(id, 5);
-          if (!stop) setRollouts(groupRollouts(ro.rollouts));
+          const ro = await api.rollouts(id, 1);
+          if (!stop) {
+            setRollouts(groupRollouts(ro.rollouts));
+            setRolloutSteps(ro.steps);
+          }
         }
         if (r.run.status === 'running' || r.run.status === 'created' || live) timer = setTimeout(poll, 2000);
       } catch (err) {
@@ -95,6 +117,16 @@ export function RunView({ id }: { id: string }) {
     };
   }, [id, live]);
 
+  useEffect(() => {
+    if (live) setLiveSince(performance.now());
+  }, [live]);
+  const ticking = live && ui.status === 'running';
+  useEffect(() => {
+    if (!ticking) return;
+    const timer = setInterval(() => setNow(performance.now()), 1000);
+    return () => clearInterval(timer);
+  }, [ticking]);
+
   if (notFound) return <NotFound what={`run ${id}`} />;
 
   // A resumed run shows the steps stored before the reload too; this tab's own steps win.
@@ -107,13 +139,19 @@ export function RunView({ id }: { id: string }) {
   const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
   const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
   const t = ui.stepStartedAt;
-  const perStep = t.length > 1 ? (t[t.length - 1] - t[0]) / 1000 / (t.length - 1) : NaN;
+  // Seconds per step: measured here between steps, else (just after a resume) the stored steps' step_time.
+  const timed = shownSteps.slice(-5).map((s) => s.metrics.step_time).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  const perStep = t.length > 1 ? (t[t.length - 1]! - t[0]!) / 1000 / (t.length - 1) : timed.length ? timed.reduce((a, b) => a + b, 0) / timed.length : NaN;
+  // The ETA at the last step's end, counted down since then.
+  const lastAt = t.length ? t[t.length - 1]! : liveSince;
   const status = interrupted ? 'interrupted' : live ? ui.status : run?.status ?? '…';
   // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
   const envPath = String(run?.env.name ?? '');
   const envTask = String(run?.env.task ?? envPath);
   const lastMetrics = shownSteps.length ? shownSteps[shownSteps.length - 1].metrics : {};
   const full = run?.config.train_mode === 'full';
+  // TRL computes no KL term (and logs none) when beta is 0.
+  const klOff = run !== null && Number(run.config.beta ?? 0) === 0;
   const sftDone = shownSteps.filter((s) => s.metrics.phase_sft).length;
   const axis = { total, sftSteps: Math.max(sftDone, Number.isFinite(sftPlanned) ? sftPlanned : 0) };
 
@@ -137,7 +175,10 @@ export function RunView({ id }: { id: string }) {
     const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
     if (requested === 'stop') return `${of} · stopping after this step…`;
     if (requested === 'pause') return `${of} · pausing after this step…`;
-    if (status === 'running' && total && Number.isFinite(perStep)) return `${of}${phase} · ${formatDuration(perStep * (total - done))} left`;
+    if (status === 'running' && total && Number.isFinite(perStep)) {
+      const left = perStep * (total - done) - (now - lastAt) / 1000;
+      return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
+    }
     if (status === 'running' && done === 0) return `${of} · first step running…`;
     return `${of}${phase} · ${status}`;
   })();
@@ -146,7 +187,15 @@ export function RunView({ id }: { id: string }) {
   return (
     <div className="run">
       <header className="run-head">
-        <h2>{run?.name ?? 'run'} <span className={`status ${status}`} data-testid="run-status">{status}</span></h2>
+        {renaming !== null && owned ? (
+          <form className="rename" onSubmit={(e) => { e.preventDefault(); void act('rename', async () => { await api.rename(id, owned, renaming); setRun(run && { ...run, name: renaming.trim() }); setRenaming(null); }); }}>
+            <input aria-label="run name" value={renaming} onChange={(e) => setRenaming(e.target.value)} maxLength={200} autoFocus />
+            <button type="submit" disabled={!!busy || renaming.trim() === ''} data-testid="rename-save">save</button>
+            <button type="button" onClick={() => setRenaming(null)}>cancel</button>
+          </form>
+        ) : (
+          <h2><span data-testid="run-name">{run?.name ?? 'run'}</span> <span className={`status ${status}`} data-testid="run-status">{status}</span></h2>
+        )}
         <div className="run-actions">
           <button onClick={() => { void navigator.clipboard?.writeText(`${location.origin}/#/runs/${id}`); setCopied(true); }} data-testid="share">
             {copied ? 'link copied' : 'copy share link'}
@@ -158,6 +207,23 @@ export function RunView({ id }: { id: string }) {
               title="a new run with this run's model, environment and config"
               onClick={() => { sessionStorage.setItem('webgrpo.fork', JSON.stringify({ parent: id, name: run.name, config: run.config, model: run.model, env: run.env })); location.hash = '#/'; }}
             >fork</button>
+          )}
+          {run && owned && renaming === null && <button onClick={() => setRenaming(run.name)} data-testid="rename">rename</button>}
+          {run && owned && (
+            <button
+              className="danger"
+              disabled={!!busy || live}
+              title={live ? 'stop the run before deleting it' : 'delete this run, its steps, rollouts and files'}
+              data-testid="delete-run"
+              onClick={() => {
+                if (!confirm(`Delete the run "${run.name}"? Its steps, rollouts and kept files are removed for good.`)) return;
+                void act('delete', async () => {
+                  await api.deleteRun(id, owned);
+                  ownedRuns.forget(id);
+                  location.hash = '#/';
+                });
+              }}
+            >delete</button>
           )}
         </div>
       </header>
@@ -195,24 +261,29 @@ export function RunView({ id }: { id: string }) {
       )}
       <div className="summary">
         {['reward', 'success_rate', 'loss', 'kl', 'entropy', 'tools/call_frequency'].filter((k) => k !== 'success_rate' || lastMetrics[k] !== undefined).map((k) => (
-          <span key={k}><code>{k}</code> {formatNumber(lastMetrics[k])}</span>
+          <span key={k} data-testid={`summary-${k}`}><code>{k}</code> {k === 'kl' && klOff ? 'off (beta = 0)' : formatNumber(lastMetrics[k])}</span>
         ))}
       </div>
-      <Charts steps={shownSteps} axis={axis} task={envTask} />
+      <ErrorBoundary what="the charts">
+        <Charts steps={shownSteps} axis={axis} task={envTask} klOff={klOff} />
+      </ErrorBoundary>
       <h3>Rollouts</h3>
-      <RolloutViewer steps={shownRollouts} />
+      <ErrorBoundary what="the rollouts">
+        <RolloutViewer runId={id} steps={rolloutSteps} local={shownRollouts} />
+      </ErrorBoundary>
+      {run && <ConfigView run={run} />}
       {live && (status === 'finished' || status === 'stopped' || status === 'paused') && (
         <section className="panel">
           <h3>Trained model</h3>
           {full ? (
             <button disabled={!!busy} data-testid="download-model" onClick={() => act('model', async () => {
-              for (const f of await trainer().exportModel()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
-            })}>{busy === 'model' ? 'exporting…' : 'download model (safetensors, Hugging Face layout)'}</button>
+              downloadZip(`${slug(run?.name ?? 'run')}-model.zip`, await trainer().exportModel());
+            })}>{busy === 'model' ? 'exporting…' : 'download model (one zip: safetensors, Hugging Face layout)'}</button>
           ) : (
             <>
               <button disabled={!!busy} data-testid="download-adapter" onClick={() => act('adapter', async () => {
-                for (const f of await trainer().exportAdapter()) download(f.name, f.bytes, f.name.endsWith('.json') ? 'application/json' : 'application/octet-stream');
-              })}>download LoRA adapter (PEFT)</button>
+                downloadZip(`${slug(run?.name ?? 'run')}-adapter.zip`, await trainer().exportAdapter());
+              })}>download LoRA adapter (one zip, PEFT)</button>
               <button disabled={!!busy} onClick={() => act('eval', async () => {
                 setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, prompts: run ? runPrompts(run.env) : undefined, episodes: 8, config: run?.config ?? {} }));
               })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>

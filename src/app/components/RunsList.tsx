@@ -1,6 +1,7 @@
 // The runs the store keeps, newest first: what each trained (task, model), how far it got, how well it
 // did, and when. Interrupted runs this browser started resume with one click (the model is loaded again
-// automatically); every run opens to its charts, rollouts and kept files.
+// automatically); every run opens to its charts, rollouts and kept files; the runs this browser
+// started can be deleted here (after a confirmation).
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
@@ -12,6 +13,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
   const [data, setData] = useState<{ runs: RunListEntry[]; total: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
+  /** Bumped after a delete: the page is listed again. */
+  const [version, setVersion] = useState(0);
   const modelLoading = useUi((s) => s.modelLoading);
   const liveRunId = useUi((s) => s.liveRunId);
 
@@ -21,7 +24,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
     return () => {
       stop = true;
     };
-  }, [page, pageSize, liveRunId]);
+  }, [page, pageSize, liveRunId, version]);
 
   if (error) return <section className="panel runs"><h3>{title}</h3><p className="error" role="alert">{error}</p></section>;
   if (!data || (compact && data.total === 0)) return null;
@@ -36,6 +39,21 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       await resumeRun((await api.getRun(id, Number.MAX_SAFE_INTEGER)).run, token);
     } catch (err) {
       setError(`Could not resume: ${(err as Error).message}`);
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  async function remove(r: RunListEntry, token: string) {
+    if (!confirm(`Delete the run "${r.name}"? Its steps, rollouts and kept files are removed for good.`)) return;
+    setBusy(r.id);
+    setError(null);
+    try {
+      await api.deleteRun(r.id, token);
+      ownedRuns.forget(r.id);
+      setVersion((v) => v + 1);
+    } catch (err) {
+      setError(`Could not delete: ${(err as Error).message}`);
     } finally {
       setBusy(null);
     }
@@ -59,7 +77,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
             {data.runs.map((r) => {
               const interrupted = looksInterrupted(r, active);
               const status = interrupted ? 'interrupted' : r.status;
-              const canResume = interrupted && ownedRuns.get(r.id) !== null;
+              const token = ownedRuns.get(r.id);
+              const canResume = interrupted && token !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
                   <td>
@@ -79,6 +98,9 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                       <button className="primary small" disabled={busy !== null || modelLoading || liveRunId !== null} onClick={() => resume(r.id)} data-testid="resume-run">
                         {busy === r.id ? 'loading model…' : 'resume'}
                       </button>
+                    )}
+                    {token && r.id !== liveRunId && (
+                      <button className="small danger" disabled={busy !== null} onClick={() => remove(r, token)} data-testid="delete-run-row" title="delete this run, its steps, rollouts and files">delete</button>
                     )}
                   </td>
                 </tr>
