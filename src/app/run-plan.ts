@@ -12,7 +12,7 @@ const GiB = 1024 ** 3;
 
 /**
  * The adapter's limits as the probe reported them. A software adapter's memory is the machine's RAM,
- * which Chrome reports as navigator.deviceMemory (GiB, at most 8); a GPU's own memory is not reported.
+ * which Chrome reports (rounded, in GiB) as navigator.deviceMemory; a GPU's own memory is not reported.
  */
 export function adapterLimitsOf(probe: ProbeResult | null): AdapterLimits | null {
   if (!probe?.maxBufferSize || !probe.maxStorageBufferBindingSize) return null;

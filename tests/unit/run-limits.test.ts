@@ -17,7 +17,7 @@ const qwen3 = {
   weightDtype: 'f16' as const,
 };
 const GiB = 1024 ** 3;
-// SwiftShader in Chromium (specs/webgpu-without-a-gpu.md §4), its memory the 8 GiB navigator.deviceMemory reports at most.
+// SwiftShader in Chromium (specs/webgpu-without-a-gpu.md §4) on a machine with 8 GiB of RAM (a software adapter's memory).
 const SWIFTSHADER = { maxStorageBufferBindingSize: GiB, maxBufferSize: GiB, budgetBytes: 8 * GiB };
 const catchTiny = (over: Record<string, unknown>) => configFromObject({ ...PRESET_CONFIGS.catch.tiny, ...over });
 
