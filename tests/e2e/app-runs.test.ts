@@ -7,6 +7,7 @@
 // to docs/screenshots/ (the README shows them).
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { unzipSync } from 'fflate';
 import type { Browser, BrowserContext, Download, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
@@ -224,7 +225,10 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const got: Download[] = [];
     page.on('download', (d) => got.push(d));
     await page.getByTestId('download-model').click();
-    await withLogs(expect.poll(() => got.map((d) => d.suggestedFilename()).sort(), { timeout: 60_000 }).toEqual(expect.arrayContaining(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])));
+    // One download: a zip of the Hugging Face folder.
+    await withLogs(expect.poll(() => got.length, { timeout: 60_000 }).toBe(1));
+    expect(got[0]!.suggestedFilename()).toMatch(/-model\.zip$/);
+    expect(Object.keys(unzipSync(fs.readFileSync((await got[0]!.path())!)))).toEqual(expect.arrayContaining(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']));
   });
 
   it('downloads the adapter from the saved run in another browser (no training tab, no model loaded)', async () => {

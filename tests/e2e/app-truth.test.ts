@@ -81,6 +81,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
     await fillConfig(page, { max_completion_length: 400, num_generations: 512, per_device_train_batch_size: 1024 });
     expect(await page.getByTestId('field-error-per_device_train_batch_size').textContent()).toMatch(/memory plan \(1024 sequences × 1424 tokens\) needs 12\.\d GiB, over the 8\.00 GiB of memory available: lower per_device_train_batch_size to ≤ \d+/);
     expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
+    await page.getByTestId('model-info').screenshot({ path: `${SCREENSHOTS}setup-memory-plan.png` });
     // Back to the preset: no error, Start enabled.
     await page.getByRole('button', { name: 'catch', exact: true }).click();
     await expect.poll(() => page.getByTestId('start-run').isDisabled()).toBe(false);

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { unzipSync } from 'fflate';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
@@ -137,9 +138,10 @@ describe('the app in Chromium', () => {
     const downloads: Download[] = [];
     page.on('download', (d) => downloads.push(d));
     await page.getByTestId('download-adapter').click();
-    await withLogs(expect.poll(() => downloads.length, { timeout: 60_000 }).toBe(2));
-    const files = new Map<string, Buffer>();
-    for (const d of downloads) files.set(d.suggestedFilename(), fs.readFileSync((await d.path())!));
+    // One download: a zip of the PEFT folder.
+    await withLogs(expect.poll(() => downloads.length, { timeout: 60_000 }).toBe(1));
+    expect(downloads[0]!.suggestedFilename()).toMatch(/-adapter\.zip$/);
+    const files = new Map(Object.entries(unzipSync(fs.readFileSync((await downloads[0]!.path())!))).map(([k, v]) => [k, Buffer.from(v)]));
     expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
 
     const config = JSON.parse(files.get('adapter_config.json')!.toString('utf8'));

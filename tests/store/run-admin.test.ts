@@ -42,7 +42,7 @@ describe('run administration', () => {
       const b = (await call('POST', '/api/runs', RUN)).body as { id: string; writeToken: string };
       await call('POST', `/api/runs/${a.id}/steps`, { step: 0, metrics: { reward: 1 }, rollouts: [{ group: 0 }] }, { [WRITE_TOKEN_HEADER]: a.writeToken });
       // Refused: no token, another run's token, the right token from another origin.
-      for (const headers of [{}, { [WRITE_TOKEN_HEADER]: b.writeToken }]) {
+      for (const headers of [{}, { [WRITE_TOKEN_HEADER]: b.writeToken }] as Record<string, string>[]) {
         expect((await call('POST', `/api/runs/${a.id}/name`, { name: 'mine now' }, headers)).status).toBe(403);
         expect((await call('DELETE', `/api/runs/${a.id}`, undefined, headers)).status).toBe(403);
       }

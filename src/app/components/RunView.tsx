@@ -5,6 +5,7 @@ import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
+import { secondsLeft } from '../time-left.ts';
 import { looksInterrupted, resumeRun, runPrompts } from '../resume.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
@@ -138,12 +139,7 @@ export function RunView({ id }: { id: string }) {
   const sftPlanned = Number(run?.config.sft_steps ?? 0);
   const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
   const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
-  const t = ui.stepStartedAt;
-  // Seconds per step: measured here between steps, else (just after a resume) the stored steps' step_time.
-  const timed = shownSteps.slice(-5).map((s) => s.metrics.step_time).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  const perStep = t.length > 1 ? (t[t.length - 1]! - t[0]!) / 1000 / (t.length - 1) : timed.length ? timed.reduce((a, b) => a + b, 0) / timed.length : NaN;
-  // The ETA at the last step's end, counted down since then.
-  const lastAt = t.length ? t[t.length - 1]! : liveSince;
+  const left = secondsLeft({ arrivals: ui.stepStartedAt, stepTimes: shownSteps.slice(-5).map((s) => s.metrics.step_time), total, done, since: liveSince, now });
   const status = interrupted ? 'interrupted' : live ? ui.status : run?.status ?? '…';
   // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
   const envPath = String(run?.env.name ?? '');
@@ -175,8 +171,7 @@ export function RunView({ id }: { id: string }) {
     const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
     if (requested === 'stop') return `${of} · stopping after this step…`;
     if (requested === 'pause') return `${of} · pausing after this step…`;
-    if (status === 'running' && total && Number.isFinite(perStep)) {
-      const left = perStep * (total - done) - (now - lastAt) / 1000;
+    if (status === 'running' && Number.isFinite(left)) {
       return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
     }
     if (status === 'running' && done === 0) return `${of} · first step running…`;
