@@ -164,6 +164,8 @@ export function RunView({ id }: { id: string }) {
   }
 
   const training = live && (status === 'running' || status === 'paused');
+  /** This tab is starting or training the run: it cannot be deleted under the trainer. */
+  const trainingHere = live && !['finished', 'stopped', 'failed'].includes(status);
   const progressLabel = (() => {
     if (!live) return '';
     if (done === 0 && status === 'loading') return 'starting…';
@@ -207,14 +209,15 @@ export function RunView({ id }: { id: string }) {
           {run && owned && (
             <button
               className="danger"
-              disabled={!!busy || live}
-              title={live ? 'stop the run before deleting it' : 'delete this run, its steps, rollouts and files'}
+              disabled={!!busy || trainingHere}
+              title={trainingHere ? 'stop the run before deleting it' : 'delete this run, its steps, rollouts and files'}
               data-testid="delete-run"
               onClick={() => {
                 if (!confirm(`Delete the run "${run.name}"? Its steps, rollouts and kept files are removed for good.`)) return;
                 void act('delete', async () => {
                   await api.deleteRun(id, owned);
                   ownedRuns.forget(id);
+                  if (live) ui.resetRun(null);
                   location.hash = '#/';
                 });
               }}

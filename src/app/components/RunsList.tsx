@@ -17,6 +17,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
   const [version, setVersion] = useState(0);
   const modelLoading = useUi((s) => s.modelLoading);
   const liveRunId = useUi((s) => s.liveRunId);
+  /** The run this tab is training now (a finished live run may be deleted). */
+  const training = useUi((s) => (s.status === 'running' || s.status === 'paused' || s.status === 'loading' ? s.liveRunId : null));
 
   useEffect(() => {
     let stop = false;
@@ -99,7 +101,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                         {busy === r.id ? 'loading model…' : 'resume'}
                       </button>
                     )}
-                    {token && r.id !== liveRunId && (
+                    {token && r.id !== training && (
                       <button className="small danger" disabled={busy !== null} onClick={() => remove(r, token)} data-testid="delete-run-row" title="delete this run, its steps, rollouts and files">delete</button>
                     )}
                   </td>
