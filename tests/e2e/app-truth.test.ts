@@ -154,7 +154,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
         { step: 0, index: 2, data: { group: 0, index: 2, turns: [], reward: 'high', advantage: 0, rewards: {} } },
       ],
     };
-    const imported = (await store('POST', '/api/runs/import', file)).body as { id: string };
+    const imported = (await store('POST', '/api/runs/import', file)).body as { id: string; writeToken: string };
     logs.length = 0;
     await page.goto(`${app.url}/#/runs/${imported.id}`);
     await page.getByTestId('malformed-rollouts').waitFor({ timeout: 30_000 });
@@ -169,5 +169,13 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
     expect(await page.getByTestId('config-view').count()).toBe(1);
     expect(await page.getByTestId('render-error').count()).toBe(0);
     expect(logs.filter((l) => l.startsWith('[pageerror]'))).toEqual([]);
+    // The runs list deletes a run this browser owns, after a confirmation.
+    await page.evaluate(([id, token]) => localStorage.setItem(`webgrpo.run.${id}`, token), [imported.id, imported.writeToken]);
+    await page.goto(`${app.url}/#/runs`);
+    const row = page.locator(`[data-testid=run-row][data-run-id="${imported.id}"]`);
+    page.once('dialog', (d) => void d.accept());
+    await row.getByTestId('delete-run-row').click();
+    await row.waitFor({ state: 'detached', timeout: 30_000 });
+    expect((await store('GET', `/api/runs/${imported.id}`)).status).toBe(404);
   });
 });
