@@ -56,7 +56,7 @@ describe('capacity without --queue (OpenEnv behaviour)', () => {
     await expectNoLeaks(server);
   });
 
-  it('HTTP calls do not count against the cap', async () => {
+  it('HTTP calls do not count against the cap (an env without scarce instances, as OpenEnv)', async () => {
     const server = await servers.start({ maxConcurrentEnvs: 1 });
     const holder = await session(wsBase(server, 'echo'));
     const reply = await fetch(`${server.url}/envs/echo/reset`, { method: 'POST' });

@@ -167,7 +167,7 @@ describe('every entry point of the server', () => {
       ['GET', `/api/runs/${runId}/export`],
     ];
     for (const [method, target, body] of attempts) {
-      for (const headers of [{ origin: 'http://attacker.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }]) {
+      for (const headers of [{ origin: 'http://attacker.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) {
         const reply = await request(`${server.url}${target}`, method, { ...json, ...headers }, body);
         expect(reply.status, `${method} ${target} ${JSON.stringify(headers)}`).toBe(403);
       }
