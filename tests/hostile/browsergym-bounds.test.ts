@@ -37,6 +37,8 @@ function hostileTasks(udpPort: number, tcpPort: number): MiniwobTask[] {
     hostileTask('spin', 'for (;;) {}'),
     // 1.1 GB of JS arrays (1 MiB each).
     hostileTask('alloc', 'window.keep = []; for (var i = 0; i < 1100; i++) window.keep.push(new Array(1 << 17).fill(i + 0.5)); document.title = "allocated";'),
+    // 1 GiB of typed arrays: outside the JS heap, so only the renderer memory watch stops it.
+    hostileTask('buffers', 'window.keep = []; for (var i = 0; i < 16; i++) window.keep.push(new Uint8Array(64 << 20).fill(1)); document.title = "allocated";'),
     hostileTask('download', 'var a = document.createElement("a"); a.href = URL.createObjectURL(new Blob([new Uint8Array(50 << 20)])); a.download = "big.bin"; document.body.appendChild(a); a.click();'),
     hostileTask(
       'webrtc',
@@ -93,6 +95,8 @@ function bytesUnder(dir: string): number {
 }
 
 let def: BrowserGymEnvDefinition;
+/** What the browser warned about (renderer kills). */
+const warnings: string[] = [];
 let server: EnvServer;
 let tmp: string;
 const savedTmpdir = process.env.TMPDIR;
@@ -110,7 +114,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
   const tasks = new Map([...MINIWOB_TASKS, ...hostileTasks(udp.address().port, (tcp.address() as net.AddressInfo).port).map((t) => [t.name, t] as const)]);
-  def = createBrowserGymEnv({ tasks, actionTimeoutMs: 1000, stepTimeoutMs: DEADLINE_MS, maxEpisodeSteps: MAX_EPISODE_STEPS, warn: () => undefined }, {});
+  def = createBrowserGymEnv({ tasks, actionTimeoutMs: 1000, stepTimeoutMs: DEADLINE_MS, maxEpisodeSteps: MAX_EPISODE_STEPS, warn: (line) => warnings.push(line) }, {});
   server = await createEnvServer({ port: 0, envs: { browsergym: def } });
 });
 
@@ -237,6 +241,24 @@ describe('memory and disk per session', () => {
       expect([hog.data.done, hog.data.observation.last_action_error]).toEqual([true, true]);
       expect(hog.data.observation.error).toMatch(/its page crashed \(out of memory, or its renderer was killed\); reset to start a new episode\.$/);
       await until('context gone after the crash', () => def.browser.contexts === 0 && renderers().length === 0, 3000);
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+
+  it('a page filling 1 GiB of typed arrays is killed past the renderer memory limit: its next step says so', async () => {
+    const s = await Session.open(server);
+    try {
+      await s.reset({ task_name: 'buffers' });
+      const start = Date.now();
+      // The click may return before the watch sees the memory; by the next step the renderer is gone.
+      await s.step("click('13')");
+      await until('renderer killed', () => def.browser.contexts === 0 && renderers().length === 0, 5000);
+      const killed = warnings.map((w) => /killed a renderer using (\d+) MiB \(limit 512 MiB/.exec(w)?.[1]).find((mb) => mb !== undefined);
+      expect(Number(killed)).toBeGreaterThan(512);
+      console.log(`1 GiB of typed arrays: renderer killed at ${killed} MiB, ${Date.now() - start} ms after the click`);
+      const after = await s.step('noop(0)');
+      expect(after.data.observation.error).toMatch(/its page crashed \(out of memory, or its renderer was killed\); reset to start a new episode\.$/);
     } finally {
       await s.close();
     }

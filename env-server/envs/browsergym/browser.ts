@@ -8,6 +8,7 @@
 
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { watchRendererMemory } from './renderer-memory.ts';
 
 /**
  * A proxy that cannot exist (RFC 6761 reserves `.invalid`): traffic the router does not see — TURN
@@ -18,6 +19,8 @@ const NOWHERE_PROXY = 'http://proxy.invalid:1';
 
 /** The renderer's JS heap limit, MiB, unless $BROWSERGYM_RENDERER_HEAP_MB says otherwise. */
 export const DEFAULT_RENDERER_HEAP_MB = 256;
+/** A renderer using more private memory (MiB) is killed, unless $BROWSERGYM_RENDERER_MEMORY_MB says otherwise. */
+export const DEFAULT_RENDERER_MEMORY_MB = 512;
 
 export function chromiumArgs(rendererHeapMb: number): string[] {
   return [
@@ -61,12 +64,13 @@ export interface ContextOptions {
 
 export interface SharedBrowserOptions {
   rendererHeapMb?: number;
+  rendererMemoryMb?: number;
   /** Where the sandbox warning goes (default: stderr). */
   warn?: (line: string) => void;
 }
 
 const SANDBOX_OFF_NOTE =
-  'task pages still reach only the env-server\'s in-memory task pages (every request routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have a heap limit';
+  'task pages still reach only the env-server\'s in-memory task pages (every request routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
 
 export class SharedBrowser {
   private launching: Promise<Browser> | null = null;
@@ -76,10 +80,12 @@ export class SharedBrowser {
   private sandboxBlocker: string | null = knownSandboxBlocker();
   private warned = false;
   private readonly args: string[];
+  private readonly rendererMemoryMb: number;
   private readonly warn: (line: string) => void;
 
   constructor(options: SharedBrowserOptions = {}) {
     this.args = chromiumArgs(options.rendererHeapMb ?? DEFAULT_RENDERER_HEAP_MB);
+    this.rendererMemoryMb = options.rendererMemoryMb ?? DEFAULT_RENDERER_MEMORY_MB;
     this.warn = options.warn ?? ((line) => process.stderr.write(`${line}\n`));
   }
 
@@ -89,6 +95,12 @@ export class SharedBrowser {
   }
 
   private async launch(executablePath: string | undefined): Promise<Browser> {
+    const browser = await this.launchSandboxedIfPossible(executablePath);
+    await watchRendererMemory(browser, this.rendererMemoryMb, this.warn);
+    return browser;
+  }
+
+  private async launchSandboxedIfPossible(executablePath: string | undefined): Promise<Browser> {
     const launch = (chromiumSandbox: boolean) => chromium.launch({ executablePath, headless: true, chromiumSandbox, args: this.args });
     let blocker = this.sandboxBlocker;
     if (blocker === null) {

@@ -8,7 +8,7 @@ import type { BrowserGymEnvironment as Instance } from './environment.ts';
 import { actionJsonSchema, actionModel, validateModel } from '../validation.ts';
 import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
 import { defaultMetadata } from '../metadata.ts';
-import { DEFAULT_RENDERER_HEAP_MB, SharedBrowser } from './browser.ts';
+import { DEFAULT_RENDERER_HEAP_MB, DEFAULT_RENDERER_MEMORY_MB, SharedBrowser } from './browser.ts';
 import { BrowserGymEnvironment } from './environment.ts';
 import type { FlattenOptions } from './axtree.ts';
 import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
@@ -60,6 +60,8 @@ export interface BrowserGymEnvOptions {
   maxEpisodeSteps?: number;
   /** Each renderer's JS heap limit, MiB. Default $BROWSERGYM_RENDERER_HEAP_MB, else 256. */
   rendererHeapMb?: number;
+  /** A renderer past this much private memory (MiB) is killed. Default $BROWSERGYM_RENDERER_MEMORY_MB, else 512. */
+  rendererMemoryMb?: number;
   /** The tasks reset may pick (default: all of MINIWOB_TASKS). */
   tasks?: ReadonlyMap<string, MiniwobTask>;
   /** Where the browser's warnings go (default stderr). */
@@ -85,7 +87,11 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
   const tasks = options.tasks ?? MINIWOB_TASKS;
   const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || 'click-test');
   if (!tasks.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...tasks.keys()].join(', ')})`);
-  const browser = new SharedBrowser({ rendererHeapMb: options.rendererHeapMb ?? envInt(env.BROWSERGYM_RENDERER_HEAP_MB, 'BROWSERGYM_RENDERER_HEAP_MB', DEFAULT_RENDERER_HEAP_MB), warn: options.warn });
+  const browser = new SharedBrowser({
+    rendererHeapMb: options.rendererHeapMb ?? envInt(env.BROWSERGYM_RENDERER_HEAP_MB, 'BROWSERGYM_RENDERER_HEAP_MB', DEFAULT_RENDERER_HEAP_MB),
+    rendererMemoryMb: options.rendererMemoryMb ?? envInt(env.BROWSERGYM_RENDERER_MEMORY_MB, 'BROWSERGYM_RENDERER_MEMORY_MB', DEFAULT_RENDERER_MEMORY_MB),
+    warn: options.warn,
+  });
   const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500);
   const stepTimeoutMs = options.stepTimeoutMs ?? 1000 * envInt(env.BROWSERGYM_STEP_TIMEOUT_S, 'BROWSERGYM_STEP_TIMEOUT_S', 20, MAX_STEP_TIMEOUT_S);
   if (!(stepTimeoutMs > actionTimeoutMs)) throw new Error(`browsergym: the step deadline (${stepTimeoutMs} ms, BROWSERGYM_STEP_TIMEOUT_S) must exceed the element action timeout (${actionTimeoutMs} ms, BROWSERGYM_ACTION_TIMEOUT_MS)`);
