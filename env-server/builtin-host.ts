@@ -95,7 +95,8 @@ export class BuiltinEnvHost implements EnvHost {
   }
 
   handleHttp(req: IncomingMessage, res: ServerResponse, route: string): Promise<void> {
-    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, maxJsonDepth: this.opts.maxJsonDepth, log: this.opts.log }, req, res, route);
+    const scarceSlots = this.def.maxConcurrentEnvs === undefined ? undefined : this.pool;
+    return handleBuiltinHttp({ def: this.def, sessions: this.mcpSessions, maxBodyBytes: this.opts.maxMessageBytes, maxJsonDepth: this.opts.maxJsonDepth, scarceSlots, log: this.opts.log }, req, res, route);
   }
 
   acceptSocket(down: Downstream): void {

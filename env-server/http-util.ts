@@ -23,6 +23,16 @@ export function decodePathSegment(segment: string): string | null {
   }
 }
 
+/**
+ * True for `application/json` (any parameters, any `+json` subtype), as FastAPI reads a JSON body.
+ * The only bodies a web page on another origin can send without a CORS preflight (which this server
+ * never approves) are text/plain, form-urlencoded and multipart: requiring JSON shuts those out too.
+ */
+export function isJsonContentType(value: string | undefined): boolean {
+  const type = (value ?? '').split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
 export class BodyTooLargeError extends Error {
   constructor(
     readonly limit: number,

@@ -12,15 +12,14 @@
 //   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
 //   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
 //   GET  /api/runs/:id/artifacts/:bundle/:name   one file, as a download
-// Reads need only the id (the share link); writes need the token returned at creation, and every
-// write must come from the app's own origin as application/json (write-guard.ts): any web page the
-// user visits can reach 127.0.0.1, but it cannot send that.
+// Reads need only the id (the share link); writes need the token returned at creation and must be
+// application/json. Who may send them at all (Host, Origin) the server decides for every route
+// before this handler runs (origin-policy.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLargeError, decodePathSegment, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
+import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
 import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
-import { writeRefusal } from './write-guard.ts';
 
 export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
 
@@ -83,13 +82,10 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
       const decoded = url.pathname.split('/').filter(Boolean).slice(2).map(decodePathSegment); // after "api", "runs"
       if (decoded.some((p) => p === null)) throw new RunStoreError(`Bad percent-encoding in ${JSON.stringify(url.pathname)}`, 400);
       const parts = decoded as string[];
-      if (method !== 'GET' && method !== 'HEAD') {
-        const refusal = writeRefusal(req);
-        if (refusal) {
-          req.resume();
-          send(res, refusal.status, { detail: refusal.detail });
-          return true;
-        }
+      if (method !== 'GET' && method !== 'HEAD' && !isJsonContentType(req.headers['content-type'])) {
+        req.resume();
+        send(res, 415, { detail: `Run store writes must be sent as application/json, got ${JSON.stringify(req.headers['content-type'] ?? '')}` });
+        return true;
       }
       const token = req.headers[WRITE_TOKEN_HEADER] as string | undefined;
       if (parts.length === 0 && method === 'POST') {

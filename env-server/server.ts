@@ -11,6 +11,7 @@ import type { AnyEnvInstance, EnvDefinition } from './envs/types.ts';
 import type { EnvHost, EnvStats } from './host.ts';
 import { parseRequestUrl, sendJson, sendMethodNotAllowed, sendNotFound } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.ts';
+import { createRequestPolicy, type Refusal } from './origin-policy.ts';
 import { ProxyHost } from './proxy.ts';
 
 export type ExtraHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -53,6 +54,10 @@ export interface EnvServerOptions {
   heartbeatMs?: number;
   /** One line per session open/close (with the reason). Default: silent. */
   logger?: (line: string) => void;
+  /** Host names served besides loopback and the bound host (`--allow-host`); others get 421. */
+  allowHosts?: string[];
+  /** Web page origins trusted besides the server's own (`--allow-origin`), e.g. `http://localhost:5173`. */
+  allowOrigins?: string[];
   /** Tried in order before the 404, for routes outside `/envs` (run store, static files). */
   extraHandlers?: ExtraHandler[];
 }
@@ -97,6 +102,24 @@ export function resolveMaxConcurrentEnvs(option: number | undefined, env: NodeJS
   return DEFAULT_CAP;
 }
 
+/**
+ * What every response carries unless its handler says otherwise (only the app's own files do,
+ * static.ts): whatever the env-server emits that is not the app (an upstream's /docs, any proxied
+ * reply, the built-in /docs, JSON) renders, if a browser renders it at all, in a sandbox with an
+ * opaque origin and no scripts. So an upstream's HTML never runs as this origin: it cannot read the
+ * app's localStorage (where the run write tokens are), and what it sends says `Origin: null`, which
+ * the origin policy refuses. That is why the tokens can stay in localStorage: the only pages that
+ * share the origin are the app's own.
+ */
+const DEFAULT_RESPONSE_HEADERS = { 'content-security-policy': 'sandbox', 'x-content-type-options': 'nosniff' };
+
+/** Requests the origin policy applies to: any that may change state or start work, and every read of an env or the run store. */
+function needsOriginCheck(method: string | undefined, pathname: string): boolean {
+  return (method !== 'GET' && method !== 'HEAD') || pathname.startsWith('/envs/') || pathname.startsWith('/api/');
+}
+
+const STATUS_TEXT: Record<Refusal['status'], string> = { 403: '403 Forbidden', 421: '421 Misdirected Request' };
+
 /** Answers an upgrade request that gets no WebSocket, then closes (the socket already has an error listener). */
 function rawHttpReply(socket: Duplex, status: string, body: string): void {
   if (socket.destroyed) return;
@@ -123,6 +146,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   const heartbeatMs = positiveNumber(options.heartbeatMs ?? 20_000, 'heartbeatMs');
   const log = options.logger ?? (() => {});
   const policy = { queue: options.queue ?? false, queueTimeoutMs };
+  const requests = createRequestPolicy({ boundHost: options.host ?? '127.0.0.1', allowHosts: options.allowHosts, allowOrigins: options.allowOrigins });
 
   const hosts = new Map<string, EnvHost>();
   for (const [name, def] of Object.entries(options.envs ?? BUILTIN_ENVS)) {
@@ -156,7 +180,14 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   };
 
   const handleRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    for (const [name, value] of Object.entries(DEFAULT_RESPONSE_HEADERS)) res.setHeader(name, value);
     const url = parseRequestUrl(req.url);
+    const refusal = requests.hostRefusal(req.headers) ?? (needsOriginCheck(req.method, url?.pathname ?? '') ? requests.originRefusal(req.headers) : null);
+    if (refusal) {
+      log(`refused ${req.method} ${req.url}: ${refusal.detail}`);
+      req.resume();
+      return sendJson(res, refusal.status, { detail: refusal.detail });
+    }
     if (!url) return sendJson(res, 400, { detail: `Bad request target: ${JSON.stringify(req.url)}` });
     if (url.pathname === '/health' || url.pathname === '/envs') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendMethodNotAllowed(res, 'GET');
@@ -181,6 +212,13 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Until ws owns it, this raw socket is ours: a reset must not become an unhandled 'error'.
     socket.on('error', () => socket.destroy());
+    // Before anything else: a page on another origin must not even get a 101 (no session, no slot).
+    const refusal = requests.hostRefusal(req.headers) ?? requests.originRefusal(req.headers);
+    if (refusal) {
+      log(`refused upgrade ${req.url}: ${refusal.detail}`);
+      rawHttpReply(socket, STATUS_TEXT[refusal.status], JSON.stringify({ detail: refusal.detail }));
+      return;
+    }
     const url = parseRequestUrl(req.url);
     if (!url) {
       rawHttpReply(socket, '400 Bad Request', JSON.stringify({ detail: `Bad request target: ${JSON.stringify(req.url)}` }));
@@ -194,7 +232,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
       rawHttpReply(socket, '404 Not Found', JSON.stringify({ detail: 'Not Found' }));
       return;
     }
-    // As OpenEnv: accept first (101), then decide about capacity. No Origin check (§3.6).
+    // As OpenEnv: accept first (101), then decide about capacity. Unlike OpenEnv (§3.6), the Origin was checked above.
     wss.handleUpgrade(req, socket, head, (ws) => {
       const down = new Downstream(ws, nextSessionId++, downstreamLimits);
       liveSockets.add(down);

@@ -23,6 +23,10 @@ const TYPES: Record<string, string> = {
 // The trainer worker needs cross-origin isolation for SharedArrayBuffer and fine timers.
 export const ISOLATION_HEADERS = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
+// The app's files are the only responses that run as this origin (the server sandboxes all others):
+// no other site may frame the app (clickjacking a Stop or an import).
+const APP_CSP = { 'content-security-policy': "frame-ancestors 'self'" };
+
 /**
  * Serves files under `distDir`. The file is opened before the 200 is written, so a missing file
  * falls through to the 404 and a failure to open (out of descriptors) is a 500; the stream is
@@ -34,7 +38,8 @@ export function staticHandler(distDir: string, log: (line: string) => void = () 
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     const url = parseRequestUrl(req.url);
     const decoded = url ? decodePathSegment(url.pathname) : null;
-    if (decoded === null) return false;
+    // A bad escape or a NUL (`/index.html%00.png`) names no file in dist/: 404, never a throw from fs.
+    if (decoded === null || decoded.includes('\0')) return false;
     const rel = decoded === '/' ? '/index.html' : decoded;
     const file = path.resolve(root, `.${rel}`);
     if (!file.startsWith(root + path.sep)) return false; // no escaping dist/
@@ -63,6 +68,7 @@ export function staticHandler(distDir: string, log: (line: string) => void = () 
         'content-length': stat.size,
         'cache-control': rel.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
         ...ISOLATION_HEADERS,
+        ...APP_CSP,
       });
       if (req.method === 'HEAD') {
         await handle.close();

@@ -75,7 +75,11 @@ export interface EnvDefinition<I extends AnyEnvInstance = EnvInstance> {
   schema: { action: unknown; observation: unknown; state: unknown };
   validateAction(data: unknown): ActionCheck;
   create(): I;
-  /** The env's own session cap (e.g. browsergym: browser contexts); the server's cap still applies. */
+  /**
+   * The env's own session cap (e.g. browsergym: browser contexts); the server's cap still applies.
+   * Setting one marks instances as scarce: stateless HTTP calls then take a slot while they run,
+   * and web pages may not open sessions over HTTP `/mcp` (builtin-http.ts).
+   */
   maxConcurrentEnvs?: number;
   /** Frees what the env holds across sessions (browsergym's Chromium); called when the server closes. */
   dispose?(): Promise<void>;

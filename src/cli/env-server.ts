@@ -1,6 +1,7 @@
 // `webgrpo env-server`: serves the built-in OpenEnv environments (echo, catch, wordle) and any
 // `--upstream` proxies until SIGINT/SIGTERM. Prints one JSON line with the URLs once listening.
 
+import { createRequestPolicy } from '../../env-server/origin-policy.ts';
 import { createEnvServer, type EnvServerOptions } from '../../env-server/server.ts';
 import { parseCli, str, type OptionTable, type Parsed as ParsedArgs } from './args.ts';
 
@@ -30,6 +31,10 @@ options:
                               HTTP /mcp, seconds (default 600; --session-timeout overrides)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
                               repeatable
+  --allow-host NAME           also answer to this Host name (default: loopback names and
+                              addresses and --host only; others get 421); repeatable
+  --allow-origin ORIGIN       also trust web pages at this origin (e.g. http://localhost:5173);
+                              default: only the server's own and non-browser clients; repeatable
   --help                      this text`;
 
 type Parsed = { options: EnvServerOptions & { port: number } } | { help: true };
@@ -66,6 +71,8 @@ export const ENV_SERVER_OPTIONS: OptionTable = {
   'max-json-depth': { type: 'string' },
   'mcp-session-timeout': { type: 'string' },
   upstream: { type: 'string', multiple: true },
+  'allow-host': { type: 'string', multiple: true },
+  'allow-origin': { type: 'string', multiple: true },
 };
 
 export function parseEnvServerArgs(argv: string[]): Parsed {
@@ -98,7 +105,12 @@ export function envServerOptions(p: ParsedArgs): EnvServerOptions & { port: numb
   if (value('max-pending-bytes') !== undefined) options.maxPendingBytes = numberArg('--max-pending-bytes', value('max-pending-bytes'), { integer: true, min: 1 });
   if (value('max-json-depth') !== undefined) options.maxJsonDepth = numberArg('--max-json-depth', value('max-json-depth'), { integer: true, min: 1 });
   if (value('mcp-session-timeout') !== undefined) options.mcpSessionTimeoutSec = numberArg('--mcp-session-timeout', value('mcp-session-timeout'), { integer: false, min: 0.001 });
-  for (const spec of (p.values.upstream as string[] | undefined) ?? []) {
+  const list = (name: string) => (p.values[name] as string[] | undefined) ?? [];
+  // Checked here, not at the first request: createRequestPolicy names a bad value.
+  if (list('allow-host').length > 0) options.allowHosts = list('allow-host');
+  if (list('allow-origin').length > 0) options.allowOrigins = list('allow-origin');
+  createRequestPolicy({ allowHosts: options.allowHosts, allowOrigins: options.allowOrigins });
+  for (const spec of list('upstream')) {
     const [name, urls] = parseUpstream(spec);
     if (options.upstreams![name]) throw new Error(`--upstream ${name} given twice; list replicas comma-separated`);
     options.upstreams![name] = urls;

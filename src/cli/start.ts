@@ -41,7 +41,7 @@ Serves the app, the run store and the built-in environments (echo, catch, wordle
   --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
   --max-import-bytes N   largest run import (default 67108864)
 Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-envs, --queue,
---upstream NAME=URL[,URL…], …): see \`webgrpo env-server --help\`.`;
+--upstream NAME=URL[,URL…], --allow-host, --allow-origin, …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
   const { ENV_SERVER_OPTIONS, envServerOptions } = await import('./env-server.ts');

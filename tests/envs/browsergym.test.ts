@@ -4,76 +4,9 @@
 // per session under the env's own cap — none left open afterwards.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-
-const FRAME_WAIT_MS = 30_000;
-
-/** A socket that answers one request frame at a time. */
-class Session {
-  private readonly frames: unknown[] = [];
-  private wake: (() => void) | null = null;
-  closed = false;
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      this.frames.push(JSON.parse(String(data)));
-      this.wake?.();
-    });
-    ws.on('close', () => {
-      this.closed = true;
-      this.wake?.();
-    });
-  }
-
-  static async open(server: EnvServer): Promise<Session> {
-    const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/envs/browsergym/ws`);
-    const session = new Session(ws);
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    return session;
-  }
-
-  async next(): Promise<any> {
-    const deadline = Date.now() + FRAME_WAIT_MS;
-    while (this.frames.length === 0) {
-      if (this.closed) throw new Error('socket closed with no frame pending');
-      if (Date.now() > deadline) throw new Error('no frame in time');
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, 100);
-      });
-    }
-    return this.frames.shift();
-  }
-
-  async request(frame: unknown): Promise<any> {
-    this.ws.send(JSON.stringify(frame));
-    return this.next();
-  }
-
-  reset(data: Record<string, unknown>): Promise<any> {
-    return this.request({ type: 'reset', data });
-  }
-
-  step(action: string): Promise<any> {
-    return this.request({ type: 'step', data: { action_str: action, metadata: {} } });
-  }
-
-  close(): Promise<void> {
-    this.ws.close();
-    return new Promise((resolve) => (this.closed ? resolve() : this.ws.once('close', () => resolve())));
-  }
-}
-
-/** The bid of the first tree line `[bid] <role> '<name>'`. */
-function bidOf(tree: string, role: string, name: string): string {
-  const m = new RegExp(`\\[(\\w+)\\] ${role} '${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`).exec(tree);
-  if (!m) throw new Error(`no ${role} '${name}' in:\n${tree}`);
-  return m[1]!;
-}
+import { bidOf, Session } from './browsergym-session.ts';
 
 let def: BrowserGymEnvDefinition;
 let server: EnvServer;

@@ -1,8 +1,11 @@
 // Property-based fuzzing (fast-check) of a real `webgrpo start` process: random, deep, huge and
 // truncated frames and requests at /ws, /mcp, the env HTTP routes, the run store and the raw TCP
-// port. The property is "the process is still alive" after every input; after every batch the same
+// port, with random Origin, Host and Sec-Fetch-Site headers. The property is "the process is still
+// alive" after every input, and "only the own origin or none passes the origin policy, only a
+// served Host gets past the allowlist" after every request; after every batch the same
 // process must also run a normal session, and its descriptors, sessions and RSS must be back within
 // bounds. Seeded, so a failure replays; fast-check shrinks it to the smallest input that kills.
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -86,6 +89,7 @@ const wsInput = fc.record({
   /** How the client leaves: close handshake, TCP reset, or wait for the server. */
   exit: fc.constantFrom('close', 'reset', 'linger'),
   readReplies: fc.boolean(),
+  origin: fc.constantFrom(undefined, undefined, undefined, 'http://evil.example', 'null', 'SELF', 'http://127.0.0.1:1'),
 });
 
 const body = fc.oneof(
@@ -113,7 +117,10 @@ const httpInput = fc.record({
   query: fc.oneof(fc.constant(''), fc.constantFrom('?last=abc', '?step=-1', '?after=1e999', '?last=3', '?step=0', '?after=%', '?limit=0', '?limit=-1', '?limit=1e9', '?limit=2&offset=1', '?offset=abc', '?offset=99999999999999999999', '?limit=1&limit=2'), fc.string({ maxLength: 20 }).map((q) => `?${q}`)),
   body,
   contentType: fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', ''),
-  origin: fc.constantFrom(undefined, 'http://evil.example', 'null', 'SELF'),
+  origin: fc.constantFrom(undefined, 'http://evil.example', 'null', 'SELF', 'http://127.0.0.1:1', 'http://localhost'),
+  /** A Host header (sent with node:http, as fetch keeps its own); PORT is the server's. */
+  host: fc.constantFrom(undefined, undefined, undefined, 'evil.example:PORT', 'localhost:PORT', '[::1]:PORT', '127.9.9.9', 'evil.example', '127.0.0.1.nip.io:PORT', 'x@127.0.0.1'),
+  fetchSite: fc.constantFrom(undefined, undefined, 'same-origin', 'same-site', 'cross-site', 'none'),
   token: fc.boolean(),
   abortAfterHeaders: fc.boolean(),
 });
@@ -135,15 +142,27 @@ type RawInput = typeof rawInput extends fc.Arbitrary<infer T> ? T : never;
 
 const counts = { inputs: 0, wsFrames: 0, httpRequests: 0, rawConnections: 0, sessions: 0, browserGymSessions: 0, browserGymPages: 0 };
 
+/** What the policy must do with these headers: 421 for a Host not served, 403 for a foreign page, else nothing. */
+function expectedRefusal(headers: { origin?: string; host?: string; fetchSite?: string }): 421 | 403 | null {
+  if (headers.host !== undefined && !/^(localhost|\[::1\]|127\.\d+\.\d+\.\d+)(:\d+)?$/.test(headers.host)) return 421;
+  if (headers.fetchSite !== undefined && headers.fetchSite !== 'same-origin' && headers.fetchSite !== 'none') return 403;
+  if (headers.origin === undefined) return null;
+  // Own origin: http://<the Host it was sent to>.
+  return headers.origin === `http://${headers.host ?? `127.0.0.1:${server.port}`}` ? null : 403;
+}
+
 async function fireWs(input: Input): Promise<void> {
   counts.sessions++;
-  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}${input.route}`);
+  const origin = input.origin === 'SELF' ? server.url : input.origin;
+  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}${input.route}`, origin === undefined ? {} : { origin });
   ws.on('error', () => {});
   const closed = new Promise<void>((r) => ws.once('close', () => r()));
   const opened = await new Promise<boolean>((r) => {
     ws.once('open', () => r(true));
     ws.once('error', () => r(false));
   });
+  // A page on another origin never gets a socket.
+  if (expectedRefusal({ origin }) !== null) expect(opened, `${input.route} from ${origin}`).toBe(false);
   if (!opened) return;
   if (input.route.includes('browsergym')) {
     // A real page first (the browser may still be starting), so the fuzzed actions reach one.
@@ -178,19 +197,53 @@ async function fireHttp(input: HttpInput): Promise<void> {
   const headers: Record<string, string> = {};
   if (input.contentType) headers['content-type'] = input.contentType;
   if (input.origin) headers.origin = input.origin === 'SELF' ? server.url : input.origin;
+  if (input.fetchSite) headers['sec-fetch-site'] = input.fetchSite;
   if (input.token) headers['x-webgrpo-write-token'] = runToken;
-  const abort = new AbortController();
   const hasBody = input.body !== undefined && input.method !== 'GET' && input.method !== 'HEAD';
+  const host = input.host?.replace('PORT', String(server.port));
+  const guarded = input.method !== 'GET' && input.method !== 'HEAD' ? true : /^\/(envs|api)\//.test(new URL(target).pathname);
+  const refusal = expectedRefusal({ origin: headers.origin, host, fetchSite: input.fetchSite });
+  const checkPolicy = (status: number, text: string, what: string) => {
+    if (status === 0) return; // the connection failed (a request Node itself refuses)
+    // The policy's 403 (a HEAD reply has no body to say so; no other HEAD is a 403).
+    const refusedByPolicy = status === 403 && (input.method === 'HEAD' || text.startsWith('{"detail":"Refused a'));
+    if (refusal === 421) expect(status, what).toBe(421);
+    else if (refusal === 403 && guarded) expect(refusedByPolicy, what).toBe(true);
+    else expect(status === 421 || refusedByPolicy, what).toBe(false);
+  };
+  if (host !== undefined) {
+    const reply = await requestWithHost(target, input.method, { ...headers, host }, hasBody ? input.body : undefined);
+    checkPolicy(reply.status, reply.text, `${input.method} ${target} Host: ${host} ${JSON.stringify(headers)}`);
+    return;
+  }
+  const abort = new AbortController();
   try {
     const reply = await fetch(target, { method: input.method, headers, body: hasBody ? input.body : undefined, signal: abort.signal });
     if (input.abortAfterHeaders) abort.abort();
-    else await reply.arrayBuffer();
+    // Only the own origin or none passes; nothing else is refused by the policy.
+    else checkPolicy(reply.status, await reply.text(), `${input.method} ${target} ${JSON.stringify(headers)}`);
     // The server's own failures are bugs too: nothing a client sends may give a 5xx, except an
     // env raising in an HTTP reset/step, which OpenEnv answers with a 500 (spec §2).
     if (!/^\/envs\/\w+\/(reset|step)$/.test(input.path)) expect(reply.status, `${input.method} ${target}`).toBeLessThan(500);
   } catch (err) {
     if ((err as Error).name !== 'AbortError' && !String((err as Error).message).includes('fetch failed')) throw err;
   }
+}
+
+/** One request with this exact Host header (fetch would send its own); status 0 when the connection failed. */
+function requestWithHost(target: string, method: string, headers: Record<string, string>, body: string | undefined): Promise<{ status: number; text: string }> {
+  const url = new URL(target);
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: server.port, method, path: url.pathname + url.search, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString('utf8')));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', () => resolve({ status: 0, text }));
+    });
+    req.on('error', () => resolve({ status: 0, text: '' }));
+    req.setTimeout(10_000, () => req.destroy());
+    req.end(body);
+  });
 }
 
 async function fireRaw(input: RawInput): Promise<void> {

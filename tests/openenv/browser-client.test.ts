@@ -17,12 +17,14 @@ describe('OpenEnv client in the browser', () => {
   let holder: RawClient;
 
   beforeAll(async () => {
-    open = await servers.start();
-    full = await servers.start({ maxConcurrentEnvs: 1 });
+    harness = await startBrowserHarness();
+    // The harness page is another origin than the env-servers: trusted as `--allow-origin` trusts it.
+    const allowOrigins = [harness.url];
+    open = await servers.start({ allowOrigins });
+    full = await servers.start({ maxConcurrentEnvs: 1, allowOrigins });
     holder = await RawClient.open(wsBase(full, 'echo'));
     holder.send('{"type":"reset"}');
     await holder.next();
-    harness = await startBrowserHarness();
   });
   afterAll(async () => {
     await harness?.close();

@@ -56,7 +56,7 @@ describe('capacity without --queue (OpenEnv behaviour)', () => {
     await expectNoLeaks(server);
   });
 
-  it('HTTP calls do not count against the cap', async () => {
+  it('HTTP calls do not count against the cap (an env without scarce instances, as OpenEnv)', async () => {
     const server = await servers.start({ maxConcurrentEnvs: 1 });
     const holder = await session(wsBase(server, 'echo'));
     const reply = await fetch(`${server.url}/envs/echo/reset`, { method: 'POST' });
@@ -69,7 +69,7 @@ describe('capacity without --queue (OpenEnv behaviour)', () => {
   it('MCP-created sessions share the pool with /ws', async () => {
     const server = await servers.start({ maxConcurrentEnvs: 1 });
     const rpc = async (body: object) =>
-      (await fetch(`${server.url}/envs/echo/mcp`, { method: 'POST', body: JSON.stringify(body) })).json() as Promise<any>;
+      (await fetch(`${server.url}/envs/echo/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<any>;
     const created = await rpc({ jsonrpc: '2.0', method: 'openenv/session/create', id: 1 });
     const sessionId = created.result.session_id;
     const refused = await RawClient.open(wsBase(server, 'echo'));

@@ -10,7 +10,7 @@ const servers = new Servers();
 afterEach(() => servers.closeAll());
 
 async function call(server: EnvServer, method: string, path: string, body?: string): Promise<{ status: number; text: string; type: string | null; headers: Headers }> {
-  const reply = await fetch(server.url + path, { method, body });
+  const reply = await fetch(server.url + path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body });
   return { status: reply.status, text: await reply.text(), type: reply.headers.get('content-type'), headers: reply.headers };
 }
 

@@ -52,7 +52,7 @@ async function replayWs(url: string, exchanges: Exchange[]): Promise<RawClient> 
 }
 
 async function post(server: EnvServer, path: string, body: string): Promise<{ status: number; text: string; type: string | null }> {
-  const reply = await fetch(server.url + path, { method: 'POST', body });
+  const reply = await fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   return { status: reply.status, text: await reply.text(), type: reply.headers.get('content-type') };
 }
 

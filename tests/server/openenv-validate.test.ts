@@ -112,7 +112,7 @@ describe('rewards are JSON floats, as Python writes them', () => {
       expect(await c.next()).toMatch(/"reward":(null|-?\d+\.\d+(e[+-]\d+)?),"done":(true|false)\}\}$/);
       c.ws.close();
       await c.waitClosed();
-      const http = await (await fetch(`${server.url}/envs/${name}/reset`, { method: 'POST', body: '{"seed":1}' })).text();
+      const http = await (await fetch(`${server.url}/envs/${name}/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"seed":1}' })).text();
       expect(http).toMatch(/"reward":(null|-?\d+\.\d+(e[+-]\d+)?),"done":(true|false)\}$/);
     }
     // catch: one step is enough to see a whole-number reward written as 0.0 / 1.0 / -1.0.

@@ -287,7 +287,7 @@ describe('proxy HTTP', () => {
     expect([health.status, await health.text()]).toEqual([200, '{"status":"healthy"}']);
     const step = await fetch(`${proxy.url}/envs/remote/step`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"action":{"message":"Hello"}}' });
     expect([step.status, await step.text()]).toEqual([200, '{"observation":{"echoed_message":"Hello","message_length":5},"reward":0.5,"done":false}']);
-    const bad = await fetch(`${proxy.url}/envs/remote/reset`, { method: 'POST', body: '{"seed":-1}' });
+    const bad = await fetch(`${proxy.url}/envs/remote/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"seed":-1}' });
     expect(bad.status).toBe(422);
     await expectNoLeaks(proxy);
     await expectNoLeaks(upstream);

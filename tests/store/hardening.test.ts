@@ -1,16 +1,15 @@
-// The run store's defences: who may write (write-guard), tokens kept only as digests (including
-// stores written before that), the database file's mode, duplicate imported steps, and imports
-// through the worker thread.
+// The run store's defences: tokens kept only as digests (including stores written before that), the
+// database file's mode, duplicate imported steps, and imports through the worker thread. Who may
+// write at all (Host, Origin): tests/server/origin-policy.test.ts.
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import http, { type IncomingMessage } from 'node:http';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runsHandler } from '../../env-server/runs-http.ts';
 import { RunStore } from '../../env-server/runs.ts';
-import { writeRefusal } from '../../env-server/write-guard.ts';
 
 const tmpdirs: string[] = [];
 function tmpDb(): string {
@@ -23,32 +22,6 @@ afterEach(() => {
 });
 
 const run = { name: 'r', config: {}, model: {}, env: {} };
-const req = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
-
-describe('write guard', () => {
-  it('lets the app (same origin, JSON) and non-browser clients write; refuses the rest with the reason', () => {
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', origin: 'http://127.0.0.1:8000', 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' }))).toBeNull();
-    expect(writeRefusal(req({ host: 'localhost:8000', origin: 'http://localhost:8000', 'content-type': 'application/json; charset=utf-8' }))).toBeNull();
-    expect(writeRefusal(req({ host: '[::1]:8000', origin: 'http://[::1]:8000', 'content-type': 'application/json' }))).toBeNull();
-    expect(writeRefusal(req({ host: 'lab.example', origin: 'https://lab.example', 'content-type': 'application/json' }))).toBeNull();
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', 'content-type': 'application/json' }))).toBeNull(); // curl, the CLI
-
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', origin: 'http://evil.example', 'content-type': 'text/plain' }))).toEqual({
-      status: 403,
-      detail: "Run store writes are accepted only from the app's own origin, not http://evil.example",
-    });
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' }))?.status).toBe(403);
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', 'sec-fetch-site': 'same-site', 'content-type': 'application/json' }))?.status).toBe(403);
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', origin: 'null', 'content-type': 'application/json' }))?.status).toBe(403);
-    // DNS rebinding: Origin and Host agree on a name that now resolves to 127.0.0.1.
-    expect(writeRefusal(req({ host: 'evil.example:8000', origin: 'http://evil.example:8000', 'content-type': 'application/json' }))?.detail).toMatch(/IP address or localhost/);
-    expect(writeRefusal(req({ host: '127.0.0.1:8000', 'content-type': 'text/plain' }))).toEqual({
-      status: 415,
-      detail: 'Run store writes must be sent as application/json, got "text/plain"',
-    });
-    expect(writeRefusal(req({ host: '127.0.0.1:8000' }))?.status).toBe(415);
-  });
-});
 
 describe('tokens and the database file', () => {
   it('keeps only a SHA-256 of the write token and still accepts the token', () => {

@@ -35,6 +35,15 @@ export interface Tabs {
 const MAX_NOOP_MS = 10_000;
 /** Pixels per `scroll('up'|'down')` (TRL's form); BrowserGym's form takes explicit deltas. */
 const SCROLL_STEP = 300;
+/**
+ * Size caps on what a model may send. Typing is one round trip per key (20 000 keys held a session
+ * for minutes), and no task here needs more than a few words per field or a few calls per step.
+ */
+export const MAX_ACTION_CHARS = 10_000;
+export const MAX_CALLS_PER_ACTION = 10;
+export const MAX_ARG_CHARS = 1000;
+/** Tabs one session may have open (each may cost a renderer). */
+export const MAX_TABS = 4;
 
 interface Signature {
   params: string[];
@@ -108,6 +117,15 @@ function bind(call: ActionCall, sig: Signature): Record<string, PyValue> {
   return bound;
 }
 
+/** The length of the longest string in a value (lists, tuples and dicts included). */
+function longestString(value: PyValue): number {
+  if (typeof value === 'string') return value.length;
+  if (Array.isArray(value)) return Math.max(0, ...value.map(longestString));
+  if (value !== null && typeof value === 'object' && 'tuple' in value) return longestString(value.tuple);
+  if (value !== null && typeof value === 'object' && 'dict' in value) return Math.max(0, ...value.dict.map(([k, v]) => Math.max(k.length, longestString(v))));
+  return 0;
+}
+
 function page(tabs: Tabs): Page {
   const p = tabs.pages[tabs.active];
   if (!p) throw new PyError('Error', 'no open page');
@@ -151,6 +169,10 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
     return;
   }
   const a = bind(call, sig);
+  for (const [param, value] of Object.entries(a)) {
+    const length = longestString(value);
+    if (length > MAX_ARG_CHARS) throw new PyError('ValueError', `${call.name}(): ${param} is ${length} characters; this server takes at most ${MAX_ARG_CHARS}`);
+  }
   switch (call.name) {
     case 'noop':
       return page(tabs).waitForTimeout(Math.min(Math.max(numberArg(a.wait_ms!, 'wait_ms'), 0), MAX_NOOP_MS));
@@ -208,15 +230,16 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
       await page(tabs).goForward();
       return;
     case 'goto': {
-      // The context's router answers http(s) with the task page or blocks it, but browser-internal
-      // schemes (chrome://version shows the command line and profile path, chrome://settings …) never
-      // reach a router: any web page can drive this env through 127.0.0.1, so only web URLs go.
+      // The context's router answers http(s) with the task page or blocks it, but other schemes never
+      // reach a router: browser-internal pages (chrome://version shows the command line and profile
+      // path) and data: URLs, which would run whatever page and script the caller wrote.
       const url = stringArg(a.url!, 'url');
-      if (!/^(https?:|data:|about:blank$)/i.test(url)) throw new PyError('ValueError', `goto: only http(s) URLs may be opened on this server, got ${JSON.stringify(url.slice(0, 100))}`);
+      if (!/^(https?:|about:blank$)/i.test(url)) throw new PyError('ValueError', `goto: only http(s) URLs may be opened on this server, got ${JSON.stringify(url.slice(0, 100))}`);
       await page(tabs).goto(url);
       return;
     }
     case 'new_tab': {
+      if (tabs.pages.length >= MAX_TABS) throw new PyError('ValueError', `new_tab: this server allows at most ${MAX_TABS} tabs per session`);
       const p = await tabs.context.newPage();
       tabs.pages.push(p);
       tabs.active = tabs.pages.length - 1;
@@ -251,7 +274,9 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
 
 /** Runs every call in `actionStr`; returns BrowserGym's `last_action_error` text ('' on success). */
 export async function executeAction(tabs: Tabs, actionStr: string): Promise<string> {
+  if (actionStr.length > MAX_ACTION_CHARS) return `ValueError: the action is ${actionStr.length} characters; this server takes at most ${MAX_ACTION_CHARS}`;
   const calls = parseActions(actionStr);
+  if (calls.length > MAX_CALLS_PER_ACTION) return `ValueError: the action has ${calls.length} calls; this server runs at most ${MAX_CALLS_PER_ACTION} per step`;
   if (calls.length === 0) return 'ValueError: Received an empty action.';
   try {
     // Names are checked before anything runs, as BrowserGym does when it compiles the action.

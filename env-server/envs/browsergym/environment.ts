@@ -2,6 +2,11 @@
 // own browser context, step runs BrowserGym action text, and every reply carries BrowserGym's
 // observation. Unlike upstream, reset's `task_name` picks the task (one server serves them all) and
 // `error` carries the action's error text so a model can read what went wrong.
+//
+// Every reset and step has a hard deadline: past it the session's browser context is closed (its
+// renderer with it), whatever the page does — a page spinning in JS blocks every Playwright call on
+// it, but closing the context still works. Closing the session closes the context at once too, even
+// with a step in flight, so a session that leaves costs nothing after it left.
 
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { AnyEnvInstance, WireObservation } from '../types.ts';
@@ -12,7 +17,7 @@ import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
 import { screenshotPixels } from './screenshot.ts';
 import { pageSeed } from './seed.ts';
-import { MINIWOB_TASKS, pageHtml } from './tasks/index.ts';
+import { MINIWOB_TASKS, pageHtml, type MiniwobTask } from './tasks/index.ts';
 
 /** Where the task pages live; the session's context answers these requests itself (no network). */
 export const MINIWOB_BASE_URL = 'http://miniwob.localhost/miniwob/';
@@ -27,7 +32,16 @@ export interface BrowserGymOptions {
   axtree: FlattenOptions;
   /** Element actions' timeout, ms (BrowserGym: 500). */
   actionTimeoutMs: number;
+  /** A reset or step taking longer (ms) closes the session's context and answers an error. */
+  stepTimeoutMs: number;
+  /** Steps one episode may take; a step past them ends the episode without running. */
+  maxEpisodeSteps: number;
+  /** The tasks reset may pick (default MINIWOB_TASKS). */
+  tasks?: ReadonlyMap<string, MiniwobTask>;
 }
+
+/** A reset or step ran past its deadline (its context is closed by then). */
+class DeadlineError extends Error {}
 
 type ScreenshotMode = false | 'pixels' | 'png';
 
@@ -41,6 +55,8 @@ function screenshotMode(value: unknown): ScreenshotMode {
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+const LOST_BY_CRASH = "This session's browser context was closed (browser or tab crash)";
 
 export class BrowserGymEnvironment implements AnyEnvInstance {
   private episodeId: string = globalThis.crypto.randomUUID();
@@ -63,23 +79,68 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   /** Calls run one at a time, in arrival order, whatever the transport does. */
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
-  /** The session's browser context died mid-episode (not closed by us). */
-  private lost = false;
+  /** Why the session's browser context is gone mid-episode (crash, deadline); null while it is not. */
+  private lost: string | null = null;
+  /** Counts dropped contexts: work that outlived its context (a call past its deadline) sees it changed. */
+  private generation = 0;
 
   constructor(private readonly opts: BrowserGymOptions) {}
 
-  private serial<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work, work);
+  /**
+   * Runs `work` after the calls before it, under the deadline. Past the deadline the context is
+   * closed, which makes the hung work's Playwright calls reject; the queue moves on without it.
+   */
+  private serial<T>(what: 'reset' | 'step', work: () => Promise<T>): Promise<T> {
+    const timed = () => this.withDeadline(what, work);
+    const next = this.queue.then(timed, timed);
     this.queue = next.catch(() => undefined);
     return next;
   }
 
+  private async withDeadline<T>(what: 'reset' | 'step', work: () => Promise<T>): Promise<T> {
+    // Chromium's launch (first reset) is Playwright's to bound; the deadline is for the page's work.
+    if (what === 'reset') await this.opts.browser.ready();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const why = `the ${what} ran past the server's ${this.opts.stepTimeoutMs / 1000} s deadline (BROWSERGYM_STEP_TIMEOUT_S)`;
+        void this.dropContext(`This session's browser context was closed: ${why}`);
+        reject(new DeadlineError(`The ${what} ran past the server's ${this.opts.stepTimeoutMs / 1000} s deadline (BROWSERGYM_STEP_TIMEOUT_S), so this session's browser context was closed; reset to start a new episode.`));
+      }, this.opts.stepTimeoutMs);
+    });
+    const running = work();
+    // Past the deadline its rejection (context closed) has nobody waiting for it.
+    running.catch(() => undefined);
+    try {
+      return await Promise.race([running, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Forgets the context and closes it (with its pages and renderer); `lost` says why, null when the client closed. */
+  private dropContext(lost: string | null): Promise<void> {
+    const context = this.context;
+    this.generation++;
+    this.context = null;
+    this.tabs = null;
+    this.taskPage = null;
+    this.cdp = null;
+    this.cdpPage = null;
+    this.lost = lost;
+    return context ? context.close().catch(() => undefined) : Promise.resolve();
+  }
+
   reset(kwargs: Record<string, unknown>): Promise<WireObservation> {
-    return this.serial(() => this.doReset(kwargs));
+    return this.serial('reset', () => this.doReset(kwargs));
   }
 
   step(action: Record<string, unknown>): Promise<WireObservation> {
-    return this.serial(() => this.doStep(String(action.action_str)));
+    return this.serial('step', () => this.doStep(String(action.action_str))).catch((err: unknown) => {
+      // The step that hit the deadline ends the episode; the error says what happened.
+      if (err instanceof DeadlineError) return this.errorObservation(err.message, true);
+      throw err;
+    });
   }
 
   state(): Record<string, unknown> {
@@ -96,24 +157,26 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     };
   }
 
+  /** Closes the context now, not after the calls in flight (one may hang on a spinning page). */
   close(): Promise<void> {
     this.closed = true;
-    return this.serial(async () => {
-      const context = this.context;
-      this.context = null;
-      this.tabs = null;
-      this.taskPage = null;
-      this.cdp = null;
-      this.cdpPage = null;
-      await context?.close().catch(() => undefined);
-    });
+    return this.dropContext(null);
+  }
+
+  private errorObservation(error: string, done: boolean): WireObservation {
+    return {
+      observation: { text: '', url: this.currentUrl, screenshot: null, goal: this.goal, axtree_txt: '', pruned_html: '', error, last_action_error: true },
+      reward: 0.0,
+      done,
+    };
   }
 
   private async doReset(kwargs: Record<string, unknown>): Promise<WireObservation> {
     if (this.closed) throw new Error('this browsergym session is closed');
+    const tasks = this.opts.tasks ?? MINIWOB_TASKS;
     const name = kwargs.task_name ?? this.opts.defaultTask;
-    const task = typeof name === 'string' ? MINIWOB_TASKS.get(name) : undefined;
-    if (!task) throw new Error(`Unknown task_name ${JSON.stringify(name)}: this server has ${[...MINIWOB_TASKS.keys()].join(', ')}`);
+    const task = typeof name === 'string' ? tasks.get(name) : undefined;
+    if (!task) throw new Error(`Unknown task_name ${JSON.stringify(name)}: this server has ${[...tasks.keys()].join(', ')}`);
     const seed = kwargs.seed;
     if (seed !== undefined && seed !== null && !(typeof seed === 'number' && Number.isInteger(seed) && seed >= 0 && seed <= 0xffffffff)) {
       throw new Error(`seed must be an integer between 0 and 2**32 - 1 or null, got ${JSON.stringify(seed)}`);
@@ -130,11 +193,17 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     this.taskName = task.name;
     this.goal = instance.goal;
     this.invalidated = false;
-    this.lost = false;
+    this.lost = null;
 
     this.html = html;
+    const generation = this.generation;
     if (!this.context) {
       const context = await this.opts.browser.newContext({ viewport: this.opts.viewport });
+      if (this.closed || generation !== this.generation) {
+        // Closed (or past the deadline) while the context was being made: it belongs to nobody.
+        await context.close().catch(() => undefined);
+        throw new Error('this browsergym session was closed during its reset');
+      }
       // The agent's browser reaches nothing but the task pages, answered from memory (the current
       // episode's page for every MiniWoB URL); everything else is blocked.
       await context.route('**/*', (route) => {
@@ -146,51 +215,56 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       this.context = context;
       // The context can die under us (browser crash, killed renderer): the next reset starts afresh.
       context.on('close', () => {
-        if (this.context !== context) return;
-        this.context = null;
-        this.tabs = null;
-        this.taskPage = null;
-        this.cdp = null;
-        this.cdpPage = null;
-        this.lost = true;
+        if (this.context === context) void this.dropContext(LOST_BY_CRASH);
       });
+      // A crashed tab (e.g. its renderer ran out of JS heap) takes the whole context: nothing of an
+      // episode whose page died is worth keeping, and a fresh context is what a reset needs.
+      context.on('page', (p) =>
+        p.on('crash', () => {
+          if (this.context === context) void this.dropContext(`${LOST_BY_CRASH}: its page crashed (out of memory, or its renderer was killed)`);
+        }),
+      );
     }
+    const context = this.context;
     // One tab again: keep the first open page (navigating it is cheaper than a new one).
-    const [keep, ...extra] = this.context.pages().filter((p) => !p.isClosed());
+    const [keep, ...extra] = context.pages().filter((p) => !p.isClosed());
     for (const p of extra) await p.close().catch(() => undefined);
     this.taskUrl = `${MINIWOB_BASE_URL}${task.name}.html`;
-    let page = keep ?? (await this.context.newPage());
+    let page = keep ?? (await context.newPage());
     try {
       await page.goto(this.taskUrl, { waitUntil: 'load' });
     } catch {
       // A crashed tab cannot navigate: replace it once.
       await page.close().catch(() => undefined);
-      page = await this.context.newPage();
+      page = await context.newPage();
       await page.goto(this.taskUrl, { waitUntil: 'load' });
     }
     await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
+    if (generation !== this.generation) throw new Error('this browsergym session was closed during its reset');
     this.taskPage = page;
-    this.tabs = { context: this.context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
+    this.tabs = { context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
     return this.observe(0.0, false, '');
   }
 
   private async doStep(actionStr: string): Promise<WireObservation> {
     this.stepCount += 1;
+    const generation = this.generation;
     try {
-      if (this.lost) throw new Error("This session's browser context was closed (browser or tab crash); reset to start a new episode.");
+      if (this.lost !== null) throw new Error(`${this.lost}; reset to start a new episode.`);
       if (!this.tabs || !this.taskPage) throw new Error('Cannot call env.step() before calling env.reset()');
+      if (this.stepCount > this.opts.maxEpisodeSteps) {
+        return this.errorObservation(`This episode reached the server's limit of ${this.opts.maxEpisodeSteps} steps (BROWSERGYM_MAX_EPISODE_STEPS); reset to start a new one.`, true);
+      }
       const actionError = await executeAction(this.tabs, actionStr);
       const { reward, done } = await this.validate();
       const terminated = done || this.tabs.infeasible;
       this.cumReward += reward;
       return await this.observe(reward, terminated, actionError);
     } catch (err) {
+      // The context died during this step (its page crashed): the episode is over, and this says why.
+      if (generation !== this.generation && this.lost !== null) return this.errorObservation(`${this.lost}; reset to start a new episode.`, true);
       // Upstream's infrastructure-error path (§2.6): the session lives on, the error is in `error`.
-      return {
-        observation: { text: '', url: this.currentUrl, screenshot: null, goal: this.goal, axtree_txt: '', pruned_html: '', error: errorText(err), last_action_error: true },
-        reward: 0.0,
-        done: false,
-      };
+      return this.errorObservation(errorText(err), false);
     }
   }
 

@@ -8,10 +8,10 @@ import type { BrowserGymEnvironment as Instance } from './environment.ts';
 import { actionJsonSchema, actionModel, validateModel } from '../validation.ts';
 import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
 import { defaultMetadata } from '../metadata.ts';
-import { SharedBrowser } from './browser.ts';
+import { DEFAULT_RENDERER_HEAP_MB, DEFAULT_RENDERER_MEMORY_MB, SharedBrowser } from './browser.ts';
 import { BrowserGymEnvironment } from './environment.ts';
 import type { FlattenOptions } from './axtree.ts';
-import { MINIWOB_TASKS } from './tasks/index.ts';
+import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
 
 export { MINIWOB_TASKS } from './tasks/index.ts';
 export { MINIWOB_BASE_URL } from './environment.ts';
@@ -51,12 +51,30 @@ export interface BrowserGymEnvOptions {
    * else BrowserGym's 500; a busy machine with many sessions may need more.
    */
   actionTimeoutMs?: number;
+  /**
+   * Hard deadline of one reset or step, ms: past it the session's browser context (and renderer) is
+   * closed and the step answers an error. Default $BROWSERGYM_STEP_TIMEOUT_S × 1000, else 20 s.
+   */
+  stepTimeoutMs?: number;
+  /** Steps per episode. Default $BROWSERGYM_MAX_EPISODE_STEPS, else 1000. */
+  maxEpisodeSteps?: number;
+  /** Each renderer's JS heap limit, MiB. Default $BROWSERGYM_RENDERER_HEAP_MB, else 256. */
+  rendererHeapMb?: number;
+  /** A renderer past this much private memory (MiB) is killed. Default $BROWSERGYM_RENDERER_MEMORY_MB, else 512. */
+  rendererMemoryMb?: number;
+  /** The tasks reset may pick (default: all of MINIWOB_TASKS). */
+  tasks?: ReadonlyMap<string, MiniwobTask>;
+  /** Where the browser's warnings go (default stderr). */
+  warn?: (line: string) => void;
 }
 
-function envInt(value: string | undefined, what: string, fallback: number): number {
+/** No deadline may exceed this: a step that can hold a session for longer is not bounded in any useful sense. */
+const MAX_STEP_TIMEOUT_S = 300;
+
+function envInt(value: string | undefined, what: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${what} must be an integer ≥ 1, got '${value}'`);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${what} must be an integer from 1 to ${max}, got '${value}'`);
   return n;
 }
 
@@ -66,10 +84,19 @@ export type BrowserGymEnvDefinition = EnvDefinition<Instance> & {
 };
 
 export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: NodeJS.ProcessEnv = process.env): BrowserGymEnvDefinition {
+  const tasks = options.tasks ?? MINIWOB_TASKS;
   const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || 'click-test');
-  if (!MINIWOB_TASKS.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...MINIWOB_TASKS.keys()].join(', ')})`);
-  const browser = new SharedBrowser();
+  if (!tasks.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...tasks.keys()].join(', ')})`);
+  const browser = new SharedBrowser({
+    rendererHeapMb: options.rendererHeapMb ?? envInt(env.BROWSERGYM_RENDERER_HEAP_MB, 'BROWSERGYM_RENDERER_HEAP_MB', DEFAULT_RENDERER_HEAP_MB),
+    rendererMemoryMb: options.rendererMemoryMb ?? envInt(env.BROWSERGYM_RENDERER_MEMORY_MB, 'BROWSERGYM_RENDERER_MEMORY_MB', DEFAULT_RENDERER_MEMORY_MB),
+    warn: options.warn,
+  });
+  const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500);
+  const stepTimeoutMs = options.stepTimeoutMs ?? 1000 * envInt(env.BROWSERGYM_STEP_TIMEOUT_S, 'BROWSERGYM_STEP_TIMEOUT_S', 20, MAX_STEP_TIMEOUT_S);
+  if (!(stepTimeoutMs > actionTimeoutMs)) throw new Error(`browsergym: the step deadline (${stepTimeoutMs} ms, BROWSERGYM_STEP_TIMEOUT_S) must exceed the element action timeout (${actionTimeoutMs} ms, BROWSERGYM_ACTION_TIMEOUT_MS)`);
   const settings = {
+    tasks,
     browser,
     defaultTask,
     viewport: options.viewport ?? {
@@ -78,7 +105,9 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
     },
     episodeMaxTimeMs: options.episodeMaxTimeMs ?? 1_000_000,
     axtree: options.axtree ?? {},
-    actionTimeoutMs: options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500),
+    actionTimeoutMs,
+    stepTimeoutMs,
+    maxEpisodeSteps: options.maxEpisodeSteps ?? envInt(env.BROWSERGYM_MAX_EPISODE_STEPS, 'BROWSERGYM_MAX_EPISODE_STEPS', 1000),
   };
   return {
     name: 'browsergym',
