@@ -1,12 +1,12 @@
 // The owner renames and deletes a run; nobody else can (no token, another run's token, another
 // origin); the rollouts of any step range are readable, with the list of steps that have them.
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RunStore } from '../../env-server/runs.ts';
 import { runsHandler, WRITE_TOKEN_HEADER } from '../../env-server/runs-http.ts';
+import { createEnvServer } from '../../env-server/server.ts';
 
 const dirs: string[] = [];
 afterEach(() => { for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true }); });
@@ -15,18 +15,15 @@ async function serve() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-admin-'));
   dirs.push(dir);
   const store = new RunStore(path.join(dir, 'runs.db'));
-  const handle = runsHandler(store);
-  const server = http.createServer(async (req, res) => {
-    if (!(await handle(req, res))) { res.writeHead(404); res.end(); }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  // The whole server: who may write at all (Origin, Host) it decides before the run store's routes.
+  const server = await createEnvServer({ host: '127.0.0.1', port: 0, envs: {}, extraHandlers: [runsHandler(store)] });
+  const base = server.url;
   const call = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
     const r = await fetch(base + p, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: r.status, body: (await r.json()) as Record<string, any> };
   };
   const close = async () => {
-    await new Promise<void>((r) => server.close(() => r()));
+    await server.close();
     store.close();
   };
   return { call, close };
