@@ -76,6 +76,8 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
     expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
     expect(await page.getByTestId('start-blocker').textContent()).toMatch(/max_completion_length/);
     await error.scrollIntoViewIfNeeded();
+    // Two frames after the scroll, or the capture can catch the form half repainted.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     await page.screenshot({ path: `${SCREENSHOTS}setup-limits.png` });
     // The issue's batch: 1024 completions of 1424 tokens need 12.8 GiB, over the 8 GiB of a software adapter here.
     await fillConfig(page, { max_completion_length: 400, num_generations: 512, per_device_train_batch_size: 1024 });
