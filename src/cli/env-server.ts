@@ -1,6 +1,7 @@
 // `webgrpo env-server`: serves the built-in OpenEnv environments (echo, catch, wordle) and any
 // `--upstream` proxies until SIGINT/SIGTERM. Prints one JSON line with the URLs once listening.
 
+import { replicaUrlProblem } from '../../env-server/proxy.ts';
 import { createEnvServer, type EnvServerOptions } from '../../env-server/server.ts';
 import { parseCli, str, type OptionTable, type Parsed as ParsedArgs } from './args.ts';
 
@@ -29,7 +30,9 @@ options:
   --mcp-session-timeout S     idle timeout for sessions opened by openenv/session/create over
                               HTTP /mcp, seconds (default 600; --session-timeout overrides)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
-                              repeatable
+                              repeatable. Each replica's /health and /metadata are probed at
+                              startup: a malformed URL is an error, an unreachable one a warning
+                              (GET /envs says reachable: false, with the reason)
   --help                      this text`;
 
 type Parsed = { options: EnvServerOptions & { port: number } } | { help: true };
@@ -48,6 +51,10 @@ function parseUpstream(value: string | undefined): [string, string[]] {
   if (!match) throw new Error(`--upstream: expected NAME=URL[,URL…], got '${value ?? ''}'`);
   const urls = match[2].split(',').map((u) => u.trim()).filter((u) => u !== '');
   if (urls.length === 0) throw new Error(`--upstream ${match[1]}: no URL given`);
+  for (const url of urls) {
+    const problem = replicaUrlProblem(url);
+    if (problem) throw new Error(`--upstream ${match[1]}=${url}: ${problem}`);
+  }
   return [match[1], urls];
 }
 
