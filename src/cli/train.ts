@@ -329,6 +329,7 @@ export async function run(argv: string[]): Promise<number> {
   const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
   const envUrls = url ? { [name]: url } : builtinEnvUrls(server!.url);
   const progress = new Progress();
+  const watch = new TrainProgress(progress);
   const ctrl = new AbortController();
   let stoppedBy: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
@@ -380,13 +381,13 @@ export async function run(argv: string[]): Promise<number> {
       progress.line('webgrpo train: stopped before training started; nothing to save');
       return SIGNAL_EXIT[stoppedBy!];
     }
-    const watch = new TrainProgress(progress, config.gradient_accumulation_steps);
+    watch.start();
     const store = args.output ? recordingStore(folderCheckpointStore(args.output)) : undefined;
     const sft = !resume && config.sft_steps > 0;
     if (sft) watch.sftStarting(config.sft_steps);
     else watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, (resume?.counters.step ?? 0) + 1);
     const events = runExample({
-      engine: watchedEngine(engine, { signal: ctrl.signal, onDecode: (live) => watch.onDecode(live), onBackward: () => watch.onBackward() }),
+      engine: watchedEngine(engine, { signal: ctrl.signal }),
       tokenizer,
       task,
       envUrls,
@@ -397,6 +398,7 @@ export async function run(argv: string[]): Promise<number> {
       resume,
       signal: ctrl.signal,
       maxBatchSize: plan.numSequences,
+      onProgress: (p) => watch.onProgress(p),
     });
     // A run where every tool call failed trained on env errors: it must not look like success.
     const tally = new ToolFailureTally();
@@ -426,6 +428,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } finally {
+    watch.stop();
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
     engine?.destroy();
