@@ -172,6 +172,7 @@ export class ProxyHost implements EnvHost {
     }
     this.upstreams.add(upstream);
     let connected = false;
+    let dialError = false;
     /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
     let awaitingReplies = 0;
     const timeoutSec = this.opts.sessionTimeoutSec;
@@ -208,13 +209,15 @@ export class ProxyHost implements EnvHost {
     upstream.on('error', (err) => {
       // After a successful handshake, 'close' follows and reports; before it, this is the only word.
       if (connected) return;
+      dialError = true;
       this.reachability[replica] = { reachable: false, error: `${errorText(err)} (session dial)` };
       upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: ${errorText(err)}`);
     });
     upstream.on('close', (code, reasonBuffer) => {
       this.upstreams.delete(upstream);
       if (!connected) {
-        this.reachability[replica] = { reachable: false, error: `closed during the handshake (${code}) (session dial)` };
+        // After a dial error, that error is the reason (ws reports the close too).
+        if (!dialError) this.reachability[replica] = { reachable: false, error: `closed during the handshake (${code}) (session dial)` };
         upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: closed during the handshake (${code})`);
         return;
       }
