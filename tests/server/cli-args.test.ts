@@ -1,5 +1,7 @@
 // `webgrpo env-server` flags → server options, and the errors bad flags get.
 
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { parseEnvServerArgs } from '../../src/cli/env-server.ts';
 import { run as webgrpo } from '../../src/cli/main.ts';
@@ -53,7 +55,8 @@ describe('webgrpo env-server arguments', () => {
     const spy = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void errors.push(a.join(' ')));
     try {
       expect(await webgrpo(['env-server', '--port', '0', '--upstream', 'a=http://ok.example,nope'])).toBe(1);
-      expect(await webgrpo(['start', '--port', '0', '--dist', '.', '--upstream', 'b=ws://x?token=1'])).toBe(1);
+      // --data: were the check ever late, no run store would be opened in the user's home.
+      expect(await webgrpo(['start', '--port', '0', '--dist', '.', '--data', join(tmpdir(), 'webgrpo-cli-args-never'), '--upstream', 'b=ws://x?token=1'])).toBe(1);
     } finally {
       spy.mockRestore();
     }
