@@ -2,6 +2,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Downstream } from './downstream.ts';
+import type { ReplicaReachability } from './upstream-probe.ts';
 
 export interface EnvStats {
   kind: 'builtin' | 'proxy';
@@ -17,7 +18,8 @@ export interface EnvStats {
   mcpSessions?: number;
   /** Proxy: open upstream sockets, and live sessions per replica. */
   upstreamSockets?: number;
-  replicas?: Array<{ url: string; active: number }>;
+  /** Proxy: live sessions per replica, and whether it answers (probed at startup, then each session's dial). */
+  replicas?: Array<{ url: string; active: number } & ReplicaReachability>;
 }
 
 export interface EnvHost {

@@ -14,6 +14,7 @@ import { errorFrame, idleTimeoutFrame } from './frames.ts';
 import type { EnvHost, EnvStats } from './host.ts';
 import { BodyTooLargeError, readBody, sendBodyTooLarge, sendJson } from './http-util.ts';
 import { SlotPool } from './slots.ts';
+import { fetchFailure, probeReplica, type ReplicaReachability } from './upstream-probe.ts';
 
 export interface ProxyHostOptions extends AdmissionPolicy {
   /** Cap per replica; the name's pool holds this × replicas. */
@@ -31,23 +32,26 @@ export interface ProxyHostOptions extends AdmissionPolicy {
 }
 
 /**
- * Checks a replica base URL completely, at startup: scheme, host, port range (`:99999` is not a
- * port). The first client must never be the one to find out.
+ * What is wrong with a replica base URL, checked completely at startup: scheme, host, port range
+ * (`:99999` is not a port); null when nothing is. The first client must never be the one to find out.
  */
-export function checkReplicaUrl(name: string, url: string): void {
-  const bad = (why: string): never => {
-    throw new Error(`Upstream '${name}': ${why}, got '${url}'`);
-  };
-  if (!/^(https?|wss?):\/\/[^/]/.test(url)) bad('replica URL must be http(s):// or ws(s)://');
+export function replicaUrlProblem(url: string): string | null {
+  if (!/^(https?|wss?):\/\/[^/]/.test(url)) return 'replica URL must be http(s):// or ws(s)://';
   let parsed: URL;
   try {
     parsed = new URL(wsUrl(url));
   } catch {
-    return bad('replica URL does not parse (host, port 1..65535, characters)');
+    return 'replica URL does not parse (host, port 1..65535, characters)';
   }
-  if (parsed.hostname === '') bad('replica URL has no host');
-  if (parsed.username !== '' || parsed.password !== '') bad('replica URL must not carry credentials');
-  if (parsed.search !== '' || parsed.hash !== '') bad('replica URL must not have a query or fragment');
+  if (parsed.hostname === '') return 'replica URL has no host';
+  if (parsed.username !== '' || parsed.password !== '') return 'replica URL must not carry credentials';
+  if (parsed.search !== '' || parsed.hash !== '') return 'replica URL must not have a query or fragment';
+  return null;
+}
+
+export function checkReplicaUrl(name: string, url: string): void {
+  const problem = replicaUrlProblem(url);
+  if (problem) throw new Error(`Upstream '${name}': ${problem}, got '${url}'`);
 }
 
 /** The Python client accepts 100 MB frames; so does the proxy from upstream. */
@@ -80,6 +84,8 @@ export class ProxyHost implements EnvHost {
   readonly kind = 'proxy';
   private readonly pool: SlotPool;
   private readonly replicaActive: number[];
+  /** Probed at startup (probe()), then set by every session's dial and forwarded HTTP call. */
+  private readonly reachability: ReplicaReachability[];
   private readonly sockets = new Set<Downstream>();
   private readonly upstreams = new Set<WebSocket>();
 
@@ -92,6 +98,26 @@ export class ProxyHost implements EnvHost {
     for (const url of replicas) checkReplicaUrl(name, url);
     this.pool = new SlotPool(opts.maxConcurrentEnvs * replicas.length);
     this.replicaActive = replicas.map(() => 0);
+    this.reachability = replicas.map(() => ({ reachable: null }));
+  }
+
+  /**
+   * GET /health and /metadata of every replica (at startup); returns a warning for each replica that
+   * is unreachable or does not answer as an OpenEnv server. The server serves the name either way.
+   */
+  async probe(timeoutMs: number): Promise<string[]> {
+    const found = await Promise.all(this.replicas.map((url) => probeReplica(url, timeoutMs)));
+    found.forEach((r, i) => (this.reachability[i] = r));
+    return found.flatMap((r, i) =>
+      r.error === undefined ? [] : [`upstream '${this.name}' replica ${this.replicas[i]} ${r.reachable ? 'answers, but' : 'is unreachable:'} ${r.error}${r.reachable ? '' : '; sessions to it will fail until it answers'}`],
+    );
+  }
+
+  /** For the `/envs` listing: reachable when a replica is (null until known), and the failing replicas' reasons. */
+  reachable(): ReplicaReachability {
+    const known = this.reachability.filter((r) => r.reachable !== null);
+    const errors = [...new Set(this.reachability.flatMap((r) => (r.error === undefined ? [] : [r.error])))];
+    return { reachable: known.length === 0 ? null : known.some((r) => r.reachable), ...(errors.length > 0 ? { error: errors.join('; ') } : {}) };
   }
 
   stats(): EnvStats {
@@ -102,7 +128,7 @@ export class ProxyHost implements EnvHost {
       maxConcurrentEnvs: this.pool.capacity,
       sockets: this.sockets.size,
       upstreamSockets: this.upstreams.size,
-      replicas: this.replicas.map((url, i) => ({ url, active: this.replicaActive[i] })),
+      replicas: this.replicas.map((url, i) => ({ url, active: this.replicaActive[i], ...this.reachability[i] })),
     };
   }
 
@@ -146,6 +172,7 @@ export class ProxyHost implements EnvHost {
     }
     this.upstreams.add(upstream);
     let connected = false;
+    let dialError = false;
     /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
     let awaitingReplies = 0;
     const timeoutSec = this.opts.sessionTimeoutSec;
@@ -161,6 +188,7 @@ export class ProxyHost implements EnvHost {
 
     upstream.on('open', () => {
       connected = true;
+      this.reachability[replica] = { reachable: true };
       down.setHandler((data, isBinary) => {
         if (upstream.readyState !== WebSocket.OPEN) return;
         // A client that floods an upstream that does not read would pile up here without bound.
@@ -180,11 +208,16 @@ export class ProxyHost implements EnvHost {
     });
     upstream.on('error', (err) => {
       // After a successful handshake, 'close' follows and reports; before it, this is the only word.
-      if (!connected) upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: ${errorText(err)}`);
+      if (connected) return;
+      dialError = true;
+      this.reachability[replica] = { reachable: false, error: `${errorText(err)} (session dial)` };
+      upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: ${errorText(err)}`);
     });
     upstream.on('close', (code, reasonBuffer) => {
       this.upstreams.delete(upstream);
       if (!connected) {
+        // After a dial error, that error is the reason (ws reports the close too).
+        if (!dialError) this.reachability[replica] = { reachable: false, error: `closed during the handshake (${code}) (session dial)` };
         upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: closed during the handshake (${code})`);
         return;
       }
@@ -211,7 +244,8 @@ export class ProxyHost implements EnvHost {
    * redirects are passed back as they came, never followed.
    */
   async handleHttp(req: IncomingMessage, res: ServerResponse, route: string, query: string): Promise<void> {
-    const base = this.replicas[this.pickReplica()].replace(/^ws(s?):\/\//, 'http$1://').replace(/\/$/, '');
+    const replica = this.pickReplica();
+    const base = this.replicas[replica].replace(/^ws(s?):\/\//, 'http$1://').replace(/\/$/, '');
     const target = `${base}${route}${query}`;
     const abort = new AbortController();
     const clientGone = new Error('client went away');
@@ -219,12 +253,17 @@ export class ProxyHost implements EnvHost {
     res.once('close', onClientGone);
     // Bounds the wait for the headers, then each pause in the body.
     const timer = setTimeout(() => abort.abort(Object.assign(new Error('upstream timeout'), { name: 'TimeoutError' })), this.opts.connectTimeoutMs);
+    /** True while waiting for the upstream's headers: a failure then says the replica is unreachable. */
+    let fetching = false;
     try {
       const method = req.method ?? 'GET';
       const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody(req, this.opts.maxMessageBytes);
       const headers: Record<string, string> = {};
       if (req.headers['content-type']) headers['content-type'] = req.headers['content-type'];
+      fetching = true;
       const reply = await fetch(target, { method, headers, body: body ? new Uint8Array(body) : undefined, signal: abort.signal, redirect: 'manual' });
+      fetching = false;
+      this.reachability[replica] = { reachable: true };
       const outHeaders: Record<string, string> = {};
       // fetch decodes gzip/br, so an encoded reply's content-length would not match what we send.
       const names = reply.headers.has('content-encoding') ? ['content-type', 'location'] : ['content-type', 'content-length', 'location'];
@@ -250,6 +289,7 @@ export class ProxyHost implements EnvHost {
       }
       const reason = abort.signal.aborted ? abort.signal.reason : err;
       const timedOut = reason instanceof Error && reason.name === 'TimeoutError';
+      if (fetching && reason !== clientGone) this.reachability[replica] = { reachable: false, error: `${fetchFailure(reason, this.opts.connectTimeoutMs)} (${req.method ?? 'GET'} ${route})` };
       const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
       sendJson(res, timedOut ? 504 : 502, {
         detail: timedOut

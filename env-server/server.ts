@@ -165,10 +165,16 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   // Downstream, which answers with a readable error frame; only absurd frames hit ws's 1009.
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes + Math.max(maxMessageBytes, 1 << 20), perMessageDeflate: false });
 
+  // Every upstream is probed before the server listens: a bad one is a warning now, not a client's surprise.
+  const proxies = [...hosts.values()].filter((host): host is ProxyHost => host instanceof ProxyHost);
+  const probeTimeoutMs = Math.min(connectTimeoutMs, 3000);
+  for (const warnings of await Promise.all(proxies.map((host) => host.probe(probeTimeoutMs)))) for (const w of warnings) log(`warning: ${w}`);
+
   const envsListing = () => ({
     envs: [...hosts.values()].map((host) => {
       const s = host.stats();
-      return { name: host.name, kind: host.kind, path: `/envs/${host.name}`, active: s.active, queued: s.queued, max_concurrent_envs: s.maxConcurrentEnvs };
+      const reach = host instanceof ProxyHost ? host.reachable() : {};
+      return { name: host.name, kind: host.kind, path: `/envs/${host.name}`, active: s.active, queued: s.queued, max_concurrent_envs: s.maxConcurrentEnvs, ...reach };
     }),
   });
 

@@ -68,10 +68,33 @@ export const api = {
     if (!res.ok) throw new ApiError(`Could not fetch ${bundle}/${name} of run ${id}: HTTP ${res.status}`, res.status);
     return new Uint8Array(await res.arrayBuffer());
   },
-  envs: () => call<{ envs: { name: string; kind: string; url?: string }[] }>('GET', '/envs'),
+  envs: () => call<{ envs: EnvListEntry[] }>('GET', '/envs'),
   envHealth: (base: string) => call<{ status: string }>('GET', `${base}/health`),
   envMetadata: (base: string) => call<Record<string, unknown>>('GET', `${base}/metadata`),
 };
+
+/** One env of the env-server's `GET /envs`; a proxied one says whether its upstream answers (and why not). */
+export interface EnvListEntry {
+  name: string;
+  kind: string;
+  /** Proxies: probed at startup, refreshed by each session; null while unknown. */
+  reachable?: boolean | null;
+  error?: string;
+}
+
+/**
+ * Why the env `name` does not answer (its /health through the env-server fails), in the env-server's
+ * words from `GET /envs` when it has them; null when it answers.
+ */
+export async function envUnreachable(name: string): Promise<string | null> {
+  try {
+    await api.envHealth(`/envs/${encodeURIComponent(name)}`);
+    return null;
+  } catch (err) {
+    const listed = await api.envs().then((r) => r.envs.find((e) => e.name === name), () => undefined);
+    return listed?.reachable === false && listed.error ? listed.error : (err as Error).message;
+  }
+}
 
 /**
  * The trainer task (TRL example) an environment serves: a built-in name as is; a proxied upstream

@@ -2,6 +2,7 @@
 // `--upstream` proxies until SIGINT/SIGTERM. Prints one JSON line with the URLs once listening.
 
 import { createRequestPolicy } from '../../env-server/origin-policy.ts';
+import { replicaUrlProblem } from '../../env-server/proxy.ts';
 import { createEnvServer, type EnvServerOptions } from '../../env-server/server.ts';
 import { parseCli, str, type OptionTable, type Parsed as ParsedArgs } from './args.ts';
 
@@ -30,7 +31,9 @@ options:
   --mcp-session-timeout S     idle timeout for sessions opened by openenv/session/create over
                               HTTP /mcp, seconds (default 600; --session-timeout overrides)
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
-                              repeatable
+                              repeatable. Each replica's /health and /metadata are probed at
+                              startup: a malformed URL is an error, an unreachable one a warning
+                              (GET /envs says reachable: false, with the reason)
   --allow-host NAME           also answer to this Host name (default: loopback names and
                               addresses and --host only; others get 421); repeatable
   --allow-origin ORIGIN       also trust web pages at this origin (e.g. http://localhost:5173);
@@ -53,6 +56,10 @@ function parseUpstream(value: string | undefined): [string, string[]] {
   if (!match) throw new Error(`--upstream: expected NAME=URL[,URL…], got '${value ?? ''}'`);
   const urls = match[2].split(',').map((u) => u.trim()).filter((u) => u !== '');
   if (urls.length === 0) throw new Error(`--upstream ${match[1]}: no URL given`);
+  for (const url of urls) {
+    const problem = replicaUrlProblem(url);
+    if (problem) throw new Error(`--upstream ${match[1]}=${url}: ${problem}`);
+  }
   return [match[1], urls];
 }
 

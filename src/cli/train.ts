@@ -4,11 +4,11 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
-import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type GRPOConfig } from '../rl/config.ts';
+import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
 import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
@@ -22,7 +22,11 @@ import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { builtinEnvUrls, resolveEnv } from './tasks.ts';
 import { TrainProgress, watchedEngine } from './train-progress.ts';
 import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
-import { parseConfig } from '../model/config.ts';
+import { parseConfigText } from '../model/config.ts';
+import { isDirectory } from '../model/node-files.ts';
+import { REPO_ID } from '../model/checkpoint.ts';
+import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
+import type { ModelConfig } from '../model/types.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -47,9 +51,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}; progress
 with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
 the adapter are saved under --output, their paths printed on stderr, and the exit code is 130/143.
-
-GRPOConfig flags (TRL names):
-${configHelp()}`;
+Completions are printed only with --log_completions (TRL's key; also accepted in --config).`;
 
 interface Args {
   model: string;
@@ -104,19 +106,20 @@ function suggestion(message: string): string {
   return close ? ` (did you mean --${close}?)` : '';
 }
 
-function parseArgs(argv: string[]): Args | 'help' {
+function parseArgs(argv: string[]): Args & { help: boolean } {
   let p;
   try {
     p = parseCli(bareBoolsTrue(argv), { ...OWN_OPTIONS, ...CONFIG_OPTIONS });
   } catch (err) {
     throw new Error(`${(err as Error).message}${suggestion((err as Error).message)}`);
   }
-  if (p.help) return 'help';
-  const model = str(p, 'model');
-  const env = str(p, 'env');
-  if (!model) throw new Error('--model DIR is required (see --help)');
-  if (!env) throw new Error('--env NAME|URL is required (see --help)');
+  // With --help, --model and --env are optional: given, the help shows the values they would get.
+  const model = str(p, 'model') ?? '';
+  const env = str(p, 'env') ?? '';
+  if (!p.help && !model) throw new Error('--model DIR is required (see --help)');
+  if (!p.help && !env) throw new Error('--env NAME|URL is required (see --help)');
   return {
+    help: p.help,
     model,
     env,
     sft: str(p, 'sft') ?? null,
@@ -136,27 +139,61 @@ function parseArgs(argv: string[]): Args | 'help' {
 /** Warm-up steps when transcripts are given but sft_steps is not. */
 const DEFAULT_SFT_STEPS = 50;
 
+/** config.json of --model alone (a local folder's, or downloaded by itself): no weights are read. */
+async function readModelConfig(model: string): Promise<ModelConfig> {
+  if (await isDirectory(model)) return parseConfigText(await readFile(join(model, 'config.json'), 'utf8'), join(model, 'config.json'));
+  const { fetchRemoteConfig } = await import('../model/hub.ts');
+  if (/^https?:\/\//.test(model)) return fetchRemoteConfig({ baseUrl: model });
+  if (REPO_ID.test(model)) return fetchRemoteConfig({ repo: model });
+  throw new Error('not a local folder, an http(s) URL or a Hub repo id');
+}
+
+interface ModelSize {
+  tier: ModelTier;
+  params: number | null;
+  /** Why the tier is a guess (config.json could not be read). */
+  unknown?: string;
+}
+
 /**
- * The tier of --model for the presets: from a local folder's config.json (parameter count); a Hub id
- * or an unreadable folder counts as full-size (the open step reports real problems).
+ * The tier of --model for the presets, from its config.json (parameter count). One that cannot be read
+ * counts as full-size: the open step reports real problems.
  */
-async function modelTierOfArg(model: string): Promise<ModelTier> {
+async function modelSizeOf(model: string): Promise<ModelSize> {
   try {
-    return modelTierOf(parseConfig(JSON.parse(await readFile(join(model, 'config.json'), 'utf8')), model));
-  } catch {
-    return 'full-size';
+    const config = await readModelConfig(model);
+    return { tier: modelTierOf(config), params: qwen3ParamCount(config) };
+  } catch (err) {
+    return { tier: 'full-size', params: null, unknown: (err as Error).message };
   }
 }
 
-/** The built-in task's preset (the app's, src/rl/tasks/presets.ts) or, for others, the example script's settings. */
-async function taskDefaults(name: string, task: ChatTemplateTask, args: Args): Promise<Record<string, unknown>> {
+/** The preset's env name for a task name (catch-compact plays catch), or null for a task without a preset. */
+function presetEnvOf(name: string): string | null {
   const env = name === 'catch-compact' ? 'catch' : name;
-  return isPresetEnv(env) ? presetConfig(env, await modelTierOfArg(args.model)) : task.config;
+  return isPresetEnv(env) ? env : null;
 }
 
-/** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags. */
-async function buildConfig(name: string, task: ChatTemplateTask, args: Args): Promise<GRPOConfig> {
-  let config = configFromObject(await taskDefaults(name, task, args));
+/**
+ * The built-in task's preset (the app's, src/rl/tasks/presets.ts) or, for others, the example script's
+ * settings. The app's presets turn log_completions on for its rollout viewer; on stdout TRL's default
+ * (off) holds, so each line stays a line of metrics unless --log_completions asks for the completions.
+ */
+function taskDefaults(name: string, task: ChatTemplateTask, tier: ModelTier): Record<string, unknown> {
+  const env = presetEnvOf(name);
+  const { log_completions: _appOnly, ...defaults } = env && isPresetEnv(env) ? presetConfig(env, tier) : task.config;
+  return defaults;
+}
+
+/** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags, and where each value came from. */
+async function buildConfig(name: string, task: ChatTemplateTask, args: Args, tier: ModelTier): Promise<{ config: GRPOConfig; from: ConfigSources }> {
+  const from: ConfigSources = {};
+  const mark = (obj: Record<string, unknown>, label: string) => {
+    for (const k of Object.keys(obj)) from[k as keyof GRPOConfig] = label;
+  };
+  const defaults = taskDefaults(name, task, tier);
+  let config = configFromObject(defaults);
+  mark(defaults, presetEnvOf(name) ? 'preset' : 'task');
   if (args.config) {
     const text = await readFile(args.config, 'utf8').catch(() => {
       throw new Error(`--config: cannot read ${args.config}`);
@@ -168,11 +205,51 @@ async function buildConfig(name: string, task: ChatTemplateTask, args: Args): Pr
       throw new Error(`--config ${args.config}: not valid JSON (${(err as Error).message})`);
     }
     config = configFromObject(obj, config);
+    mark(obj, '--config');
   }
   const { config: withFlags, rest } = applyConfigFlags(args.flags, config);
   if (rest.length > 0) throw new Error(`unknown option ${rest[0]} (see --help for GRPOConfig keys)`);
-  if (args.output) withFlags.output_dir = args.output;
-  return withFlags;
+  mark(Object.fromEntries(args.flags.map((f) => [/^--([a-z0-9_]+)=/.exec(f)![1], true])), 'flag');
+  if (args.output) {
+    withFlags.output_dir = args.output;
+    from.output_dir = '--output';
+  }
+  if ((args.sft || args.sftSolver) && withFlags.sft_steps === 0) {
+    withFlags.sft_steps = DEFAULT_SFT_STEPS;
+    from.sft_steps = args.sft ? '--sft given' : '--sft-solver given';
+  }
+  return { config: withFlags, from };
+}
+
+/** `train --help`, with the values that apply to the --model / --env given (if both are). */
+async function helpText(args: Args): Promise<string> {
+  if (!args.model || !args.env) {
+    return `${HELP}\n\nGRPOConfig flags (TRL names), with TRL's defaults. Give --model and --env with --help to see the
+values that would apply instead (TRL's defaults, then the task's preset for the model's size, then
+--config and the flags):
+${configHelp()}`;
+  }
+  const size = await modelSizeOf(args.model);
+  let resolved;
+  try {
+    resolved = await resolveEnv(args.env);
+  } catch (err) {
+    return `${HELP}\n\n--env ${args.env}: ${(err as Error).message}; GRPOConfig flags with TRL's defaults:\n${configHelp()}`;
+  }
+  const applied = await buildConfig(resolved.name, resolved.task, args, size.tier);
+  const preset = presetEnvOf(resolved.name);
+  const model = size.unknown
+    ? `${args.model} (its config.json could not be read: ${size.unknown}; taken as full-size)`
+    : `${args.model} (${size.params!.toLocaleString('en-US')} parameters: ${size.tier} tier)`;
+  const layers = [
+    "TRL's defaults",
+    preset ? `the ${preset} preset for ${size.tier} models (marked preset)` : `the ${resolved.name} task's settings (marked task)`,
+    ...(args.config ? [`--config ${args.config}`] : []),
+    'the flags given',
+  ];
+  return `${HELP}\n\nGRPOConfig flags (TRL names), with the values that apply to --model ${model} --env ${args.env}:
+${layers.join(', then ')}.
+${configHelp(applied)}`;
 }
 
 function printEvent(e: RunEvent, logCompletions: boolean): void {
@@ -191,11 +268,19 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
   console.log(JSON.stringify(line));
 }
 
-async function exportAdapter(engine: Engine, baseModel: string, dir: string): Promise<string> {
+/**
+ * base_model_name_or_path of the adapter: a local folder as an absolute path (so the adapter loads from
+ * any working directory, as PEFT's from_pretrained resolves it), a Hub id or URL as given.
+ */
+async function baseModelName(model: string): Promise<string> {
+  return (await isDirectory(model)) ? resolve(model) : model;
+}
+
+async function exportAdapter(engine: Engine, model: string, dir: string): Promise<string> {
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
   // The same files (and safetensors metadata) as the app's export: src/rl/run.ts adapterFiles.
-  for (const f of await adapterFiles(engine, baseModel)) await writeFile(join(target, f.name), f.bytes);
+  for (const f of await adapterFiles(engine, await baseModelName(model))) await writeFile(join(target, f.name), f.bytes);
   return target;
 }
 
@@ -216,8 +301,8 @@ function recordingStore(store: CheckpointStore): CheckpointStore & { last: strin
 
 export async function run(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
-  if (args === 'help') {
-    console.log(HELP);
+  if (args.help) {
+    console.log(await helpText(args));
     return 0;
   }
   const prompts = async (): Promise<DatasetRow[]> => [
@@ -228,7 +313,7 @@ export async function run(argv: string[]): Promise<number> {
   if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
   }
-  const config = await buildConfig(name, task, args);
+  const { config } = await buildConfig(name, task, args, (await modelSizeOf(args.model)).tier);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {
@@ -239,7 +324,6 @@ export async function run(argv: string[]): Promise<number> {
 
   let transcripts: Transcript[] | undefined;
   if (args.sft) transcripts = parseTranscripts(await readFile(args.sft, 'utf8'), args.sft);
-  if ((args.sft || args.sftSolver) && config.sft_steps === 0) config.sft_steps = DEFAULT_SFT_STEPS;
 
   // Heavy modules load only now, so `train --help` and argument errors stay instant.
   const { openCheckpoint } = await import('../model/checkpoint.ts');
@@ -247,6 +331,7 @@ export async function run(argv: string[]): Promise<number> {
   const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
   const envUrls = url ? { [name]: url } : builtinEnvUrls(server!.url);
   const progress = new Progress();
+  const watch = new TrainProgress(progress);
   const ctrl = new AbortController();
   let stoppedBy: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
@@ -302,13 +387,13 @@ export async function run(argv: string[]): Promise<number> {
       progress.line('webgrpo train: stopped before training started; nothing to save');
       return SIGNAL_EXIT[stoppedBy!];
     }
-    const watch = new TrainProgress(progress, config.gradient_accumulation_steps);
+    watch.start();
     const store = args.output ? recordingStore(folderCheckpointStore(args.output)) : undefined;
     const sft = !resume && config.sft_steps > 0;
     if (sft) watch.sftStarting(config.sft_steps);
     else watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, (resume?.counters.step ?? 0) + 1);
     const events = runExample({
-      engine: watchedEngine(engine, { signal: ctrl.signal, onDecode: (live) => watch.onDecode(live), onBackward: () => watch.onBackward() }),
+      engine: watchedEngine(engine, { signal: ctrl.signal }),
       tokenizer,
       task,
       envUrls,
@@ -319,6 +404,7 @@ export async function run(argv: string[]): Promise<number> {
       resume,
       signal: ctrl.signal,
       maxBatchSize: plan.numSequences,
+      onProgress: (p) => watch.onProgress(p),
     });
     // A run where every tool call failed trained on env errors: it must not look like success.
     const tally = new ToolFailureTally();
@@ -348,6 +434,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } finally {
+    watch.stop();
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
     engine?.destroy();

@@ -391,13 +391,24 @@ export function applyConfigFlags(argv: string[], base: GRPOConfig): { config: GR
   return { config, rest };
 }
 
-/** One line per key: `--name <kind> (default …)  help`, for `train --help` and the UI. */
-export function configHelp(): string {
+/** Where a key's value came from, for `train --help` (absent: TRL's default). */
+export type ConfigSources = Partial<Record<keyof GRPOConfig, string>>;
+
+/**
+ * One line per key: `--name <kind> (default …)  help`, for `train --help` and the UI. With `applied`,
+ * each line shows the value that would apply instead and where it came from (TRL's default when it differs).
+ */
+export function configHelp(applied?: { config: GRPOConfig; from: ConfigSources }): string {
   return (Object.keys(CONFIG_KEYS) as (keyof GRPOConfig)[])
     .map((key) => {
       const spec = CONFIG_KEYS[key];
       const kind = spec.choices ? spec.choices.join('|') : spec.kind;
-      return `  --${key} ${kind} (default ${JSON.stringify(DEFAULT_CONFIG[key])})  ${spec.help}`;
+      const dflt = JSON.stringify(DEFAULT_CONFIG[key]);
+      if (!applied) return `  --${key} ${kind} (default ${dflt})  ${spec.help}`;
+      const value = JSON.stringify(applied.config[key]);
+      const from = applied.from[key];
+      const origin = from === undefined ? 'TRL default' : value === dflt ? `${from}, = TRL default` : `${from}; TRL default ${dflt}`;
+      return `  --${key} ${kind} = ${value} (${origin})  ${spec.help}`;
     })
     .join('\n');
 }

@@ -10,12 +10,12 @@ import type { GRPOConfig } from './config.ts';
 import { envToolSchemas } from './rollout/env.ts';
 import type { ChatTemplateTask, EnvUrlName } from './tasks/task.ts';
 import { rewardSources } from './grpo/rewards.ts';
-import { runTraining, type RunEvent } from './run.ts';
+import { runTraining, type RunEvent, type RunProgress } from './run.ts';
 import { tokenizeTranscript, type Transcript } from './grpo/sft.ts';
 import { seededEpisodes } from './tasks/solvers.ts';
 import { rolloutChatTemplate } from './rollout/templates/select.ts';
 
-export type { RunEvent } from './run.ts';
+export type { RunEvent, RunProgress } from './run.ts';
 export { resetOptimizer, trainableMode } from './run.ts';
 export type { ChatTemplateTask } from './tasks/task.ts';
 
@@ -35,6 +35,8 @@ export interface ExampleRunOptions {
   signal?: AbortSignal;
   /** Decode slots: the sequence count the engine's memory plan was checked for (run.ts plannedWorkload). */
   maxBatchSize: number;
+  /** Progress within each GRPO step (run.ts GrpoOptions.onProgress). */
+  onProgress?: (p: RunProgress) => void;
 }
 
 export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEvent, void> {
@@ -57,5 +59,6 @@ export async function* runExample(opts: ExampleRunOptions): AsyncGenerator<RunEv
     resume: opts.resume,
     signal: opts.signal,
     maxBatchSize: opts.maxBatchSize,
+    onProgress: opts.onProgress,
   });
 }

@@ -11,12 +11,15 @@ import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import type { DatasetRow, EnvFactory } from './rollout/env.ts';
 import type { RewardFunction } from './grpo/rewards.ts';
-import type { Rollout } from './rollout/rollout.ts';
+import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
 import { trainSft, type SftEvent, type SftExample } from './grpo/sft.ts';
-import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent } from './grpo/trainer.ts';
+import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent, type TrainerProgress } from './grpo/trainer.ts';
 
 export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
+
+/** Where a GRPO step is: its rollouts' live counts, then the trainer's log-prob passes and micro-batches. */
+export type RunProgress = ({ phase: 'rollouts' } & RolloutProgress) | TrainerProgress;
 
 /** What a run trains on (one task, over its env's URL). */
 export interface RunTaskSpec {
@@ -104,12 +107,18 @@ export interface GrpoOptions {
   maxBatchSize: number;
   /** The KL reference when GRPO starts from a warmed-up policy (referenceAfterWarmup); default: the base model. */
   reference?: EngineState;
+  /** Progress within each step, as it changes (counts only; the CLI shows it on stderr). */
+  onProgress?: (p: RunProgress) => void;
 }
 
 /** GRPO over the task's envs: one rollout source (reseeded games, prefetched resets) feeding trainGRPO. */
 export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
   const { engine, tokenizer, config, task } = o;
-  const source = envRolloutSource({ engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template, maxBatchSize: o.maxBatchSize });
+  const onProgress = o.onProgress;
+  const source = envRolloutSource({
+    engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template, maxBatchSize: o.maxBatchSize,
+    onProgress: onProgress && ((p) => onProgress({ phase: 'rollouts', ...p })),
+  });
   try {
     yield* trainGRPO({
       engine,
@@ -127,6 +136,7 @@ export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
       reference: o.reference,
       signal: o.signal,
       decode: (ids) => tokenizer.decode(ids),
+      onProgress,
     });
   } finally {
     // A stopped run may leave a prefetched generation's sessions open: closed in the background (a

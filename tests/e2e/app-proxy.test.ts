@@ -1,6 +1,9 @@
 // A remote OpenEnv server in the app: a second env-server stands in for a Hugging Face Space, the
 // app's env-server proxies it as `arena` (any name), and the app trains the task its /metadata names
-// (OpenSpielEnvironment → catch) with every episode going through the proxy and its cap.
+// (OpenSpielEnvironment → catch) with every episode going through the proxy and its cap. A second
+// upstream on a refused port is listed as unreachable, with the reason, rather than guessed at.
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
@@ -10,6 +13,17 @@ import { E2E_RUN_CONFIG } from './run-config.ts';
 
 // Slow by nature (Chromium): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+
+/** A loopback port nothing listens on (bound, then freed). */
+async function refusedPort(): Promise<number> {
+  const tcp = createServer();
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = tcp.address() as { port: number };
+  await new Promise<void>((resolve) => tcp.close(() => resolve()));
+  return port;
+}
 
 describe('the app with a proxied OpenEnv server', () => {
   let upstream: EnvServer;
@@ -21,7 +35,7 @@ describe('the app with a proxied OpenEnv server', () => {
 
   beforeAll(async () => {
     upstream = await createEnvServer({ port: 0, logger: (line) => upstreamLog.push(line) });
-    app = await startAppServer({ upstreams: { arena: [`${upstream.url}/envs/catch`] } });
+    app = await startAppServer({ upstreams: { arena: [`${upstream.url}/envs/catch`], gone: [`http://127.0.0.1:${await refusedPort()}`] } });
     browser = await launchChromium();
     page = await browser.newPage();
     page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
@@ -54,5 +68,17 @@ describe('the app with a proxied OpenEnv server', () => {
     expect(opened).toBeGreaterThanOrEqual(Number(E2E_RUN_CONFIG.num_generations));
     expect(upstream.stats().activeSessions).toBe(0);
     expect(app.server.stats().activeSessions).toBe(0);
+  });
+
+  it('an unreachable upstream says so, with the reason, instead of guessing what kind of env it is', async () => {
+    await page.goto(`${app.url}/`);
+    const picker = page.getByLabel('environment');
+    await expect.poll(() => picker.locator('option', { hasText: 'gone' }).textContent(), { timeout: 30_000 }).toBe('gone (proxy, unreachable)');
+    await picker.selectOption('gone');
+    await expect.poll(() => page.getByTestId('env-unreachable').textContent(), { timeout: 30_000 }).toBe('● unreachable — connection refused (GET /health)');
+    await expect.poll(() => page.getByTestId('task-unreachable').textContent(), { timeout: 30_000 }).toContain('The environment is unreachable — connection refused (GET /health).');
+    expect(await page.getByTestId('task-panel').textContent()).not.toContain('not an MCP environment');
+    await page.getByTestId('task-panel').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SCREENSHOTS}env-unreachable.png` });
   });
 });

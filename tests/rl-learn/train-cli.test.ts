@@ -3,10 +3,11 @@
 
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { run } from '../../src/cli/train.ts';
 import { runTrainCli } from './train-cli-run.ts';
+import { captureCliLines } from '../cli-capture.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 
@@ -28,14 +29,40 @@ describe('webgrpo train', () => {
     await expect(run(['--model', 'x', '--env', 'catch', '--bogus', '1'])).rejects.toThrow(/unknown option '--bogus'/);
   });
 
+  it('--help with --model and --env shows the values that would apply, and where each came from; a config.json is all it reads', async () => {
+    const help = await mkdtemp(join(tmpdir(), 'webgrpo-train-help-'));
+    try {
+      // Only config.json: resolving the model's tier reads no weights.
+      const files = await makeTinyCheckpointFiles({ seed: 3, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 });
+      await writeFile(join(help, 'config.json'), files.get('config.json')!);
+      await writeFile(join(help, 'run.json'), JSON.stringify({ max_steps: 7 }));
+      const text = async (argv: string[]) => (await captureCliLines(() => run(argv))).lines.join('\n');
+      const applied = await text(['--help', '--model', help, '--env', 'catch', '--config', join(help, 'run.json'), '--learning_rate', '0.5']);
+      expect(applied).toMatch(/--model \S+ \([\d,]+ parameters: tiny tier\) --env catch/);
+      expect(applied).toContain('--per_device_train_batch_size int = 64 (preset; TRL default 8)');
+      expect(applied).toContain('--max_steps int = 7 (--config; TRL default -1)');
+      expect(applied).toContain('--learning_rate number = 0.5 (flag; TRL default 0.000001)');
+      expect(applied).toContain('--top_p number = 1 (TRL default)');
+      // The app's presets log completions for its viewer; the CLI keeps TRL's default.
+      expect(applied).toContain('--log_completions bool = false (TRL default)');
+      const plain = await text(['--help']);
+      expect(plain).toContain("GRPOConfig flags (TRL names), with TRL's defaults. Give --model and --env with --help");
+      expect(plain).toContain('--per_device_train_batch_size int (default 8)');
+    } finally {
+      await rm(help, { recursive: true, force: true });
+    }
+  });
+
   it('SFT warm-up + GRPO with LoRA: one JSON line per step, checkpoint, resume, PEFT adapter', async () => {
     dir = await mkdtemp(join(tmpdir(), 'webgrpo-train-cli-'));
-    const model = join(dir, 'model');
+    const modelDir = join(dir, 'model');
     const { mkdir } = await import('node:fs/promises');
-    await mkdir(model);
+    await mkdir(modelDir);
     for (const [name, bytes] of await makeTinyCheckpointFiles({ seed: 3, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 })) {
-      await writeFile(join(model, name), bytes);
+      await writeFile(join(modelDir, name), bytes);
     }
+    // Given as a relative path: the adapter must still name the model absolutely.
+    const model = relative(process.cwd(), modelDir);
     const output = join(dir, 'out');
     const common = [
       '--model', model, '--env', 'catch-compact', '--output', output, '--num_generations', '2', '--per_device_train_batch_size', '2',
@@ -50,16 +77,22 @@ describe('webgrpo train', () => {
       expect(step, key).toHaveProperty([key]);
     }
     expect(step.checkpoint).toBe(join(output, 'checkpoint-1'));
+    // A line of metrics: the completions only with --log_completions (below).
+    expect(step).not.toHaveProperty('completions');
+    expect(JSON.stringify(step).length).toBeLessThan(4000);
     expect((await readdir(output)).sort()).toEqual(['adapter', 'checkpoint-1', 'transcripts.jsonl']);
 
     const adapterDir = join(output, 'adapter');
     const adapterConfig = JSON.parse(await readFile(join(adapterDir, 'adapter_config.json'), 'utf8'));
-    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, base_model_name_or_path: modelDir });
     const header = parseSafetensors(new Uint8Array(await readFile(join(adapterDir, 'adapter_model.safetensors'))));
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
-    const resumed = await runCli([...common, '--resume', 'latest', '--max_steps', '2']);
+    const resumed = await runCli([...common, '--resume', 'latest', '--max_steps', '2', '--log_completions']);
     expect(resumed.lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['grpo', 2], ['done', undefined]]);
+    // --log_completions (TRL's key): every completion of the step, with its rewards and advantage.
+    expect(resumed.lines[1]!.completions).toHaveLength(2);
+    expect((resumed.lines[1]!.completions as Record<string, unknown>[])[0]).toMatchObject({ step: 2, completion: expect.any(String), advantage: expect.any(Number) });
     expect(resumed.lines[1]!.num_tokens).toBeGreaterThan(step.num_tokens as number);
   });
 });

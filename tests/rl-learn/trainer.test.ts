@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeEngine, type Call } from './fake-engine.ts';
-import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
+import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerProgress, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
 import { trainSft } from '../../src/rl/grpo/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
 import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
@@ -98,6 +98,17 @@ describe('trainer loop with a fake engine', () => {
     );
     const oneStep = ['zeroGrad', 'score2', 'backward2', 'score2', 'backward2', 'step'];
     expect(kinds(fake.calls)).toEqual(['score2', 'score2', 'score2-ref', 'score2-ref', ...oneStep, ...oneStep]);
+  });
+
+  it('reports where a step is after its rollouts: log-prob passes with counts, then micro-batch i/n forward, backward, AdamW', async () => {
+    const fake = new FakeEngine();
+    const seen: string[] = [];
+    const onProgress = (p: TrainerProgress) =>
+      seen.push(p.phase === 'logprobs' ? `${p.of} ${p.done}/${p.total}` : `micro ${p.microBatch}/${p.microBatches} ${p.stage}`);
+    const c = config({ num_iterations: 2, beta: 0.04, max_steps: 2 });
+    await collect(trainGRPO({ engine: fake.asEngine(), config: c, dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], onProgress }));
+    const oneStep = ['micro 1/2 forward', 'micro 1/2 backward', 'micro 2/2 forward', 'micro 2/2 backward', 'micro 2/2 optimizer'];
+    expect(seen).toEqual(['old 0/4', 'old 2/4', 'old 4/4', 'reference 0/4', 'reference 2/4', 'reference 4/4', ...oneStep, ...oneStep]);
   });
 
   it('after an SFT warm-up the KL reference is the warmed-up policy: kl is 0 at GRPO\'s first step, and stays in resumed checkpoints', async () => {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
 import { emptyRolloutStats } from '../../src/rl/rollout/episode.ts';
-import { runRollouts, type Rollout, type RolloutConfig, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
+import { runRollouts, type Rollout, type RolloutConfig, type RolloutProgress, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
 import { hashInts } from '../../src/rl/random.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
@@ -83,7 +83,10 @@ function comparable(r: Rollout) {
   };
 }
 
-async function play(scheduler: RolloutScheduler, opts: { policy: CandidatePolicy; rows: DatasetRow[]; maxDelayMs: number; config?: Partial<RolloutConfig>; maxBatchSize?: number }) {
+async function play(
+  scheduler: RolloutScheduler,
+  opts: { policy: CandidatePolicy; rows: DatasetRow[]; maxDelayMs: number; config?: Partial<RolloutConfig>; maxBatchSize?: number; onProgress?: (p: RolloutProgress) => void },
+) {
   // The engine enforces the cap it was planned for: a batch or a live sequence past it throws.
   const engine = new SamplingFakeEngine(tok, opts.policy, { stepDelayMs: 1, maxBatch: opts.maxBatchSize });
   const overlap = { steps: 0 };
@@ -93,7 +96,7 @@ async function play(scheduler: RolloutScheduler, opts: { policy: CandidatePolicy
   const stats = emptyRolloutStats();
   const rollouts = await runRollouts({
     engine, tokenizer: tok, rows: opts.rows, envFactory: () => new LatencyEnv(opts.maxDelayMs), seed: 77,
-    config: config({ rollout_scheduler: scheduler, ...opts.config }), maxBatchSize: opts.maxBatchSize, stats,
+    config: config({ rollout_scheduler: scheduler, ...opts.config }), maxBatchSize: opts.maxBatchSize, stats, onProgress: opts.onProgress,
   });
   expect(engine.liveSequences).toBe(0);
   return { rollouts, engine, stats, overlap };
@@ -169,6 +172,25 @@ describe('rollout schedulers: lockstep and continuous', () => {
         expect(r.error).toBeUndefined();
         expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
       }
+    });
+  }
+
+  for (const scheduler of ['lockstep', 'continuous'] as const) {
+    it(`${scheduler}: live progress counts decode steps, tokens, env calls and episodes as they happen`, async () => {
+      const seen: RolloutProgress[] = [];
+      const { rollouts, engine, stats } = await play(scheduler, { policy: branching, rows: rows(6), maxDelayMs: 5, maxBatchSize: 4, onProgress: (p) => seen.push(p) });
+      const sampled = rollouts.reduce((n, r) => n + r.toolMask.reduce((a, b) => a + b, 0), 0);
+      const last = seen.at(-1)!;
+      expect(last).toMatchObject({ episodes: 6, episodesDone: 6, tokens: sampled, envCallsInFlight: 0 });
+      // A reset and a close per episode, and every tool turn.
+      expect(last.envCallsDone).toBe(6 + 6 + stats.envSteps);
+      // Every decode step is reported with the sequences it held (never "0 decoding" while tokens come).
+      const steps = seen.filter((p, i) => p.tokens > (seen[i - 1]?.tokens ?? 0));
+      expect(steps).toHaveLength(engine.steps.length);
+      steps.forEach((p, i) => expect(p.decoding, `step ${i}`).toBe(engine.steps[i]!.length));
+      // The counts move: episodes finish while others still decode, and env calls run between steps.
+      expect(seen.some((p) => p.episodesDone > 0 && p.episodesDone < 6 && p.decoding > 0)).toBe(true);
+      expect(seen.some((p) => p.envCallsInFlight > 0)).toBe(true);
     });
   }
 

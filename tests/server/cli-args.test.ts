@@ -1,7 +1,10 @@
 // `webgrpo env-server` flags → server options, and the errors bad flags get.
 
-import { describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { parseEnvServerArgs } from '../../src/cli/env-server.ts';
+import { run as webgrpo } from '../../src/cli/main.ts';
 
 describe('webgrpo env-server arguments', () => {
   it('maps every flag', () => {
@@ -43,5 +46,23 @@ describe('webgrpo env-server arguments', () => {
     expect(() => parseEnvServerArgs(['--upstream', 'nourl'])).toThrow("--upstream: expected NAME=URL[,URL…], got 'nourl'");
     expect(() => parseEnvServerArgs(['--upstream', 'a=http://x', '--upstream', 'a=http://y'])).toThrow('--upstream a given twice');
     expect(() => parseEnvServerArgs(['--frobnicate'])).toThrow("unknown option '--frobnicate' (see --help)");
+  });
+
+  it('a malformed --upstream URL stops env-server and start before anything listens, naming the flag and the URL', async () => {
+    expect(() => parseEnvServerArgs(['--upstream', 'bad=ftp://x'])).toThrow('--upstream bad=ftp://x: replica URL must be http(s):// or ws(s)://');
+    expect(() => parseEnvServerArgs(['--upstream', 'bad=http://h:99999'])).toThrow('--upstream bad=http://h:99999: replica URL does not parse');
+    const errors: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void errors.push(a.join(' ')));
+    try {
+      expect(await webgrpo(['env-server', '--port', '0', '--upstream', 'a=http://ok.example,nope'])).toBe(1);
+      // --data: were the check ever late, no run store would be opened in the user's home.
+      expect(await webgrpo(['start', '--port', '0', '--dist', '.', '--data', join(tmpdir(), 'webgrpo-cli-args-never'), '--upstream', 'b=ws://x?token=1'])).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(errors).toEqual([
+      'webgrpo env-server: --upstream a=nope: replica URL must be http(s):// or ws(s)://',
+      'webgrpo start: --upstream b=ws://x?token=1: replica URL must not have a query or fragment',
+    ]);
   });
 });

@@ -303,6 +303,27 @@ describe('proxy HTTP', () => {
     await expectNoLeaks(proxy);
   });
 
+  it('probes every upstream at startup: a refused one is a warning with the reason, and /envs says unreachable until a session gets through', async () => {
+    const port = await closedPort();
+    const { server: upstream } = await upstreamServer();
+    const lines: string[] = [];
+    const proxy = await servers.start({ envs: {}, logger: (l) => lines.push(l), upstreams: { dead: [`http://127.0.0.1:${port}`], live: [`${upstream.url}/envs/echo`] } });
+    expect(lines.filter((l) => l.startsWith('warning:'))).toEqual([
+      `warning: upstream 'dead' replica http://127.0.0.1:${port} is unreachable: connection refused (GET /health); sessions to it will fail until it answers`,
+    ]);
+    const listing = async () => Object.fromEntries(((await (await fetch(`${proxy.url}/envs`)).json()).envs as { name: string }[]).map((e) => [e.name, e]));
+    expect((await listing()).dead).toMatchObject({ kind: 'proxy', reachable: false, error: 'connection refused (GET /health)' });
+    expect((await listing()).live).toMatchObject({ kind: 'proxy', reachable: true });
+    expect((await listing()).live).not.toHaveProperty('error');
+    // The upstream goes away: the next session's failed dial is what /envs says now.
+    await upstream.close();
+    const c = await RawClient.open(wsBase(proxy, 'live'));
+    expect((await c.nextJson()).data.code).toBe('SESSION_ERROR');
+    await c.waitClosed();
+    expect((await listing()).live).toMatchObject({ reachable: false, error: expect.stringMatching(/ECONNREFUSED.*\(session dial\)$/) });
+    await expectNoLeaks(proxy);
+  });
+
   it('rejects bad upstream configuration with a clear error', async () => {
     await expect(servers.start({ envs: {}, upstreams: { x: [] } })).rejects.toThrow("Upstream 'x' has no replica URLs");
     await expect(servers.start({ envs: {}, upstreams: { x: ['ftp://h'] } })).rejects.toThrow(/must be http\(s\):\/\/ or ws\(s\):\/\//);

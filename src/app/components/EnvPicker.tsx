@@ -1,7 +1,8 @@
 // Choose the environment: a built-in one of the env-server, or any environment the env-server
-// proxies (configured with `--upstream`, so the concurrency cap holds). Shows health and metadata.
+// proxies (configured with `--upstream`, so the concurrency cap holds). Shows health and metadata, or
+// why a proxied env does not answer (the env-server probes its upstreams, GET /envs says why).
 import { useEffect, useState } from 'react';
-import { api } from '../api.ts';
+import { api, envUnreachable, type EnvListEntry } from '../api.ts';
 
 export interface EnvSelection {
   name: string;
@@ -9,9 +10,10 @@ export interface EnvSelection {
 }
 
 export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onChange: (e: EnvSelection) => void }) {
-  const [envs, setEnvs] = useState<{ name: string; kind: string; url?: string }[]>([]);
+  const [envs, setEnvs] = useState<EnvListEntry[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [meta, setMeta] = useState<{ health: string; metadata: Record<string, unknown> } | null>(null);
+  const [unreachable, setUnreachable] = useState<string | null>(null);
 
   useEffect(() => {
     api.envs().then((r) => {
@@ -27,10 +29,15 @@ export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onC
   useEffect(() => {
     if (!value) return;
     setMeta(null);
+    setUnreachable(null);
     const base = `/envs/${value.name}`;
     Promise.all([api.envHealth(base), api.envMetadata(base)]).then(
       ([h, m]) => { setMeta({ health: h.status, metadata: m }); setError(null); },
-      (e) => setError(`Environment ${value.name} is not healthy: ${(e as Error).message}`),
+      async (e) => {
+        const why = await envUnreachable(value.name);
+        if (why) setUnreachable(why);
+        else setError(`Environment ${value.name} is not healthy: ${(e as Error).message}`);
+      },
     );
   }, [value?.name]);
 
@@ -38,13 +45,18 @@ export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onC
     <section className="panel">
       <h3>Environment</h3>
       <select aria-label="environment" value={value?.name ?? ''} onChange={(e) => onChange({ name: e.target.value, url: `${location.origin}/envs/${e.target.value}` })}>
-        {envs.map((e) => <option key={e.name} value={e.name}>{e.name}{e.kind === 'proxy' ? ` (proxy → ${e.url ?? 'remote'})` : ''}</option>)}
+        {envs.map((e) => <option key={e.name} value={e.name}>{e.name}{e.kind === 'proxy' ? ` (proxy${e.reachable === false ? ', unreachable' : ''})` : ''}</option>)}
       </select>
       <p className="muted">Remote OpenEnv servers (a Hugging Face Space, a container) appear here when the server runs with <code>--upstream NAME=URL</code>: sessions then go through its concurrency cap.</p>
       {meta && (
         <p className="env-meta" data-testid="env-meta">
           <span className={meta.health === 'healthy' ? 'ok' : 'error'}>● {meta.health}</span> {String(meta.metadata.name ?? '')} {String(meta.metadata.version ?? '')}
           {meta.metadata.description ? ` — ${String(meta.metadata.description)}` : ''}
+        </p>
+      )}
+      {unreachable && (
+        <p className="env-meta" data-testid="env-unreachable">
+          <span className="error">● unreachable</span> — {unreachable}
         </p>
       )}
       {error && <p className="error" role="alert">{error}</p>}

@@ -5,7 +5,7 @@ import { useEffect, useState, type ReactNode } from 'react';
 import { envProtocol, type McpTool } from '../../openenv/index.ts';
 import { openEnvEpisodes } from '../../rl/tasks/envs/episode.ts';
 import { listEnvTools } from '../../rl/tasks/envs/mcp.ts';
-import { taskForEnv } from '../api.ts';
+import { envUnreachable, taskForEnv } from '../api.ts';
 import type { EnvSelection } from './EnvPicker.tsx';
 
 export type TaskMode = 'example' | 'prompts';
@@ -15,6 +15,8 @@ export interface EnvTasks {
   example: { task: string } | { error: string };
   /** The env's MCP tools, or why it has none. */
   tools: { list: McpTool[] } | { error: string };
+  /** Why the env does not answer at all: then neither of the above says anything about its kind. */
+  unreachable?: string;
 }
 
 /** Which tasks the env offers (null while asking it). */
@@ -24,21 +26,30 @@ export function useEnvTasks(env: EnvSelection | null): EnvTasks | null {
     if (!env) return;
     let live = true;
     setTasks(null);
-    const example = taskForEnv(env.name).then((task) => ({ task }), (err: Error) => ({ error: err.message }));
-    // The protocol first (GET /schema, a tools/list probe: no reset), so an action env such as
-    // browsergym does not open a session (a browser context) just to be looked at.
-    const tools = envProtocol(env.url)
-      .then((protocol) => {
-        if (protocol === 'action') throw new Error('it takes its own actions, not MCP tool calls');
-        return listEnvTools(env.url, openEnvEpisodes());
-      })
-      .then(({ tools: list }) => ({ list }), (err: Error) => ({ error: err.message }));
-    void Promise.all([example, tools]).then(([e, t]) => live && setTasks({ example: e, tools: t }));
+    void askEnv(env).then((t) => live && setTasks(t));
     return () => {
       live = false;
     };
   }, [env?.name, env?.url]);
   return tasks;
+}
+
+/** What the env offers: its TRL example and its MCP tools, asked only once it answers at all. */
+async function askEnv(env: EnvSelection): Promise<EnvTasks> {
+  // An env that does not answer is not asked what kind it is: every answer would be a guess.
+  const unreachable = await envUnreachable(env.name);
+  if (unreachable) return { example: { error: unreachable }, tools: { error: unreachable }, unreachable };
+  const example = taskForEnv(env.name).then((task) => ({ task }), (err: Error) => ({ error: err.message }));
+  // The protocol first (GET /schema, a tools/list probe: no reset), so an action env such as
+  // browsergym does not open a session (a browser context) just to be looked at.
+  const tools = envProtocol(env.url)
+    .then((protocol) => {
+      if (protocol === 'action') throw new Error('it takes its own actions, not MCP tool calls');
+      return listEnvTools(env.url, openEnvEpisodes());
+    })
+    .then(({ tools: list }) => ({ list }), (err: Error) => ({ error: err.message }));
+  const [e, t] = await Promise.all([example, tools]);
+  return { example: e, tools: t };
 }
 
 interface Props {
@@ -67,7 +78,12 @@ export function TaskPanel({ tasks, mode, onMode, promptText, onPromptText, promp
           <input type="radio" name="task" checked={mode === 'prompts'} onChange={() => onMode('prompts')} data-testid="task-prompts" /> <span>Your own prompts, with this environment's MCP tools and rewards</span>
         </label>
       )}
-      {!example && !tools && (
+      {tasks.unreachable && (
+        <p className="error" role="alert" data-testid="task-unreachable">
+          The environment is unreachable — {tasks.unreachable}. Nothing to train on until it answers: check the <code>--upstream</code> URL the server was started with.
+        </p>
+      )}
+      {!example && !tools && !tasks.unreachable && (
         <p className="error" role="alert">Nothing to train on here: {'error' in tasks.example ? tasks.example.error : ''}; and it is not an MCP environment ({'error' in tasks.tools ? tasks.tools.error : ''}).</p>
       )}
       {tools && mode === 'prompts' && (

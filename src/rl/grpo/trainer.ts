@@ -78,7 +78,18 @@ export interface TrainerOptions {
    * the adapters off, which is the starting policy when GRPO starts from fresh adapters.
    */
   reference?: EngineState;
+  /** Where a step is between rollouts and its event (log-prob passes, micro-batches), for progress displays. */
+  onProgress?: (p: TrainerProgress) => void;
 }
+
+/**
+ * The work of a step after its rollouts: the extra log-prob passes over the generation batch (old
+ * log-probs when the policy moves within a generation, the KL reference when beta ≠ 0), then per
+ * micro-batch the log-prob forward, the backward, and every gradient_accumulation_steps the AdamW step.
+ */
+export type TrainerProgress =
+  | { phase: 'logprobs'; of: 'old' | 'reference'; done: number; total: number }
+  | { phase: 'optimize'; microBatch: number; microBatches: number; stage: 'forward' | 'backward' | 'optimizer' };
 
 export type EngineState = { tensors: NamedTensor[]; step: number };
 
@@ -93,11 +104,11 @@ export async function referenceAfterWarmup(engine: Pick<Engine, 'saveState'>, co
 }
 
 /** Log-probs under a captured reference state: swap it in, score, swap the current state back. */
-async function scoreUnderState(engine: Engine, reference: EngineState, seqs: ScoreSequence[], batch: number, temperature: number): Promise<Float32Array[]> {
+async function scoreUnderState(engine: Engine, reference: EngineState, seqs: ScoreSequence[], batch: number, temperature: number, onChunk?: ScoredSoFar): Promise<Float32Array[]> {
   const current = await engine.saveState();
   await engine.loadState(reference);
   try {
-    return await scoreAll(engine, seqs, batch, temperature, true);
+    return await scoreAll(engine, seqs, batch, temperature, true, onChunk);
   } finally {
     await engine.loadState(current);
   }
@@ -189,12 +200,17 @@ function columnsOf(rows: DatasetRow[]): Record<string, unknown[]> {
   return out;
 }
 
+/** Told the sequences scored so far, before the first chunk and after each. */
+type ScoredSoFar = (done: number) => void;
+
 /** Scores sequences in chunks of `batch` (one engine call per micro-batch keeps memory bounded). */
-async function scoreAll(engine: Engine, seqs: ScoreSequence[], batch: number, temperature: number, adapters: boolean): Promise<Float32Array[]> {
+async function scoreAll(engine: Engine, seqs: ScoreSequence[], batch: number, temperature: number, adapters: boolean, onChunk?: ScoredSoFar): Promise<Float32Array[]> {
   const out: Float32Array[] = [];
+  onChunk?.(0);
   for (let i = 0; i < seqs.length; i += batch) {
     const res = await engine.score({ sequences: seqs.slice(i, i + batch), temperature, adapters });
     out.push(...res.logprobs);
+    onChunk?.(out.length);
   }
   return out;
 }
@@ -351,9 +367,14 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const sequences = rollouts.map(scoreSequence);
   const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
   const B = c.per_device_train_batch_size;
-  const logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true) : null;
+  const scored = (of: 'old' | 'reference'): ScoredSoFar => (done) => opts.onProgress?.({ phase: 'logprobs', of, done, total: N });
+  const logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true, scored('old')) : null;
   const logpRef =
-    c.beta === 0 ? null : run.reference ? await scoreUnderState(engine, run.reference, sequences, B, c.temperature) : await scoreAll(engine, sequences, B, c.temperature, false);
+    c.beta === 0
+      ? null
+      : run.reference
+        ? await scoreUnderState(engine, run.reference, sequences, B, c.temperature, scored('reference'))
+        : await scoreAll(engine, sequences, B, c.temperature, false, scored('reference'));
 
   // TRL shuffles the generation batch before splitting it into micro-batches.
   const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
@@ -406,6 +427,9 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
         return;
       }
       if (micro % GAS === 0) engine.zeroGrad();
+      const microBatch = (micro % GAS) + 1;
+      const stage = (s: 'forward' | 'backward' | 'optimizer') => opts.onProgress?.({ phase: 'optimize', microBatch, microBatches: GAS, stage: s });
+      stage('forward');
       const seqs = idx.map((i) => gen.sequences[i]!);
       const current = await engine.score({ sequences: seqs, temperature: c.temperature });
       const lossSeqs: LossSequence[] = idx.map((i, j) => ({
@@ -423,6 +447,7 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
         );
       }
       // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
+      stage('backward');
       await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
       stepLoss += out.loss;
       stepLossMetrics.push(out.metrics);
@@ -430,6 +455,7 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       if (micro % GAS !== 0) continue;
 
       const lr = learningRateAt(run.schedule, counters.step);
+      stage('optimizer');
       const res = await engine.step({
         learningRate: lr,
         beta1: c.adam_beta1,

@@ -6,6 +6,7 @@
 import type { Engine, GenerateOutput, SamplingParams, SequenceHandle } from '../../engine/types.ts';
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
+import type { RolloutCounter } from './progress.ts';
 
 /** The part of the engine a rollout drives. */
 export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate'> & {
@@ -124,13 +125,22 @@ export interface EpisodeDriver {
    */
   endEpisode(episode: Episode): Promise<void>;
   stats: RolloutStats;
+  /** Live counts for progress displays. */
+  progress: RolloutCounter;
 }
 
-/** Engine generate with the time counted as GPU-busy. */
+/** Engine generate with the time counted as GPU-busy and each decode step counted for progress. */
 export async function timedGenerate(driver: EpisodeDriver, req: Parameters<RolloutEngine['generate']>[0]): Promise<GenerateOutput[]> {
   const t0 = performance.now();
+  // Sequences in the step about to run: all sampling items first, then those still live after each step.
+  let live = req.items.filter((item) => item.maxNewTokens > 0).length;
+  const onStep: typeof req.onStep = (info) => {
+    req.onStep?.(info);
+    driver.progress.decodeStep(live);
+    live = info.live;
+  };
   try {
-    return await driver.engine.generate(req);
+    return await driver.engine.generate({ ...req, onStep });
   } finally {
     driver.stats.generateMs += performance.now() - t0;
   }

@@ -99,6 +99,7 @@ export async function runContinuous(episodes: Episode[], driver: EpisodeDriver, 
     if (decoding.length === 0) {
       if (ready.length === 0) {
         if (inFlight === 0) break;
+        driver.progress.decodeIdle();
         await nextReply(Infinity);
         continue;
       }

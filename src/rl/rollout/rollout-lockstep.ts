@@ -25,6 +25,7 @@ async function playWave(wave: Episode[], driver: EpisodeDriver): Promise<void> {
   endAllBut(requests);
   while (requests.length > 0) {
     await generateTurn(driver, requests);
+    driver.progress.decodeIdle();
     const withCalls = wave.filter((e) => e.pendingCalls.length > 0 && !e.rollout.error);
     // The iteration cap leaves the last turn's calls unexecuted.
     const next = await Promise.all(withCalls.filter((e) => e.iterations < driver.maxIterations).map((e) => driver.toolTurn(e)));

@@ -7,7 +7,7 @@
 import type { TextTokenizer } from '../../model/tokenizer.ts';
 import type { EnvFactory } from './env.ts';
 import { hashInts } from '../random.ts';
-import { prepareResets, runRollouts, type PreparedResets, type Rollout, type RolloutConfig, type RolloutEngine } from './rollout.ts';
+import { prepareResets, runRollouts, type PreparedResets, type Rollout, type RolloutConfig, type RolloutEngine, type RolloutProgress } from './rollout.ts';
 import type { GenerationRequest } from '../grpo/trainer.ts';
 
 export interface RolloutSourceOptions {
@@ -20,6 +20,8 @@ export interface RolloutSourceOptions {
   template?: string;
   /** Decode slots of both schedulers: the sequence count the memory plan was checked for (run.ts plannedWorkload). */
   maxBatchSize: number;
+  /** Each batch's live counts (runRollouts onProgress). */
+  onProgress?: (p: RolloutProgress) => void;
 }
 
 export interface EnvRolloutSource {
@@ -61,7 +63,7 @@ export function envRolloutSource(opts: RolloutSourceOptions): EnvRolloutSource {
         resets = start(req);
       }
       const { engine, tokenizer, config, template } = opts;
-      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize });
+      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize, onProgress: opts.onProgress });
     },
   };
 }

@@ -16,12 +16,14 @@ import type { TextTokenizer } from '../../model/tokenizer.ts';
 import { EnvPool, envTools, toolSchemaOf, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
 import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type RolloutEngine, type RolloutStats, type TurnRequest } from './episode.ts';
 import { parseResponse } from './parse.ts';
+import { RolloutCounter, type RolloutProgress } from './progress.ts';
 import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
+export type { RolloutProgress } from './progress.ts';
 
 export type RolloutScheduler = 'lockstep' | 'continuous';
 
@@ -74,6 +76,8 @@ export interface RunRolloutsOptions {
   stats?: RolloutStats;
   /** Resets prepared for exactly these rows (prepareResets, the first ones started), e.g. while the previous generation trained. */
   prefetched?: PreparedResets;
+  /** Live counts (decode steps, env calls, episodes over) as they change, for progress displays. */
+  onProgress?: (p: RolloutProgress) => void;
 }
 
 /** What became of one reset: its observation, its failure, or a timeout past `resetLimit`. */
@@ -283,6 +287,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   const maxModelLen = engine.config.maxPositionEmbeddings;
   const kwargs = config.chat_template_kwargs ?? null;
   const stats = opts.stats ?? emptyRolloutStats();
+  const progress = new RolloutCounter(rows.length, opts.onProgress);
 
   const templates = new Map<boolean, string>();
   const templateFor = (hasTools: boolean): string => {
@@ -322,7 +327,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     admitted.add(episode);
     const pending = resets.take(episode.index);
     resetting.set(episode, pending);
-    const outcome = await pending;
+    const outcome = await progress.envCall(pending);
     resetting.delete(episode);
     if (outcome.status === 'rejected') rollout.error = `reset failed: ${errorText(outcome.reason)}`;
     else if (!outcome.value.done) {
@@ -345,6 +350,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     stopIds: [tokenizer.eosTokenId],
     maxIterations: config.max_tool_calling_iterations ?? Infinity,
     stats,
+    progress,
     firstTurn: async (episode) => {
       if (!(await admit(episode))) return null;
       // The episode's clock starts with its first turn: its reset was bounded on its own.
@@ -360,7 +366,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     toolTurn: async (episode) => {
       stats.envSteps++;
       const limit = Math.min(callMs, episode.deadline - performance.now());
-      const result = await bounded(runToolTurn(episode, suffixCtx(), config, maxModelLen, stubbornThreshold), limit);
+      const result = await progress.envCall(bounded(runToolTurn(episode, suffixCtx(), config, maxModelLen, stubbornThreshold), limit));
       if (result.done) return result.value;
       driver.timeOut(episode, limit === callMs ? `an env call took over env_call_timeout_s = ${callMs / 1000}` : `episode_timeout_s = ${episodeMs / 1000}`);
       return null;
@@ -379,7 +385,8 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     endEpisode: async (episode) => {
       driver.releaseSequence(episode);
       // The slot is free once the server let the session go; a close that hangs holds it one env call at most.
-      await bounded(closeEnv(episode), callMs);
+      await progress.envCall(bounded(closeEnv(episode), callMs));
+      progress.episodeDone();
     },
   };
 
