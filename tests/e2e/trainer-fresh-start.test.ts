@@ -20,22 +20,23 @@ function reproducible(e: StepEvent): unknown {
 
 describe('a run starts from its model, not from the previous run of the tab', () => {
   let server: EnvServer;
-  const run = (runId: string, env: 'echo' | 'catch', train_mode: 'lora' | 'full'): RunOptions => ({
+  const run = (runId: string, env: 'echo' | 'catch', train_mode: 'lora' | 'full', extra: Partial<RunOptions> = {}): RunOptions => ({
     runId,
     config: { ...E2E_RUN_CONFIG, train_mode, sft_steps: 0, max_steps: 1 },
     envUrl: `${server.url}/envs/${env}`,
     envName: env,
     sftSteps: 0,
     resume: false,
+    ...extra,
   });
   const service = async (): Promise<TrainerService> => {
     const s = new TrainerService({ checkpoints: memoryRunCheckpoints() });
     await s.loadModel({ kind: 'demo' }, { onProgress: () => undefined });
     return s;
   };
-  const firstStep = async (s: TrainerService, opts: RunOptions): Promise<unknown> => {
+  const firstStep = async (s: TrainerService, opts: RunOptions, onStep?: () => void): Promise<unknown> => {
     const steps: StepEvent[] = [];
-    await s.train(opts, { onProgress: () => undefined, onStep: (e) => steps.push(e), onStatus: () => undefined });
+    await s.train(opts, { onProgress: () => undefined, onStep: (e) => (steps.push(e), onStep?.()), onStatus: () => undefined });
     expect(steps.length).toBeGreaterThan(0);
     return reproducible(steps[0]!);
   };
@@ -56,5 +57,24 @@ describe('a run starts from its model, not from the previous run of the tab', ()
     const fullAfter = await firstStep(used, run('catch-full', 'catch', 'full'));
     const clean = { lora: await firstStep(await service(), run('catch-lora', 'catch', 'lora')), full: await firstStep(await service(), run('catch-full', 'catch', 'full')) };
     expect({ lora: loraAfter, full: fullAfter }).toEqual(clean);
+  });
+
+  it('a resume after echo (full) in one service continues from the checkpoint exactly as a fresh service does', async () => {
+    // A LoRA run of two steps, stopped after its first: its checkpoint holds the adapter after step 1.
+    const first = await service();
+    const twoSteps = { ...E2E_RUN_CONFIG, train_mode: 'lora', sft_steps: 0, max_steps: 2 };
+    await firstStep(first, run('resumed', 'catch', 'lora', { config: twoSteps }), () => first.stop());
+    const checkpoint = (await first.exportCheckpoint('resumed'))!;
+    expect(await first.checkpointStep('resumed')).toBe(1);
+
+    const used = await service();
+    await firstStep(used, run('echo-full', 'echo', 'full'));
+    const resumeIn = async (s: TrainerService) => {
+      await s.importCheckpoint('resumed', checkpoint);
+      return firstStep(s, run('resumed', 'catch', 'lora', { config: twoSteps, resume: true }));
+    };
+    const afterEcho = await resumeIn(used);
+    expect(afterEcho).toMatchObject({ step: 1 });
+    expect(afterEcho).toEqual(await resumeIn(await service()));
   });
 });
