@@ -6,6 +6,7 @@
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
+import { stoppableEngine } from '../src/engine/stoppable.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
@@ -374,7 +375,8 @@ class RunSession {
     for (;;) {
       // The same orchestrator as the CLI (src/rl/run.ts): reseeded games, prefetched resets, trainGRPO.
       const steps = grpo({
-        engine,
+        // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
+        engine: stoppableEngine(engine, () => this.control.request === 'stop'),
         tokenizer: loaded.tokenizer,
         config: c,
         task: this.task,
