@@ -5,7 +5,8 @@ import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
-import { looksInterrupted, resumeRun, runPrompts } from '../resume.ts';
+import { liveState, resumeRun, runPrompts } from '../resume.ts';
+import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import type { EvalRow, RolloutView } from '../worker-api.ts';
@@ -47,6 +48,8 @@ export function RunView({ id }: { id: string }) {
   const [busy, setBusy] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   const [files, setFiles] = useState<ArtifactInfo[]>([]);
+  /** Runs other tabs of this browser train (their locks), read with each poll of the store. */
+  const [trainingInTabs, setTrainingInTabs] = useState<Set<string>>(new Set());
   /** Pause/stop pressed and not yet answered by the worker (it stops at the next step boundary). */
   const [requested, setRequested] = useState<'pause' | 'stop' | null>(null);
   const filesVersion = useUi((s) => s.filesVersion);
@@ -70,8 +73,9 @@ export function RunView({ id }: { id: string }) {
     let timer: ReturnType<typeof setTimeout>;
     const poll = async () => {
       try {
-        const r = await api.getRun(id, last);
+        const [r, tabs] = await Promise.all([api.getRun(id, last), runsTrainingInTabs()]);
         if (stop) return;
+        setTrainingInTabs(tabs);
         setRun(r.run);
         if (r.steps.length) {
           last = r.steps[r.steps.length - 1].step;
@@ -101,7 +105,8 @@ export function RunView({ id }: { id: string }) {
   const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
   const shownRollouts = live ? ui.rollouts : rollouts;
   const owned = ownedRuns.get(id);
-  const interrupted = !live && run !== null && looksInterrupted(run, ownedRuns.active());
+  const state = live || run === null ? null : liveState(run, ownedRuns.active(), trainingInTabs);
+  const interrupted = state === 'interrupted';
   const done = shownSteps.length ? shownSteps[shownSteps.length - 1].step + 1 : 0;
   const sftPlanned = Number(run?.config.sft_steps ?? 0);
   const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
@@ -169,6 +174,7 @@ export function RunView({ id }: { id: string }) {
       {ui.statusMessage && live && <p className={status === 'failed' ? 'error' : 'muted'} role="status">{ui.statusMessage}</p>}
       {run?.error && !live && <p className="error">{run.error}</p>}
       {error && <p className="error" role="alert">{error}</p>}
+      {state === 'other-tab' && <p className="banner" data-testid="other-tab-banner">This run is training in another tab of this browser: its controls are there.</p>}
       {interrupted && (
         <div className="banner" data-testid="interrupted-banner">
           This run was interrupted (its tab was closed, reloaded or crashed) at step {done}{total ? ` of ${total}` : ''}.

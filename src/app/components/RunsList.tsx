@@ -4,12 +4,13 @@
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
-import { looksInterrupted, resumeRun } from '../resume.ts';
+import { liveState, resumeRun } from '../resume.ts';
+import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 
 export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
   const [page, setPage] = useState(0);
-  const [data, setData] = useState<{ runs: RunListEntry[]; total: number } | null>(null);
+  const [data, setData] = useState<{ runs: RunListEntry[]; total: number; trainingInTabs: Set<string> } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const modelLoading = useUi((s) => s.modelLoading);
@@ -17,7 +18,10 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
 
   useEffect(() => {
     let stop = false;
-    api.listRuns(pageSize, page * pageSize).then((d) => !stop && setData(d), (e) => !stop && setError(`Cannot list runs: ${(e as Error).message}`));
+    Promise.all([api.listRuns(pageSize, page * pageSize), runsTrainingInTabs()]).then(
+      ([d, trainingInTabs]) => !stop && setData({ ...d, trainingInTabs }),
+      (e) => !stop && setError(`Cannot list runs: ${(e as Error).message}`),
+    );
     return () => {
       stop = true;
     };
@@ -57,8 +61,9 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
           </thead>
           <tbody>
             {data.runs.map((r) => {
-              const interrupted = looksInterrupted(r, active);
-              const status = interrupted ? 'interrupted' : r.status;
+              const state = liveState(r, active, data.trainingInTabs);
+              const interrupted = state === 'interrupted';
+              const status = interrupted ? 'interrupted' : state === 'other-tab' ? 'running in another tab' : r.status;
               const canResume = interrupted && ownedRuns.get(r.id) !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
