@@ -50,7 +50,7 @@ export function RunView({ id }: { id: string }) {
   const [files, setFiles] = useState<ArtifactInfo[]>([]);
   /** Runs other tabs of this browser train (their locks), read with each poll of the store. */
   const [trainingInTabs, setTrainingInTabs] = useState<Set<string>>(new Set());
-  /** Pause/stop pressed and not yet answered by the worker (it stops at the next step boundary). */
+  /** Pause/stop pressed and not yet answered by the worker (pause waits for the step's end, stop for a decode step). */
   const [requested, setRequested] = useState<'pause' | 'stop' | null>(null);
   const filesVersion = useUi((s) => s.filesVersion);
 
@@ -140,7 +140,8 @@ export function RunView({ id }: { id: string }) {
     if (done === 0 && status === 'loading') return 'starting…';
     const of = total ? `step ${done} of ${total}` : `step ${done}`;
     const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
-    if (requested === 'stop') return `${of} · stopping after this step…`;
+    // Stop abandons the step in progress at its next decode step (its work is not kept).
+    if (requested === 'stop') return `${of} · stopping…`;
     if (requested === 'pause') return `${of} · pausing after this step…`;
     if (status === 'running' && total && Number.isFinite(perStep)) return `${of}${phase} · ${formatDuration(perStep * (total - done))} left`;
     if (status === 'running' && done === 0) return `${of} · first step running…`;
