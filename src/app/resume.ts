@@ -34,6 +34,11 @@ export function liveState(run: { id: string; status: string; interrupted?: boole
   return run.interrupted === true || activeHere === run.id ? 'interrupted' : null;
 }
 
+/** This tab's trainer is busy with a run (the run it trained last stays its live view once it ended). */
+export function trainingHere(s: { liveRunId: string | null; status: string }): boolean {
+  return s.liveRunId !== null && (s.status === 'loading' || s.status === 'running' || s.status === 'paused');
+}
+
 export async function resumeRun(run: RunSummary, token: string): Promise<void> {
   // Taken before anything loads: two tabs must never train (or import checkpoints for) one run.
   const claim = await claimRun(run.id);

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
-import { liveState, resumeRun, runPrompts } from '../resume.ts';
+import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
@@ -180,7 +180,7 @@ export function RunView({ id }: { id: string }) {
         <div className="banner" data-testid="interrupted-banner">
           This run was interrupted (its tab was closed, reloaded or crashed) at step {done}{total ? ` of ${total}` : ''}.
           {owned ? (
-            <button className="primary" disabled={!!busy || ui.modelLoading || ui.liveRunId !== null} onClick={() => act('resume', () => resumeRun(run!, owned))}>
+            <button className="primary" disabled={!!busy || ui.modelLoading || trainingHere(ui)} onClick={() => act('resume', () => resumeRun(run!, owned))}>
               {busy === 'resume' ? (ui.modelLoading ? 'loading the model…' : 'resuming…') : 'resume from the last checkpoint'}
             </button>
           ) : (

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
-import { liveState, resumeRun } from '../resume.ts';
+import { liveState, resumeRun, trainingHere } from '../resume.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 
@@ -15,6 +15,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
   const [busy, setBusy] = useState<string | null>(null);
   const modelLoading = useUi((s) => s.modelLoading);
   const liveRunId = useUi((s) => s.liveRunId);
+  const training = useUi(trainingHere);
 
   useEffect(() => {
     let stop = false;
@@ -81,7 +82,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
                     {canResume && (
-                      <button className="primary small" disabled={busy !== null || modelLoading || liveRunId !== null} onClick={() => resume(r.id)} data-testid="resume-run">
+                      <button className="primary small" disabled={busy !== null || modelLoading || training} onClick={() => resume(r.id)} data-testid="resume-run">
                         {busy === r.id ? 'loading model…' : 'resume'}
                       </button>
                     )}
