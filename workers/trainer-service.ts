@@ -6,8 +6,9 @@
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
+import { stoppableEngine } from '../src/engine/stoppable.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
-import type { Engine } from '../src/engine/types.ts';
+import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/grpo/checkpoint.ts';
 import { configFromObject, DEFAULT_CONFIG, type GRPOConfig } from '../src/rl/config.ts';
@@ -37,8 +38,15 @@ export interface TrainerServiceOptions {
 interface ReadyModel {
   loaded: LoadedModel;
   engine: Engine;
+  /** The weight storage the engine was loaded with (a reload uses the same). */
+  weightDtype: 'f16' | 'f32';
   /** The sequence count the load-time memory plan was checked for: every run's decode-slot cap. */
   plannedSequences: number;
+  /**
+   * Full fine-tuning trained the engine's base weights in place since they were uploaded: the next
+   * run must not start from them (see TrainerService.startingPoint).
+   */
+  baseTrained: boolean;
 }
 
 /** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
@@ -139,7 +147,7 @@ export class TrainerService implements TrainerWorkerApi {
       return info;
     }
     const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
-    this.model = { loaded, engine, plannedSequences: plannedWorkload(planned).numSequences };
+    this.model = { loaded, engine, weightDtype: plannedDtype, plannedSequences: plannedWorkload(planned).numSequences, baseTrained: false };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -165,13 +173,39 @@ export class TrainerService implements TrainerWorkerApi {
     return (await this.options.checkpoints.load(runId))?.runStep ?? null;
   }
 
+  /**
+   * Puts the engine where a run starts: exactly the checkpoint's weights, with fresh trainable state of
+   * `mode`. A LoRA run leaves the base weights alone and setTrainable makes new adapters and a new
+   * optimizer, so only after full fine-tuning are the weights uploaded again (from the checkpoint
+   * already in memory, the same upload as a clean load, so the run equals one in a fresh tab bit for
+   * bit). A resumed run then loads its checkpoint over this.
+   */
+  private async startingPoint(model: ReadyModel, mode: TrainableMode): Promise<void> {
+    if (model.baseTrained) {
+      model.engine.destroy();
+      try {
+        model.engine = await loadEngine(model.loaded.checkpoint, { gpu: await this.gpu(), weightDtype: model.weightDtype });
+      } catch (err) {
+        this.model = null;
+        throw new Error(`Could not upload the weights of ${model.loaded.name} again for the new run (${(err as Error).message}): load the model again on the setup page`);
+      }
+      model.baseTrained = false;
+    }
+    model.engine.setTrainable(mode);
+    // Marked as soon as the mode is set: a run that fails mid-step has trained the weights just the same.
+    if (mode.kind === 'full') model.baseTrained = true;
+  }
+
   async train(opts: RunOptions, events: WorkerEvents): Promise<void> {
     const model = this.ready();
     if (this.control) throw new Error('A run is already training in this tab');
     const control = (this.control = new RunControl());
     try {
+      const config = configFromObject(withoutUnknownKeys(opts.config));
       const task = await runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded), prompts: opts.prompts });
-      const outcome = await new RunSession(model, task, opts, events, control, this.options.checkpoints, this.meter).run();
+      const session = new RunSession(model, config, task, opts, events, control, this.options.checkpoints, this.meter);
+      await this.startingPoint(model, trainableMode(config));
+      const outcome = await session.run();
       events.onStatus({ status: outcome });
     } catch (err) {
       events.onStatus({ status: 'failed', message: (err as Error).message });
@@ -219,7 +253,6 @@ type Outcome = 'finished' | 'stopped';
 
 /** One train() call: SFT warm-up, then GRPO, with pause/stop and per-run checkpoints. */
 class RunSession {
-  private readonly config: GRPOConfig;
   /** SFT steps of the run: from the options, or from the checkpoint when resuming. */
   private sftTotal: number;
   private readonly grpoTotal: number;
@@ -227,8 +260,10 @@ class RunSession {
   private pendingRollouts: Rollout[] | null = null;
   private lastNumTokens = 0;
 
+  /** `model`'s engine is at the run's starting point already (TrainerService.startingPoint). */
   constructor(
     private readonly model: ReadyModel,
+    private readonly config: GRPOConfig,
     private readonly task: RunTask,
     private readonly opts: RunOptions,
     private readonly events: WorkerEvents,
@@ -236,7 +271,6 @@ class RunSession {
     private readonly checkpoints: RunCheckpoints,
     private readonly meter: GpuMemoryMeter | null,
   ) {
-    this.config = configFromObject(withoutUnknownKeys(opts.config));
     if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
     this.sftTotal = opts.sftSteps;
     this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
@@ -255,7 +289,6 @@ class RunSession {
       // The run's own plan, whatever the resuming page asked: its steps keep their numbers.
       this.sftTotal = stored.sftSteps;
     }
-    engine.setTrainable(trainableMode(this.config));
     this.events.onStatus({ status: 'running', message: stored ? `resuming from step ${stored.runStep}` : undefined });
     const checkpoint = stored ? deserializeCheckpoint(stored.files) : undefined;
     const sftDone = stored?.sftStepsDone ?? 0;
@@ -344,7 +377,8 @@ class RunSession {
     for (;;) {
       // The same orchestrator as the CLI (src/rl/run.ts): reseeded games, prefetched resets, trainGRPO.
       const steps = grpo({
-        engine,
+        // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
+        engine: stoppableEngine(engine, () => this.control.request === 'stop'),
         tokenizer: loaded.tokenizer,
         config: c,
         task: this.task,

@@ -4,6 +4,7 @@
 // view of it, after a reload too).
 import { api, ownedRuns } from './api.ts';
 import { formatBytes } from './format.ts';
+import { claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts';
 import { successRate } from './run-metrics.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
@@ -55,7 +56,21 @@ export async function keepRunFiles(runId: string, token: string, config: Record<
   if (problems.length) throw new Error(`Not kept with the run: ${problems.join('; ')}`);
 }
 
-export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }): Promise<void> {
+/**
+ * Trains the run in this tab, holding its lock (run-lock.ts) until the trainer is done with it: `claim`
+ * when the caller took it already (a resume checks before loading anything), else taken here.
+ */
+export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }, claim?: RunClaim): Promise<void> {
+  const held = claim ?? (await claimRun(opts.runId));
+  if (!held) throw new Error(TRAINING_IN_ANOTHER_TAB);
+  try {
+    await trainLive(opts);
+  } finally {
+    held.release();
+  }
+}
+
+async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }): Promise<void> {
   const ui = useUi.getState();
   ui.resetRun(opts.runId);
   ownedRuns.setActive(opts.runId);
@@ -91,7 +106,8 @@ export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: st
           lastWrite = Date.now();
           post(() => api.setStatus(opts.runId, token, s.status, s.message));
           if (s.status === 'paused' || s.status === 'finished' || s.status === 'stopped') saveFiles();
-          if (s.status === 'finished' || s.status === 'stopped' || s.status === 'failed') ownedRuns.setActive(null);
+          // Another tab may have started a run since: its marker stays.
+          if ((s.status === 'finished' || s.status === 'stopped' || s.status === 'failed') && ownedRuns.active() === opts.runId) ownedRuns.setActive(null);
         },
       }),
     );

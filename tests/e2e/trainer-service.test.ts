@@ -137,6 +137,27 @@ describe('trainer worker API (Node)', () => {
     await expect(reloaded.train(run('unknown-run', { resume: true }), recorder().events)).rejects.toThrow(/No checkpoint is kept/);
   });
 
+  it('stops in the middle of a generation within a decode step, keeping the last checkpoint for a resume', async () => {
+    // Long completions: the first generation decodes for many seconds (about 14 s here on SwiftShader).
+    const long = { ...E2E_RUN_CONFIG, max_steps: 1, max_completion_length: 400 };
+    const r = recorder();
+    const training = service.train(run('run-stop', { sftSteps: 0, config: long }), r.events);
+    await expect.poll(() => r.statuses.at(-1), { timeout: 60_000, interval: 20 }).toBe('running');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const t0 = performance.now();
+    service.stop();
+    await training;
+    // Measured: 20 ms; before stop reached the decode loop it waited out the generation (18 s).
+    expect(performance.now() - t0).toBeLessThan(4000);
+    expect(r.statuses).toEqual(['running', 'stopped']);
+    expect(r.steps).toEqual([]);
+    expect(await service.checkpointStep('run-stop')).toBe(0);
+    const again = recorder();
+    await service.train(run('run-stop', { sftSteps: 0, resume: true, config: { ...long, max_completion_length: 24 } }), again.events);
+    expect(again.statuses).toEqual(['running', 'finished']);
+    expect(again.steps.map((s) => s.step)).toEqual([0]);
+  });
+
   it('resumes a run stopped during its SFT warm-up with the rest of the warm-up', async () => {
     const config = { ...E2E_RUN_CONFIG, max_steps: 1 };
     const r = recorder((e) => {

@@ -351,6 +351,29 @@ describe('trainer loop with a fake engine', () => {
     expect(deserializeCheckpoint(store.saved.get(2)!).counters).toMatchObject({ step: 2, generation: 2 });
   });
 
+  it('a pause while a generation plays resumes exactly, its tokens counted once', async () => {
+    const straight = new FakeEngine();
+    const cfg = config({ max_steps: 2 });
+    const all = await collect(trainGRPO({ engine: straight.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(straight), rewardFuncs: [fracOnes] }));
+
+    // The pause arrives while generation 2 is played: it finishes, then the trainer stops before its step.
+    const paused = new FakeEngine();
+    const store = memoryStore();
+    const ctrl = new AbortController();
+    const play = fakeRollouts(paused);
+    const rollouts = async (req: GenerationRequest) => {
+      if (req.step === 1) ctrl.abort();
+      return play(req);
+    };
+    const first = await collect(trainGRPO({ engine: paused.asEngine(), config: cfg, dataset, rollouts, rewardFuncs: [fracOnes], checkpointStore: store, signal: ctrl.signal }));
+    expect(first.map((e) => e.step)).toEqual([1]);
+    const ckpt = deserializeCheckpoint(store.saved.get(1)!);
+    expect(ckpt.counters.numTokens).toBe(all[0]!.metrics.num_tokens);
+    const resumed = new FakeEngine(99);
+    const rest = await collect(trainGRPO({ engine: resumed.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(resumed), rewardFuncs: [fracOnes], resume: ckpt }));
+    expect(rest.map((e) => e.metrics.num_tokens)).toEqual([all[1]!.metrics.num_tokens]);
+  });
+
   it('an env failure makes the rollout unscorable (advantage 0) and is reported', async () => {
     const fake = new FakeEngine();
     const base = fakeRollouts(fake);

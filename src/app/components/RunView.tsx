@@ -6,7 +6,8 @@ import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type Step
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
 import { secondsLeft } from '../time-left.ts';
-import { looksInterrupted, resumeRun, runPrompts } from '../resume.ts';
+import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
+import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import type { EvalRow } from '../worker-api.ts';
@@ -67,7 +68,9 @@ export function RunView({ id }: { id: string }) {
   const [busy, setBusy] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   const [files, setFiles] = useState<ArtifactInfo[]>([]);
-  /** Pause/stop pressed and not yet answered by the worker (it stops at the next step boundary). */
+  /** Runs other tabs of this browser train (their locks), read with each poll of the store. */
+  const [trainingInTabs, setTrainingInTabs] = useState<Set<string>>(new Set());
+  /** Pause/stop pressed and not yet answered by the worker (pause waits for the step's end, stop for a decode step). */
   const [requested, setRequested] = useState<'pause' | 'stop' | null>(null);
   const filesVersion = useUi((s) => s.filesVersion);
 
@@ -90,8 +93,9 @@ export function RunView({ id }: { id: string }) {
     let timer: ReturnType<typeof setTimeout>;
     const poll = async () => {
       try {
-        const r = await api.getRun(id, last);
+        const [r, tabs] = await Promise.all([api.getRun(id, last), runsTrainingInTabs()]);
         if (stop) return;
+        setTrainingInTabs(tabs);
         setRun(r.run);
         if (r.steps.length) {
           last = r.steps[r.steps.length - 1].step;
@@ -134,7 +138,8 @@ export function RunView({ id }: { id: string }) {
   const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
   const shownRollouts = live ? ui.rollouts : rollouts;
   const owned = ownedRuns.get(id);
-  const interrupted = !live && run !== null && looksInterrupted(run, ownedRuns.active());
+  const state = live || run === null ? null : liveState(run, ownedRuns.active(), trainingInTabs);
+  const interrupted = state === 'interrupted';
   const done = shownSteps.length ? shownSteps[shownSteps.length - 1].step + 1 : 0;
   const sftPlanned = Number(run?.config.sft_steps ?? 0);
   const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
@@ -165,13 +170,14 @@ export function RunView({ id }: { id: string }) {
 
   const training = live && (status === 'running' || status === 'paused');
   /** This tab is starting or training the run: it cannot be deleted under the trainer. */
-  const trainingHere = live && !['finished', 'stopped', 'failed'].includes(status);
+  const deleteBlocked = live && !['finished', 'stopped', 'failed'].includes(status);
   const progressLabel = (() => {
     if (!live) return '';
     if (done === 0 && status === 'loading') return 'starting…';
     const of = total ? `step ${done} of ${total}` : `step ${done}`;
     const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
-    if (requested === 'stop') return `${of} · stopping after this step…`;
+    // Stop abandons the step in progress at its next decode step (its work is not kept).
+    if (requested === 'stop') return `${of} · stopping…`;
     if (requested === 'pause') return `${of} · pausing after this step…`;
     if (status === 'running' && Number.isFinite(left)) {
       return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
@@ -209,8 +215,8 @@ export function RunView({ id }: { id: string }) {
           {run && owned && (
             <button
               className="danger"
-              disabled={!!busy || trainingHere}
-              title={trainingHere ? 'stop the run before deleting it' : 'delete this run, its steps, rollouts and files'}
+              disabled={!!busy || deleteBlocked}
+              title={deleteBlocked ? 'stop the run before deleting it' : 'delete this run, its steps, rollouts and files'}
               data-testid="delete-run"
               onClick={() => {
                 if (!confirm(`Delete the run "${run.name}"? Its steps, rollouts and kept files are removed for good.`)) return;
@@ -233,11 +239,12 @@ export function RunView({ id }: { id: string }) {
       {ui.statusMessage && live && <p className={status === 'failed' ? 'error' : 'muted'} role="status">{ui.statusMessage}</p>}
       {run?.error && !live && <p className="error">{run.error}</p>}
       {error && <p className="error" role="alert">{error}</p>}
+      {state === 'other-tab' && <p className="banner" data-testid="other-tab-banner">This run is training in another tab of this browser: its controls are there.</p>}
       {interrupted && (
         <div className="banner" data-testid="interrupted-banner">
           This run was interrupted (its tab was closed, reloaded or crashed) at step {done}{total ? ` of ${total}` : ''}.
           {owned ? (
-            <button className="primary" disabled={!!busy || ui.modelLoading || ui.liveRunId !== null} onClick={() => act('resume', () => resumeRun(run!, owned))}>
+            <button className="primary" disabled={!!busy || ui.modelLoading || trainingHere(ui)} onClick={() => act('resume', () => resumeRun(run!, owned))}>
               {busy === 'resume' ? (ui.modelLoading ? 'loading the model…' : 'resuming…') : 'resume from the last checkpoint'}
             </button>
           ) : (

@@ -5,12 +5,13 @@
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
-import { looksInterrupted, resumeRun } from '../resume.ts';
+import { liveState, resumeRun } from '../resume.ts';
+import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 
 export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
   const [page, setPage] = useState(0);
-  const [data, setData] = useState<{ runs: RunListEntry[]; total: number } | null>(null);
+  const [data, setData] = useState<{ runs: RunListEntry[]; total: number; trainingInTabs: Set<string> } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   /** Bumped after a delete: the page is listed again. */
@@ -22,7 +23,10 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
 
   useEffect(() => {
     let stop = false;
-    api.listRuns(pageSize, page * pageSize).then((d) => !stop && setData(d), (e) => !stop && setError(`Cannot list runs: ${(e as Error).message}`));
+    Promise.all([api.listRuns(pageSize, page * pageSize), runsTrainingInTabs()]).then(
+      ([d, trainingInTabs]) => !stop && setData({ ...d, trainingInTabs }),
+      (e) => !stop && setError(`Cannot list runs: ${(e as Error).message}`),
+    );
     return () => {
       stop = true;
     };
@@ -77,8 +81,9 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
           </thead>
           <tbody>
             {data.runs.map((r) => {
-              const interrupted = looksInterrupted(r, active);
-              const status = interrupted ? 'interrupted' : r.status;
+              const state = liveState(r, active, data.trainingInTabs);
+              const interrupted = state === 'interrupted';
+              const status = interrupted ? 'interrupted' : state === 'other-tab' ? 'running in another tab' : r.status;
               const token = ownedRuns.get(r.id);
               const canResume = interrupted && token !== null;
               return (
@@ -97,7 +102,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
                     {canResume && (
-                      <button className="primary small" disabled={busy !== null || modelLoading || liveRunId !== null} onClick={() => resume(r.id)} data-testid="resume-run">
+                      <button className="primary small" disabled={busy !== null || modelLoading || training !== null} onClick={() => resume(r.id)} data-testid="resume-run">
                         {busy === r.id ? 'loading model…' : 'resume'}
                       </button>
                     )}

@@ -244,6 +244,8 @@ interface Generation {
   g: number;
   startedAt: number;
   rollouts: TrainerRollout[];
+  /** Prompt and completion tokens of its rollouts (num_tokens counts them). */
+  tokens: number;
   sequences: ScoreSequence[];
   masks: Float32Array[];
   advantages: ArrayLike<number>;
@@ -341,7 +343,9 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const N = rollouts.length;
   const masks = rollouts.map((r) => lossMask(r, c));
   const unscorable = rollouts.flatMap((r, i) => (r.error ? [{ rollout: i, reason: r.error }] : []));
-  counters.numTokens += rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
+  // Counted when the generation's first optimizer step is taken: a pause before it saves a checkpoint
+  // the generation is played again from, and must not count its tokens twice.
+  const tokens = rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
 
   // Rewards and advantages. An env failure makes every reward of that rollout NaN.
   const R = await computeRewardMatrix(opts.rewardFuncs, {
@@ -398,7 +402,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
     advantage: advantages[i]!,
   }));
   return {
-    g, startedAt, rollouts, sequences, masks, advantages, R, rewards, std, unscorable,
+    g, startedAt, rollouts, tokens, sequences, masks, advantages, R, rewards, std, unscorable,
     lossOpts: lossOptionsFromConfig(c, numItemsInBatch), logpOld, logpRef, microBatches, stats, completions, next,
   };
 }
@@ -467,6 +471,7 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       if (!Number.isFinite(res.gradNorm)) {
         throw new TrainingError(`step ${counters.step + 1}: the gradient norm is ${res.gradNorm}; the weights are no longer valid, resume from the last saved checkpoint`);
       }
+      if (counters.step === stepAtGenerationStart) counters.numTokens += gen.tokens;
       counters.step++;
       if (c.save_steps > 0 && counters.step % c.save_steps === 0) saveDue = true;
       const now = performance.now();
