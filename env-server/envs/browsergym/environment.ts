@@ -13,6 +13,7 @@ import type { AnyEnvInstance, WireObservation } from '../types.ts';
 import { cryptoRng, seededRng } from '../rng.ts';
 import { executeAction, type Tabs } from './actions.ts';
 import type { FlattenOptions } from './axtree.ts';
+import { cleanMessage } from './error-text.ts';
 import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
 import { screenshotPixels } from './screenshot.ts';
@@ -30,7 +31,7 @@ export interface BrowserGymOptions {
   /** The page's episode time limit in ms (BrowserGym: 1 000 000). */
   episodeMaxTimeMs: number;
   axtree: FlattenOptions;
-  /** Element actions' timeout, ms (BrowserGym: 500). */
+  /** Element actions' wait for the page and the element, ms (BrowserGym: 500; ours is longer). */
   actionTimeoutMs: number;
   /** A reset or step taking longer (ms) closes the session's context and answers an error. */
   stepTimeoutMs: number;
@@ -52,8 +53,9 @@ function screenshotMode(value: unknown): ScreenshotMode {
   throw new Error(`screenshot must be true, false, 'pixels' or 'png', got ${JSON.stringify(value)}`);
 }
 
+/** An infrastructure error's text for `error`: Playwright's first line, without its call log or colours. */
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return cleanMessage(err instanceof Error ? err.message : String(err));
 }
 
 const LOST_BY_CRASH = "This session's browser context was closed (browser or tab crash)";

@@ -47,8 +47,8 @@ export interface BrowserGymEnvOptions {
   episodeMaxTimeMs?: number;
   axtree?: FlattenOptions;
   /**
-   * Element actions (click, fill, …) give up after this long. Default $BROWSERGYM_ACTION_TIMEOUT_MS,
-   * else BrowserGym's 500; a busy machine with many sessions may need more.
+   * Element actions (click, fill, …) wait this long for the page and the element. Default
+   * $BROWSERGYM_ACTION_TIMEOUT_MS, else DEFAULT_ACTION_TIMEOUT_MS; must stay below the step deadline.
    */
   actionTimeoutMs?: number;
   /**
@@ -67,6 +67,13 @@ export interface BrowserGymEnvOptions {
   /** Where the browser's warnings go (default stderr). */
   warn?: (line: string) => void;
 }
+
+/**
+ * BrowserGym's 500 ms per element action fails correct actions on a busy machine (8 sessions on 2
+ * cores: every click timed out). A wrong action waiting this long costs a step; a right one failing
+ * costs the episode. It stays well inside the 20 s step deadline.
+ */
+export const DEFAULT_ACTION_TIMEOUT_MS = 5000;
 
 /** No deadline may exceed this: a step that can hold a session for longer is not bounded in any useful sense. */
 const MAX_STEP_TIMEOUT_S = 300;
@@ -92,7 +99,7 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
     rendererMemoryMb: options.rendererMemoryMb ?? envInt(env.BROWSERGYM_RENDERER_MEMORY_MB, 'BROWSERGYM_RENDERER_MEMORY_MB', DEFAULT_RENDERER_MEMORY_MB),
     warn: options.warn,
   });
-  const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500);
+  const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', DEFAULT_ACTION_TIMEOUT_MS);
   const stepTimeoutMs = options.stepTimeoutMs ?? 1000 * envInt(env.BROWSERGYM_STEP_TIMEOUT_S, 'BROWSERGYM_STEP_TIMEOUT_S', 20, MAX_STEP_TIMEOUT_S);
   if (!(stepTimeoutMs > actionTimeoutMs)) throw new Error(`browsergym: the step deadline (${stepTimeoutMs} ms, BROWSERGYM_STEP_TIMEOUT_S) must exceed the element action timeout (${actionTimeoutMs} ms, BROWSERGYM_ACTION_TIMEOUT_MS)`);
   const settings = {
