@@ -10,7 +10,8 @@ import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
 import { defaultMetadata } from '../metadata.ts';
 import { DEFAULT_RENDERER_HEAP_MB, DEFAULT_RENDERER_MEMORY_MB, SharedBrowser } from './browser.ts';
 import { BrowserGymEnvironment } from './environment.ts';
-import type { FlattenOptions } from './axtree.ts';
+import { parseAxtreeForm, type AxtreeForm } from './axtree.ts';
+import type { MiniwobSource } from './miniwob-source.ts';
 import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
 
 export { MINIWOB_TASKS } from './tasks/index.ts';
@@ -45,7 +46,11 @@ export interface BrowserGymEnvOptions {
   viewport?: { width: number; height: number };
   /** The pages' episode time limit, ms (default 1 000 000, BrowserGym's). */
   episodeMaxTimeMs?: number;
-  axtree?: FlattenOptions;
+  /**
+   * The tree's form when reset names none (reset's `axtree` kwarg can): BrowserGym's own output, or
+   * `classic`. Default $BROWSERGYM_AXTREE, else 'browsergym'.
+   */
+  axtree?: AxtreeForm;
   /**
    * Element actions (click, fill, …) wait this long for the page and the element. Default
    * $BROWSERGYM_ACTION_TIMEOUT_MS, else DEFAULT_ACTION_TIMEOUT_MS; must stay below the step deadline.
@@ -64,6 +69,8 @@ export interface BrowserGymEnvOptions {
   rendererMemoryMb?: number;
   /** The tasks reset may pick (default: all of MINIWOB_TASKS). */
   tasks?: ReadonlyMap<string, MiniwobTask>;
+  /** A real MiniWoB++ folder (miniwobSource()): its tasks replace the built-in ones. */
+  miniwob?: MiniwobSource;
   /** Where the browser's warnings go (default stderr). */
   warn?: (line: string) => void;
 }
@@ -92,8 +99,10 @@ export type BrowserGymEnvDefinition = EnvDefinition<Instance> & {
 
 export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: NodeJS.ProcessEnv = process.env): BrowserGymEnvDefinition {
   const tasks = options.tasks ?? MINIWOB_TASKS;
-  const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || 'click-test');
-  if (!tasks.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...tasks.keys()].join(', ')})`);
+  const names = options.miniwob ? options.miniwob.names : [...tasks.keys()];
+  // A folder without click-test still has a default: its first task.
+  const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || (names.includes('click-test') ? 'click-test' : names[0]!));
+  if (!names.includes(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${names.join(', ')})`);
   const browser = new SharedBrowser({
     rendererHeapMb: options.rendererHeapMb ?? envInt(env.BROWSERGYM_RENDERER_HEAP_MB, 'BROWSERGYM_RENDERER_HEAP_MB', DEFAULT_RENDERER_HEAP_MB),
     rendererMemoryMb: options.rendererMemoryMb ?? envInt(env.BROWSERGYM_RENDERER_MEMORY_MB, 'BROWSERGYM_RENDERER_MEMORY_MB', DEFAULT_RENDERER_MEMORY_MB),
@@ -111,7 +120,8 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
       height: envInt(env.BROWSERGYM_VIEWPORT_HEIGHT, 'BROWSERGYM_VIEWPORT_HEIGHT', 720),
     },
     episodeMaxTimeMs: options.episodeMaxTimeMs ?? 1_000_000,
-    axtree: options.axtree ?? {},
+    axtree: options.axtree ?? (env.BROWSERGYM_AXTREE ? parseAxtreeForm(env.BROWSERGYM_AXTREE, 'BROWSERGYM_AXTREE') : 'browsergym'),
+    miniwob: options.miniwob,
     actionTimeoutMs,
     stepTimeoutMs,
     maxEpisodeSteps: options.maxEpisodeSteps ?? envInt(env.BROWSERGYM_MAX_EPISODE_STEPS, 'BROWSERGYM_MAX_EPISODE_STEPS', 1000),
