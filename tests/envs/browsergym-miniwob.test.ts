@@ -14,6 +14,9 @@ import { FOLDER_BASE_URL, miniwobFolder, miniwobUrl } from '../../env-server/env
 import { pageSeed } from '../../env-server/envs/browsergym/seed.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { Session } from './browsergym-session.ts';
+import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
+import { resolveEnv } from '../../src/cli/tasks.ts';
+import { run as train } from '../../src/cli/train.ts';
 
 const FOLDER = new URL('../fixtures/miniwob/html/miniwob', import.meta.url).pathname;
 const FRAMES = JSON.parse(readFileSync(new URL('./browsergym-vectors/real-frames.json', import.meta.url), 'utf8')) as {
@@ -96,6 +99,26 @@ describe('browsergym over a MiniWoB++ folder', () => {
       await s.close();
     }
   }, 30_000);
+});
+
+describe('the browsergym task over a folder (train --env browsergym:click-test,enter-text --miniwob DIR)', () => {
+  it("takes the folder's task names, and its episodes are the folder's pages in BrowserGym's tree form", async () => {
+    const folder = await miniwobFolder(FOLDER);
+    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, folder);
+    expect(task.dataset(3).map((row) => row.task_name)).toEqual(['click-test', 'enter-text', 'click-test']);
+    expect(browsergymTask(parseBrowserGymMix('mix', folder.names)).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
+    const env = task.envFactory({ browsergym: `${server.url}/envs/browsergym` })();
+    try {
+      const observation = await env.reset(task.dataset(2)[1]!);
+      expect(observation).toContain(`Page structure:\n${realTree('enter-text')}`);
+    } finally {
+      await env.close?.();
+    }
+    // The CLI names the folder's tasks when --env asks for another (before any model is loaded).
+    await expect(train(['--model', '/nonexistent', '--env', 'browsergym:book-flight', '--miniwob', FOLDER])).rejects.toThrow(
+      "browsergym: unknown task 'book-flight' (have click-test, enter-text, or mix)",
+    );
+  }, 60_000);
 });
 
 describe('MiniWoB++ sources', () => {

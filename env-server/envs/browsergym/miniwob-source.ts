@@ -10,7 +10,7 @@ import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 /** Where a folder's pages appear to the browser (a folder URL keeps its own address). */
 export const FOLDER_BASE_URL = 'http://miniwob.localhost/miniwob/';
 /** Siblings of `html/miniwob/` that MiniWoB++'s pages load scripts, styles and images from. */
-const SIBLINGS = ['core', 'common', 'flight'];
+const SIBLINGS = ['core', 'common'];
 /** No MiniWoB++ file comes near this (the largest is a few hundred KB). */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 const FETCH_TIMEOUT_MS = 15_000;
