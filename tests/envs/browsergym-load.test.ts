@@ -68,6 +68,36 @@ describe('browsergym under load', () => {
     }
   }, 60_000);
 
+  it('screenshots at the default 1280 × 720 viewport come scaled to 512 px, and /health answers while they are taken', async () => {
+    const s = await Session.open(server);
+    const healthMs: number[] = [];
+    let taking = true;
+    const poll = (async () => {
+      while (taking) {
+        const t0 = Date.now();
+        await fetch(`${server.url}/health`);
+        healthMs.push(Date.now() - t0);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    try {
+      const pixels = (await s.reset({ task_name: 'click-test', seed: 1, screenshot: true })).data.observation.screenshot as number[][][];
+      expect([pixels.length, pixels[0]!.length, pixels[0]![0]!.length]).toEqual([288, 512, 3]);
+      // The reset's choice holds for its steps.
+      const after = (await s.step("click('13')")).data.observation.screenshot as number[][][];
+      expect([after.length, after[0]!.length]).toEqual([288, 512]);
+      const png = String((await s.reset({ task_name: 'click-test', seed: 1, screenshot: 'png' })).data.observation.screenshot);
+      const bytes = Buffer.from(png.replace(/^data:image\/png;base64,/, ''), 'base64');
+      // The PNG header's IHDR chunk: width, height.
+      expect([bytes.readUInt32BE(16), bytes.readUInt32BE(20)]).toEqual([512, 288]);
+    } finally {
+      taking = false;
+      await poll;
+      await s.close();
+    }
+    expect(Math.max(...healthMs)).toBeLessThan(1500);
+  }, 60_000);
+
   it('cleanMessage keeps the first line of a timeout, uncoloured', () => {
     const node = 'locator.click: Timeout 500ms exceeded.\nCall log:\n\x1b[2m  - waiting for locator(\'[bid="13"]\')\x1b[22m\n';
     expect(cleanMessage(node)).toBe('Locator.click: Timeout 500ms exceeded.');

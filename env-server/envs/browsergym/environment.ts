@@ -16,7 +16,7 @@ import { axtreeOptions, parseAxtreeForm, type AxtreeForm, type FlattenOptions } 
 import { cleanMessage } from './error-text.ts';
 import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
-import { screenshotPixels } from './screenshot.ts';
+import { screenshot } from './screenshot.ts';
 import { pageSeed } from './seed.ts';
 import type { MiniwobSource } from './miniwob-source.ts';
 import { HIDE_HUMAN_DISPLAY, startRealEpisode, READ_GOAL } from './miniwob-episode.ts';
@@ -38,6 +38,8 @@ export interface BrowserGymOptions {
   actionTimeoutMs: number;
   /** A reset or step taking longer (ms) closes the session's context and answers an error. */
   stepTimeoutMs: number;
+  /** Screenshots are scaled to fit this many pixels on their longest side. */
+  screenshotMaxSide: number;
   /** Steps one episode may take; a step past them ends the episode without running. */
   maxEpisodeSteps: number;
   /** The tasks reset may pick (default MINIWOB_TASKS). */
@@ -322,12 +324,12 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       // A page mid-navigation or about:blank has no tree: upstream sends "" as well.
     }
     this.currentUrl = page.url();
-    const screenshot = this.screenshot === false ? null : await screenshotPixels(page, this.screenshot);
+    const shot = this.screenshot === false ? null : await screenshot(page, this.screenshot, this.opts.screenshotMaxSide);
     return {
       observation: {
         text: axtree !== '' ? axtree : pruned,
         url: this.currentUrl,
-        screenshot,
+        screenshot: shot,
         goal: this.goal,
         axtree_txt: axtree,
         pruned_html: pruned,

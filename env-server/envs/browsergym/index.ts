@@ -10,6 +10,7 @@ import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
 import { defaultMetadata } from '../metadata.ts';
 import { DEFAULT_RENDERER_HEAP_MB, DEFAULT_RENDERER_MEMORY_MB, SharedBrowser } from './browser.ts';
 import { BrowserGymEnvironment } from './environment.ts';
+import { DEFAULT_SCREENSHOT_MAX_SIDE } from './screenshot.ts';
 import { parseAxtreeForm, type AxtreeForm } from './axtree.ts';
 import type { MiniwobSource } from './miniwob-source.ts';
 import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
@@ -61,6 +62,8 @@ export interface BrowserGymEnvOptions {
    * closed and the step answers an error. Default $BROWSERGYM_STEP_TIMEOUT_S × 1000, else 20 s.
    */
   stepTimeoutMs?: number;
+  /** Screenshots' longest side, pixels. Default $BROWSERGYM_SCREENSHOT_MAX_SIDE, else 512 (TRL's VLM thumbnails). */
+  screenshotMaxSide?: number;
   /** Steps per episode. Default $BROWSERGYM_MAX_EPISODE_STEPS, else 1000. */
   maxEpisodeSteps?: number;
   /** Each renderer's JS heap limit, MiB. Default $BROWSERGYM_RENDERER_HEAP_MB, else 256. */
@@ -124,6 +127,7 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
     miniwob: options.miniwob,
     actionTimeoutMs,
     stepTimeoutMs,
+    screenshotMaxSide: options.screenshotMaxSide ?? envInt(env.BROWSERGYM_SCREENSHOT_MAX_SIDE, 'BROWSERGYM_SCREENSHOT_MAX_SIDE', DEFAULT_SCREENSHOT_MAX_SIDE, 4096),
     maxEpisodeSteps: options.maxEpisodeSteps ?? envInt(env.BROWSERGYM_MAX_EPISODE_STEPS, 'BROWSERGYM_MAX_EPISODE_STEPS', 1000),
   };
   return {
