@@ -1,7 +1,9 @@
 // One browsergym session (specs/browsergym.md §2.4–§2.6): reset opens the task page in the session's
 // own browser context, step runs BrowserGym action text, and every reply carries BrowserGym's
 // observation. Unlike upstream, reset's `task_name` picks the task (one server serves them all) and
-// `error` carries the action's error text so a model can read what went wrong.
+// `error` carries the action's error text so a model can read what went wrong. The tasks are ours
+// (pages generated here from the seed) or a real MiniWoB++ folder's (the page seeds itself, run by
+// BrowserGym's episode contract, miniwob-episode.ts).
 //
 // Every reset and step has a hard deadline: past it the session's browser context is closed (its
 // renderer with it), whatever the page does — a page spinning in JS blocks every Playwright call on

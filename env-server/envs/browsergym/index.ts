@@ -1,5 +1,6 @@
 // `/envs/browsergym`: OpenEnv's BrowserGym environment (specs/browsergym.md §2) over webgrpo's own
-// MiniWoB-style tasks, driven in one shared headless Chromium with a browser context per session.
+// MiniWoB-style tasks or a real MiniWoB++ folder (miniwob-source.ts), driven in one shared headless
+// Chromium with a browser context per session.
 // Its own session cap (default 8, $BROWSERGYM_MAX_CONCURRENT_ENVS) bounds the browser's memory
 // below the server-wide cap.
 
