@@ -103,7 +103,7 @@ export async function benchRollouts(raw: Record<string, string> = {}) {
       // reset and skews one scheduler. Element actions get 10 s instead of BrowserGym's 500 ms: on a
       // busy machine a timed-out click would be an env error one scheduler sees and the other not.
       const envs = bench.env === 'browsergym'
-        ? { browsergym: createBrowserGymEnv({ maxConcurrentEnvs: Math.max(8, episodes), actionTimeoutMs: 10_000 }) }
+        ? { browsergym: createBrowserGymEnv({ maxConcurrentEnvs: Math.max(8, episodes), actionTimeoutMs: 10_000, axtree: 'classic' }) }
         : undefined;
       server = await createEnvServer({ port: 0, maxConcurrentEnvs: Math.max(64, episodes), ...(envs ? { envs } : {}) });
       envUrl = `${server.url}/envs/${bench.env}`;

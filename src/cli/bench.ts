@@ -20,10 +20,12 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   browsergym: {
     load: async () => {
       const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('../../bench/env-server/browsergym.ts');
-      return (opts) => benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+      const { benchBrowserGymTasks, parseBenchBrowserGymTasksArgs } = await import('../../bench/env-server/browsergym-tasks.ts');
+      return ({ 'per-task': perTask, ...opts }) =>
+        perTask === 'true' ? benchBrowserGymTasks(parseBenchBrowserGymTasksArgs(opts)) : benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
     },
-    help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts',
-    options: { sessions: { type: 'string' }, cap: { type: 'string' }, steps: { type: 'string' } },
+    help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts; --per-task [--tasks a,b] [--miniwob DIR|URL] [--rounds N]: per task at 1 and 8 sessions, reset/step p50/p99 and reply bytes',
+    options: { sessions: { type: 'string' }, cap: { type: 'string' }, steps: { type: 'string' }, 'per-task': { type: 'boolean' }, tasks: { type: 'string' }, miniwob: { type: 'string' }, rounds: { type: 'string' } },
   },
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,

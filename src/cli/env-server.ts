@@ -38,6 +38,11 @@ options:
                               addresses and --host only; others get 421); repeatable
   --allow-origin ORIGIN       also trust web pages at this origin (e.g. http://localhost:5173);
                               default: only the server's own and non-browser clients; repeatable
+  --miniwob DIR|URL           /envs/browsergym serves a real MiniWoB++ html/miniwob/ folder (or an
+                              http(s) URL of one, fetched by the server) instead of the 21 built-in
+                              tasks: every task in it by name, BrowserGym's episodes (default $MINIWOB_URL)
+  --axtree browsergym|classic the browsergym tree's form when reset names none (default
+                              $BROWSERGYM_AXTREE, else browsergym: the real server's trees)
   --help                      this text`;
 
 type Parsed = { options: EnvServerOptions & { port: number } } | { help: true };
@@ -80,7 +85,30 @@ export const ENV_SERVER_OPTIONS: OptionTable = {
   upstream: { type: 'string', multiple: true },
   'allow-host': { type: 'string', multiple: true },
   'allow-origin': { type: 'string', multiple: true },
+  miniwob: { type: 'string' },
+  axtree: { type: 'string' },
 };
+
+/**
+ * The envs to serve when `--miniwob` / $MINIWOB_URL or `--axtree` changes browsergym; undefined
+ * keeps the built-ins as they are. A folder that is missing or lists no task is an error here, at start.
+ */
+export async function browsergymEnvs(p: ParsedArgs, env: NodeJS.ProcessEnv = process.env): Promise<EnvServerOptions['envs']> {
+  const spec = str(p, 'miniwob') ?? (env.MINIWOB_URL || undefined);
+  const axtree = str(p, 'axtree');
+  if (spec === undefined && axtree === undefined) return undefined;
+  const [{ BUILTIN_ENVS }, { createBrowserGymEnv }, { miniwobSource }, { parseAxtreeForm }] = await Promise.all([
+    import('../../env-server/envs/index.ts'),
+    import('../../env-server/envs/browsergym/index.ts'),
+    import('../../env-server/envs/browsergym/miniwob-source.ts'),
+    import('../../env-server/envs/browsergym/axtree.ts'),
+  ]);
+  const browsergym = createBrowserGymEnv(
+    { miniwob: spec === undefined ? undefined : await miniwobSource(spec), axtree: axtree === undefined ? undefined : parseAxtreeForm(axtree, '--axtree') },
+    env,
+  );
+  return { ...BUILTIN_ENVS, browsergym };
+}
 
 export function parseEnvServerArgs(argv: string[]): Parsed {
   const p = parseCli(argv, ENV_SERVER_OPTIONS);
@@ -131,7 +159,7 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const server = await createEnvServer({ ...parsed.options, logger: (line) => console.error(`[env-server] ${line}`) });
+  const server = await createEnvServer({ ...parsed.options, envs: await browsergymEnvs(parseCli(argv, ENV_SERVER_OPTIONS)), logger: (line) => console.error(`[env-server] ${line}`) });
   const stats = server.stats();
   console.log(JSON.stringify({ url: server.url, envs: Object.keys(stats.envs).map((name) => `${server.url}/envs/${name}`) }));
   await new Promise<void>((resolve) => {

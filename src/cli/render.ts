@@ -13,7 +13,7 @@ import { promptWithObservation, renderPrompt } from '../rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../rl/rollout/templates/select.ts';
 import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
-import { builtinEnvUrls, resolveEnv, TASKS } from './tasks.ts';
+import { builtinEnvUrls, inProcessEnvs, resolveEnv, TASKS } from './tasks.ts';
 
 const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 
@@ -64,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
   let server: { url: string; close(): Promise<void> } | null = null;
   if (envUrl === null) {
     const { createEnvServer } = await import('../../env-server/server.ts');
-    server = await createEnvServer({ port: 0 });
+    server = await createEnvServer({ port: 0, envs: await inProcessEnvs() });
   }
   // With --env-url the task's own env (catch-compact plays catch) gets that URL.
   const urls = envUrl === null ? builtinEnvUrls(server!.url) : { echo: envUrl, catch: envUrl, wordle: envUrl, [name]: envUrl };

@@ -44,7 +44,7 @@ Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-
 --upstream NAME=URL[,URL…], --allow-host, --allow-origin, …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { ENV_SERVER_OPTIONS, envServerOptions } = await import('./env-server.ts');
+  const { ENV_SERVER_OPTIONS, envServerOptions, browsergymEnvs } = await import('./env-server.ts');
   const p = parseCli(argv, {
     ...ENV_SERVER_OPTIONS,
     data: { type: 'string' },
@@ -81,6 +81,7 @@ export async function run(argv: string[]): Promise<number> {
   const server = await createEnvServer({
     logger: log,
     ...parsed.options,
+    envs: await browsergymEnvs(p),
     extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
   });
   console.log(JSON.stringify({ url: `${server.url}/`, data: dataDir }));

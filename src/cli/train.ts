@@ -19,7 +19,8 @@ import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grp
 import { SOLVERS } from '../rl/tasks/solvers.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
-import { builtinEnvUrls, resolveEnv } from './tasks.ts';
+import { builtinEnvUrls, inProcessEnvs, miniwobOption, resolveEnv } from './tasks.ts';
+import { parseAxtreeForm, type AxtreeForm } from '../../env-server/envs/browsergym/axtree.ts';
 import { TrainProgress, watchedEngine } from './train-progress.ts';
 import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
@@ -36,6 +37,10 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
                           (catch with one-word observations for tiny models), browsergym:TASK[,TASK…]
                           or browsergym:mix (web tasks, easy-biased mix); built-in env-server
                           in-process, or any OpenEnv base URL (the task is told by its /metadata)
+  --miniwob DIR|URL       browsergym over a real MiniWoB++ html/miniwob/ folder (or an http(s) URL
+                          of one; default $MINIWOB_URL): its tasks by name, BrowserGym's episodes
+  --axtree browsergym|classic  the page tree's form (default: classic over the built-in tasks,
+                          browsergym — the real server's — over a MiniWoB++ folder)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
   --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
   --sft-episodes N        episodes the solver plays (default 64)
@@ -66,6 +71,8 @@ interface Args {
   weightDtype: 'auto' | 'f16' | 'f32';
   prompts: string[];
   dataset: string | null;
+  miniwob: string | undefined;
+  axtree: AxtreeForm | undefined;
   flags: string[];
 }
 
@@ -82,6 +89,8 @@ const OWN_OPTIONS: OptionTable = {
   'weight-dtype': { type: 'string' },
   prompt: { type: 'string', multiple: true },
   dataset: { type: 'string' },
+  miniwob: { type: 'string' },
+  axtree: { type: 'string' },
 };
 
 /** Every GRPOConfig key is a `--KEY value` flag (TRL's names), validated by applyConfigFlags. */
@@ -132,6 +141,8 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
     weightDtype: choiceOption(p, 'weight-dtype', ['auto', 'f16', 'f32'] as const, 'auto'),
     prompts: (p.values.prompt as string[] | undefined) ?? [],
     dataset: str(p, 'dataset') ?? null,
+    miniwob: str(p, 'miniwob'),
+    axtree: str(p, 'axtree') === undefined ? undefined : parseAxtreeForm(str(p, 'axtree'), '--axtree'),
     flags: Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [`--${k}=${str(p, k)}`])),
   };
 }
@@ -232,7 +243,7 @@ ${configHelp()}`;
   const size = await modelSizeOf(args.model);
   let resolved;
   try {
-    resolved = await resolveEnv(args.env);
+    resolved = await resolveEnv(args.env, undefined, await miniwobOption(args.miniwob));
   } catch (err) {
     return `${HELP}\n\n--env ${args.env}: ${(err as Error).message}; GRPOConfig flags with TRL's defaults:\n${configHelp()}`;
   }
@@ -309,7 +320,9 @@ export async function run(argv: string[]): Promise<number> {
     ...args.prompts.map((content): DatasetRow => ({ prompt: [{ role: 'user', content }] })),
     ...(args.dataset ? parsePromptDataset(await readFile(args.dataset, 'utf8'), args.dataset) : []),
   ];
-  const { name, task, url } = await resolveEnv(args.env, prompts);
+  if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
+  const miniwob = await miniwobOption(args.miniwob);
+  const { name, task, url } = await resolveEnv(args.env, prompts, miniwob);
   if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
   }
@@ -328,7 +341,7 @@ export async function run(argv: string[]): Promise<number> {
   // Heavy modules load only now, so `train --help` and argument errors stay instant.
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadEngine } = await import('../engine/engine.ts');
-  const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0 });
+  const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob, axtree: args.axtree }) });
   const envUrls = url ? { [name]: url } : builtinEnvUrls(server!.url);
   const progress = new Progress();
   const watch = new TrainProgress(progress);

@@ -13,7 +13,7 @@ let server: EnvServer;
 
 beforeAll(async () => {
   // 8 pages at once on a 2-core CI machine: BrowserGym's 500 ms per element action is too tight.
-  def = createBrowserGymEnv({ actionTimeoutMs: 10_000 }, {});
+  def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
   server = await createEnvServer({ port: 0, envs: { browsergym: def } });
 });
 
@@ -190,7 +190,7 @@ describe('sessions and the cap', () => {
 
 describe('screenshots on request', () => {
   it("'png' gives a data URL, true the wire format's height × width × 3 pixels", async () => {
-    const small = createBrowserGymEnv({ viewport: { width: 64, height: 48 } }, {});
+    const small = createBrowserGymEnv({ viewport: { width: 64, height: 48 }, axtree: 'classic' }, {});
     const env = small.create();
     try {
       const png = await env.reset({ task_name: 'click-test', seed: 1, screenshot: 'png' });
@@ -208,7 +208,7 @@ describe('screenshots on request', () => {
 
 describe('a dying session takes only its context', () => {
   it('one context killed: its step answers with the error, the other session plays on, a reset recovers', async () => {
-    const own = createBrowserGymEnv({ actionTimeoutMs: 10_000 }, {});
+    const own = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
     const a = own.create();
     const b = own.create();
     try {

@@ -75,7 +75,7 @@ describe('against /envs/browsergym', () => {
   let url: string;
 
   beforeAll(async () => {
-    def = createBrowserGymEnv({ actionTimeoutMs: 10_000 }, {});
+    def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
     server = await createEnvServer({ port: 0, envs: { browsergym: def } });
     url = `${server.url}/envs/browsergym`;
   });

@@ -4,6 +4,7 @@
 
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { parseActions, pyValueRepr, toJs, type ActionCall, type PyValue } from './action-parser.ts';
+import { actionErrorText } from './error-text.ts';
 
 /** A Python exception: the error text is `<kind>: <message>`. */
 export class PyError extends Error {
@@ -27,7 +28,10 @@ export interface Tabs {
   chat: string[];
   /** Set by `report_infeasible`: the episode ends. */
   infeasible: boolean;
-  /** Element actions give up after this long (BrowserGym: 500 ms). */
+  /**
+   * Element actions wait this long for the page to load and the element to be actionable
+   * (BrowserGym: 500 ms, which a busy machine misses; see DEFAULT_ACTION_TIMEOUT_MS).
+   */
   timeoutMs: number;
 }
 
@@ -134,7 +138,10 @@ function page(tabs: Tabs): Page {
 
 async function element(tabs: Tabs, bid: PyValue): Promise<Locator> {
   if (typeof bid !== 'string') throw new PyError('ValueError', `expected a string, got ${pyValueRepr(bid)}`);
-  const locator = page(tabs).locator(`[bid=${JSON.stringify(bid)}]`);
+  const p = page(tabs);
+  // A page still loading (after a navigation, or slowly on a busy machine) may not have the element yet.
+  await p.waitForLoadState('load', { timeout: tabs.timeoutMs });
+  const locator = p.locator(`[bid=${JSON.stringify(bid)}]`);
   if ((await locator.count()) === 0) throw new PyError('ValueError', `Could not find element with bid "${bid}"`);
   return locator.first();
 }
@@ -285,7 +292,6 @@ export async function executeAction(tabs: Tabs, actionStr: string): Promise<stri
     return '';
   } catch (err) {
     if (err instanceof PyError) return err.text;
-    if (err instanceof Error) return `${err.name === 'TimeoutError' ? 'TimeoutError' : 'Error'}: ${err.message}`;
-    return `Error: ${String(err)}`;
+    return actionErrorText(err);
   }
 }

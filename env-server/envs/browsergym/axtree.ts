@@ -32,6 +32,23 @@ export interface FlattenOptions {
   dropRootUrl?: boolean;
 }
 
+/**
+ * `browsergym`: what BrowserGym's server prints with today's Chromium (InlineTextBox lines and the
+ * root's `url=`, as the recorded real frames); `classic`: the compact form of older Chromium builds.
+ */
+export type AxtreeForm = 'browsergym' | 'classic';
+export const AXTREE_FORMS: readonly AxtreeForm[] = ['browsergym', 'classic'];
+
+export function axtreeOptions(form: AxtreeForm): FlattenOptions {
+  return form === 'classic' ? { skipInlineTextBox: true, dropRootUrl: true } : { skipInlineTextBox: false, dropRootUrl: false };
+}
+
+/** A form named by a flag, env var or reset kwarg; anything else is an error naming the choices. */
+export function parseAxtreeForm(value: unknown, what: string): AxtreeForm {
+  if (value === 'browsergym' || value === 'classic') return value;
+  throw new Error(`${what} must be 'browsergym' or 'classic', got ${JSON.stringify(value)}`);
+}
+
 // Rule C2: the whole value must match; `.` stops at a newline, as Python's re without DOTALL.
 const BID_PREFIX = /^browsergym_id_([a-zA-Z0-9]+)\s?(.*)$/;
 

@@ -70,7 +70,7 @@ export interface SharedBrowserOptions {
 }
 
 const SANDBOX_OFF_NOTE =
-  'task pages still reach only the env-server\'s in-memory task pages (every request routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
+  'task pages still reach only the env-server\'s task pages (from memory or the --miniwob folder; every request routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
 
 export class SharedBrowser {
   private launching: Promise<Browser> | null = null;

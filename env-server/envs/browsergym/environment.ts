@@ -1,7 +1,9 @@
 // One browsergym session (specs/browsergym.md §2.4–§2.6): reset opens the task page in the session's
 // own browser context, step runs BrowserGym action text, and every reply carries BrowserGym's
 // observation. Unlike upstream, reset's `task_name` picks the task (one server serves them all) and
-// `error` carries the action's error text so a model can read what went wrong.
+// `error` carries the action's error text so a model can read what went wrong. The tasks are ours
+// (pages generated here from the seed) or a real MiniWoB++ folder's (the page seeds itself, run by
+// BrowserGym's episode contract, miniwob-episode.ts).
 //
 // Every reset and step has a hard deadline: past it the session's browser context is closed (its
 // renderer with it), whatever the page does — a page spinning in JS blocks every Playwright call on
@@ -12,11 +14,14 @@ import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { AnyEnvInstance, WireObservation } from '../types.ts';
 import { cryptoRng, seededRng } from '../rng.ts';
 import { executeAction, type Tabs } from './actions.ts';
-import type { FlattenOptions } from './axtree.ts';
+import { axtreeOptions, parseAxtreeForm, type AxtreeForm, type FlattenOptions } from './axtree.ts';
+import { cleanMessage } from './error-text.ts';
 import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
-import { screenshotPixels } from './screenshot.ts';
+import { screenshot } from './screenshot.ts';
 import { pageSeed } from './seed.ts';
+import type { MiniwobSource } from './miniwob-source.ts';
+import { HIDE_HUMAN_DISPLAY, startRealEpisode, READ_GOAL } from './miniwob-episode.ts';
 import { MINIWOB_TASKS, pageHtml, type MiniwobTask } from './tasks/index.ts';
 
 /** Where the task pages live; the session's context answers these requests itself (no network). */
@@ -29,15 +34,20 @@ export interface BrowserGymOptions {
   viewport: { width: number; height: number };
   /** The page's episode time limit in ms (BrowserGym: 1 000 000). */
   episodeMaxTimeMs: number;
-  axtree: FlattenOptions;
-  /** Element actions' timeout, ms (BrowserGym: 500). */
+  /** The tree's form when reset names none. */
+  axtree: AxtreeForm;
+  /** Element actions' wait for the page and the element, ms (BrowserGym: 500; ours is longer). */
   actionTimeoutMs: number;
   /** A reset or step taking longer (ms) closes the session's context and answers an error. */
   stepTimeoutMs: number;
+  /** Screenshots are scaled to fit this many pixels on their longest side. */
+  screenshotMaxSide: number;
   /** Steps one episode may take; a step past them ends the episode without running. */
   maxEpisodeSteps: number;
   /** The tasks reset may pick (default MINIWOB_TASKS). */
   tasks?: ReadonlyMap<string, MiniwobTask>;
+  /** A real MiniWoB++ folder: its tasks replace the built-in ones, run by BrowserGym's episode contract. */
+  miniwob?: MiniwobSource;
 }
 
 /** A reset or step ran past its deadline (its context is closed by then). */
@@ -52,8 +62,9 @@ function screenshotMode(value: unknown): ScreenshotMode {
   throw new Error(`screenshot must be true, false, 'pixels' or 'png', got ${JSON.stringify(value)}`);
 }
 
+/** An infrastructure error's text for `error`: Playwright's first line, without its call log or colours. */
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return cleanMessage(err instanceof Error ? err.message : String(err));
 }
 
 const LOST_BY_CRASH = "This session's browser context was closed (browser or tab crash)";
@@ -72,6 +83,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private cdp: CDPSession | null = null;
   private cdpPage: Page | null = null;
   private screenshot: ScreenshotMode = false;
+  private flatten: FlattenOptions = {};
   /** The current episode's page, served for the task URL. */
   private html = '';
   /** Validation ended the episode (wrong page or URL): it stays over with reward 0. */
@@ -174,28 +186,32 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private async doReset(kwargs: Record<string, unknown>): Promise<WireObservation> {
     if (this.closed) throw new Error('this browsergym session is closed');
     const tasks = this.opts.tasks ?? MINIWOB_TASKS;
+    const source = this.opts.miniwob;
     const name = kwargs.task_name ?? this.opts.defaultTask;
-    const task = typeof name === 'string' ? tasks.get(name) : undefined;
-    if (!task) throw new Error(`Unknown task_name ${JSON.stringify(name)}: this server has ${[...tasks.keys()].join(', ')}`);
+    const known = source ? typeof name === 'string' && source.names.includes(name) : typeof name === 'string' && tasks.has(name);
+    if (!known) throw new Error(`Unknown task_name ${JSON.stringify(name)}: this server has ${(source ? source.names : [...tasks.keys()]).join(', ')}`);
+    const taskName = name as string;
     const seed = kwargs.seed;
     if (seed !== undefined && seed !== null && !(typeof seed === 'number' && Number.isInteger(seed) && seed >= 0 && seed <= 0xffffffff)) {
       throw new Error(`seed must be an integer between 0 and 2**32 - 1 or null, got ${JSON.stringify(seed)}`);
     }
     this.screenshot = screenshotMode(kwargs.screenshot);
+    this.flatten = axtreeOptions(kwargs.axtree === undefined || kwargs.axtree === null ? this.opts.axtree : parseAxtreeForm(kwargs.axtree, 'axtree'));
     // Same gym seed → same page seed (as BrowserGym) → same instance; no seed → a fresh random one.
     const rng = seed === undefined || seed === null ? cryptoRng() : seededRng(pageSeed(seed));
-    const instance = task.generate(rng);
-    const html = pageHtml(instance);
+    // A real page seeds itself (Math.seedrandom) with BrowserGym's page seed; ours are generated here.
+    const realSeed = seed === undefined || seed === null ? rng.int(1_000_000) : pageSeed(seed);
+    const instance = source ? null : tasks.get(taskName)!.generate(rng);
 
     this.episodeId = globalThis.crypto.randomUUID();
     this.stepCount = 0;
     this.cumReward = 0;
-    this.taskName = task.name;
-    this.goal = instance.goal;
+    this.taskName = taskName;
+    this.goal = instance?.goal ?? '';
     this.invalidated = false;
     this.lost = null;
 
-    this.html = html;
+    if (instance) this.html = pageHtml(instance);
     const generation = this.generation;
     if (!this.context) {
       const context = await this.opts.browser.newContext({ viewport: this.opts.viewport });
@@ -206,10 +222,16 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       }
       // The agent's browser reaches nothing but the task pages, answered from memory (the current
       // episode's page for every MiniWoB URL); everything else is blocked.
-      await context.route('**/*', (route) => {
+      await context.route('**/*', async (route) => {
         const url = route.request().url();
-        if (url.startsWith(MINIWOB_BASE_URL)) return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: this.html });
         if (url.startsWith('data:') || url === 'about:blank') return route.fallback();
+        if (source) {
+          // A real folder's files, read (or fetched) by the server: the browser itself reaches nothing.
+          const answer = await source.answer(url).catch(() => null);
+          if (answer) return route.fulfill(answer).catch(() => undefined);
+          return route.abort('blockedbyclient').catch(() => undefined);
+        }
+        if (url.startsWith(MINIWOB_BASE_URL)) return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: this.html });
         return route.abort('blockedbyclient');
       });
       this.context = context;
@@ -229,7 +251,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     // One tab again: keep the first open page (navigating it is cheaper than a new one).
     const [keep, ...extra] = context.pages().filter((p) => !p.isClosed());
     for (const p of extra) await p.close().catch(() => undefined);
-    this.taskUrl = `${MINIWOB_BASE_URL}${task.name}.html`;
+    this.taskUrl = source ? source.taskUrl(taskName) : `${MINIWOB_BASE_URL}${taskName}.html`;
     let page = keep ?? (await context.newPage());
     try {
       await page.goto(this.taskUrl, { waitUntil: 'load' });
@@ -239,7 +261,15 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       page = await context.newPage();
       await page.goto(this.taskUrl, { waitUntil: 'load' });
     }
-    await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
+    if (source) {
+      // BrowserGym's MiniWoB setup: hide the human display, seed, start, wait for the task, read the goal.
+      await page.evaluate(HIDE_HUMAN_DISPLAY);
+      await page.evaluate(startRealEpisode(realSeed, this.opts.episodeMaxTimeMs));
+      await page.waitForFunction('WOB_TASK_READY', undefined, { timeout: this.opts.actionTimeoutMs });
+      this.goal = String(await page.evaluate(READ_GOAL));
+    } else {
+      await page.evaluate(`core.EPISODE_MAX_TIME = ${this.opts.episodeMaxTimeMs}; core.startEpisodeReal();`);
+    }
     if (generation !== this.generation) throw new Error('this browsergym session was closed during its reset');
     this.taskPage = page;
     this.tabs = { context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
@@ -291,17 +321,17 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     let axtree = '';
     let pruned = '';
     try {
-      ({ axtree, prunedHtml: pruned } = await readPage(page, this.cdp, this.opts.axtree));
+      ({ axtree, prunedHtml: pruned } = await readPage(page, this.cdp, this.flatten));
     } catch {
       // A page mid-navigation or about:blank has no tree: upstream sends "" as well.
     }
     this.currentUrl = page.url();
-    const screenshot = this.screenshot === false ? null : await screenshotPixels(page, this.screenshot);
+    const shot = this.screenshot === false ? null : await screenshot(page, this.screenshot, this.opts.screenshotMaxSide);
     return {
       observation: {
         text: axtree !== '' ? axtree : pruned,
         url: this.currentUrl,
-        screenshot,
+        screenshot: shot,
         goal: this.goal,
         axtree_txt: axtree,
         pruned_html: pruned,

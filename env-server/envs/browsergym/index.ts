@@ -1,5 +1,6 @@
 // `/envs/browsergym`: OpenEnv's BrowserGym environment (specs/browsergym.md §2) over webgrpo's own
-// MiniWoB-style tasks, driven in one shared headless Chromium with a browser context per session.
+// MiniWoB-style tasks or a real MiniWoB++ folder (miniwob-source.ts), driven in one shared headless
+// Chromium with a browser context per session.
 // Its own session cap (default 8, $BROWSERGYM_MAX_CONCURRENT_ENVS) bounds the browser's memory
 // below the server-wide cap.
 
@@ -10,7 +11,9 @@ import { BASE_STATE_SCHEMA, observationSchema } from '../json-schema.ts';
 import { defaultMetadata } from '../metadata.ts';
 import { DEFAULT_RENDERER_HEAP_MB, DEFAULT_RENDERER_MEMORY_MB, SharedBrowser } from './browser.ts';
 import { BrowserGymEnvironment } from './environment.ts';
-import type { FlattenOptions } from './axtree.ts';
+import { DEFAULT_SCREENSHOT_MAX_SIDE } from './screenshot.ts';
+import { parseAxtreeForm, type AxtreeForm } from './axtree.ts';
+import type { MiniwobSource } from './miniwob-source.ts';
 import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
 
 export { MINIWOB_TASKS } from './tasks/index.ts';
@@ -45,10 +48,14 @@ export interface BrowserGymEnvOptions {
   viewport?: { width: number; height: number };
   /** The pages' episode time limit, ms (default 1 000 000, BrowserGym's). */
   episodeMaxTimeMs?: number;
-  axtree?: FlattenOptions;
   /**
-   * Element actions (click, fill, …) give up after this long. Default $BROWSERGYM_ACTION_TIMEOUT_MS,
-   * else BrowserGym's 500; a busy machine with many sessions may need more.
+   * The tree's form when reset names none (reset's `axtree` kwarg can): BrowserGym's own output, or
+   * `classic`. Default $BROWSERGYM_AXTREE, else 'browsergym'.
+   */
+  axtree?: AxtreeForm;
+  /**
+   * Element actions (click, fill, …) wait this long for the page and the element. Default
+   * $BROWSERGYM_ACTION_TIMEOUT_MS, else DEFAULT_ACTION_TIMEOUT_MS; must stay below the step deadline.
    */
   actionTimeoutMs?: number;
   /**
@@ -56,6 +63,8 @@ export interface BrowserGymEnvOptions {
    * closed and the step answers an error. Default $BROWSERGYM_STEP_TIMEOUT_S × 1000, else 20 s.
    */
   stepTimeoutMs?: number;
+  /** Screenshots' longest side, pixels. Default $BROWSERGYM_SCREENSHOT_MAX_SIDE, else 512 (TRL's VLM thumbnails). */
+  screenshotMaxSide?: number;
   /** Steps per episode. Default $BROWSERGYM_MAX_EPISODE_STEPS, else 1000. */
   maxEpisodeSteps?: number;
   /** Each renderer's JS heap limit, MiB. Default $BROWSERGYM_RENDERER_HEAP_MB, else 256. */
@@ -64,9 +73,18 @@ export interface BrowserGymEnvOptions {
   rendererMemoryMb?: number;
   /** The tasks reset may pick (default: all of MINIWOB_TASKS). */
   tasks?: ReadonlyMap<string, MiniwobTask>;
+  /** A real MiniWoB++ folder (miniwobSource()): its tasks replace the built-in ones. */
+  miniwob?: MiniwobSource;
   /** Where the browser's warnings go (default stderr). */
   warn?: (line: string) => void;
 }
+
+/**
+ * BrowserGym's 500 ms per element action fails correct actions on a busy machine (8 sessions on 2
+ * cores: every click timed out). A wrong action waiting this long costs a step; a right one failing
+ * costs the episode. It stays well inside the 20 s step deadline.
+ */
+export const DEFAULT_ACTION_TIMEOUT_MS = 5000;
 
 /** No deadline may exceed this: a step that can hold a session for longer is not bounded in any useful sense. */
 const MAX_STEP_TIMEOUT_S = 300;
@@ -85,14 +103,16 @@ export type BrowserGymEnvDefinition = EnvDefinition<Instance> & {
 
 export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: NodeJS.ProcessEnv = process.env): BrowserGymEnvDefinition {
   const tasks = options.tasks ?? MINIWOB_TASKS;
-  const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || 'click-test');
-  if (!tasks.has(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${[...tasks.keys()].join(', ')})`);
+  const names = options.miniwob ? options.miniwob.names : [...tasks.keys()];
+  // A folder without click-test still has a default: its first task.
+  const defaultTask = options.defaultTask ?? (env.BROWSERGYM_TASK_NAME || (names.includes('click-test') ? 'click-test' : names[0]!));
+  if (!names.includes(defaultTask)) throw new Error(`browsergym: unknown default task '${defaultTask}' (have ${names.join(', ')})`);
   const browser = new SharedBrowser({
     rendererHeapMb: options.rendererHeapMb ?? envInt(env.BROWSERGYM_RENDERER_HEAP_MB, 'BROWSERGYM_RENDERER_HEAP_MB', DEFAULT_RENDERER_HEAP_MB),
     rendererMemoryMb: options.rendererMemoryMb ?? envInt(env.BROWSERGYM_RENDERER_MEMORY_MB, 'BROWSERGYM_RENDERER_MEMORY_MB', DEFAULT_RENDERER_MEMORY_MB),
     warn: options.warn,
   });
-  const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', 500);
+  const actionTimeoutMs = options.actionTimeoutMs ?? envInt(env.BROWSERGYM_ACTION_TIMEOUT_MS, 'BROWSERGYM_ACTION_TIMEOUT_MS', DEFAULT_ACTION_TIMEOUT_MS);
   const stepTimeoutMs = options.stepTimeoutMs ?? 1000 * envInt(env.BROWSERGYM_STEP_TIMEOUT_S, 'BROWSERGYM_STEP_TIMEOUT_S', 20, MAX_STEP_TIMEOUT_S);
   if (!(stepTimeoutMs > actionTimeoutMs)) throw new Error(`browsergym: the step deadline (${stepTimeoutMs} ms, BROWSERGYM_STEP_TIMEOUT_S) must exceed the element action timeout (${actionTimeoutMs} ms, BROWSERGYM_ACTION_TIMEOUT_MS)`);
   const settings = {
@@ -104,9 +124,11 @@ export function createBrowserGymEnv(options: BrowserGymEnvOptions = {}, env: Nod
       height: envInt(env.BROWSERGYM_VIEWPORT_HEIGHT, 'BROWSERGYM_VIEWPORT_HEIGHT', 720),
     },
     episodeMaxTimeMs: options.episodeMaxTimeMs ?? 1_000_000,
-    axtree: options.axtree ?? {},
+    axtree: options.axtree ?? (env.BROWSERGYM_AXTREE ? parseAxtreeForm(env.BROWSERGYM_AXTREE, 'BROWSERGYM_AXTREE') : 'browsergym'),
+    miniwob: options.miniwob,
     actionTimeoutMs,
     stepTimeoutMs,
+    screenshotMaxSide: options.screenshotMaxSide ?? envInt(env.BROWSERGYM_SCREENSHOT_MAX_SIDE, 'BROWSERGYM_SCREENSHOT_MAX_SIDE', DEFAULT_SCREENSHOT_MAX_SIDE, 4096),
     maxEpisodeSteps: options.maxEpisodeSteps ?? envInt(env.BROWSERGYM_MAX_EPISODE_STEPS, 'BROWSERGYM_MAX_EPISODE_STEPS', 1000),
   };
   return {

@@ -1,0 +1,156 @@
+// A real MiniWoB++ task folder (issue 19), driven through our own pages written to MiniWoB++'s
+// contract (tests/fixtures/miniwob/html: a core.js of ours and two task pages with the real pages'
+// DOM): tasks by file name, the page seeded with BrowserGym's page seed before the episode starts, the
+// goal read from core.getUtterance() with the human display hidden, reward and done from the WOB_*
+// globals — and trees byte-equal to what OpenEnv's real server sent for the same DOM
+// (shared/specs/browsergym-real-frames.json, recorded with the same Chromium build).
+
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
+import { FOLDER_BASE_URL, miniwobFolder, miniwobUrl } from '../../env-server/envs/browsergym/miniwob-source.ts';
+import { pageSeed } from '../../env-server/envs/browsergym/seed.ts';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { Session } from './browsergym-session.ts';
+import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
+import { resolveEnv } from '../../src/cli/tasks.ts';
+import { run as train } from '../../src/cli/train.ts';
+
+const FOLDER = new URL('../fixtures/miniwob/html/miniwob', import.meta.url).pathname;
+const FRAMES = JSON.parse(readFileSync(new URL('./browsergym-vectors/real-frames.json', import.meta.url), 'utf8')) as {
+  source: string;
+  episodes: { task: string; seed: number; goal: string; axtree_txt: string; actions: string[] }[];
+};
+const REAL_BASE = /http:\/\/127\.0\.0\.1:8888\/miniwob\//g;
+
+/** The real server's tree for `task`, with its page address swapped for ours. */
+function realTree(task: string): string {
+  const episode = FRAMES.episodes.find((e) => e.task === task)!;
+  return episode.axtree_txt.replace(REAL_BASE, FOLDER_BASE_URL);
+}
+
+let def: BrowserGymEnvDefinition;
+let server: EnvServer;
+
+beforeAll(async () => {
+  def = createBrowserGymEnv({ miniwob: await miniwobFolder(FOLDER) }, {});
+  server = await createEnvServer({ port: 0, envs: { browsergym: def } });
+});
+
+afterAll(async () => {
+  await server?.close();
+  expect(def.browser.contexts).toBe(0);
+});
+
+describe('browsergym over a MiniWoB++ folder', () => {
+  it('click-test: the real server\'s goal and tree, byte for byte; its scripted action wins', async () => {
+    const s = await Session.open(server);
+    try {
+      const obs = (await s.reset({ task_name: 'click-test', seed: 0 })).data.observation;
+      expect(obs.goal).toBe('Click the button.');
+      expect(obs.axtree_txt).toBe(realTree('click-test'));
+      expect(obs.text).toBe(obs.axtree_txt);
+      expect(obs.url).toBe(`${FOLDER_BASE_URL}click-test.html`);
+      // The human display is gone from the page the agent sees.
+      expect(obs.pruned_html).not.toMatch(/reward-display|sync-task-cover|click-canvas/);
+      const won = await s.step("click('13')");
+      expect([won.data.observation.error, won.data.reward, won.data.done]).toEqual(['', 1, true]);
+      // The reset kwarg `axtree` picks the compact form for one session.
+      const classic = (await s.reset({ task_name: 'click-test', seed: 0, axtree: 'classic' })).data.observation;
+      expect(classic.axtree_txt).toBe("RootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'");
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('enter-text: seeded before the episode with BrowserGym\'s page seed; same seed, same instance; fill + Submit wins', async () => {
+    const s = await Session.open(server);
+    try {
+      const first = (await s.reset({ task_name: 'enter-text', seed: 0 })).data.observation;
+      expect(first.goal).toMatch(new RegExp(`^Enter "\\w+" into the text field and press Submit\\. \\(seed ${pageSeed(0)}\\)$`));
+      expect(first.axtree_txt).toBe(realTree('enter-text'));
+      const again = (await s.reset({ task_name: 'enter-text', seed: 0 })).data.observation;
+      expect(again.goal).toBe(first.goal);
+      const word = /"(\w+)"/.exec(first.goal)![1]!;
+      const filled = await s.step(`fill('14', '${word}')`);
+      expect([filled.data.observation.error, filled.data.reward, filled.data.done]).toEqual(['', 0, false]);
+      const won = await s.step("click('15')");
+      expect([won.data.reward, won.data.done]).toEqual([1, true]);
+
+      // A wrong word: the page's raw reward is −1, so BrowserGym's reward is 0 and the episode is done.
+      await s.reset({ task_name: 'enter-text', seed: 1 });
+      await s.step("fill('14', 'nobody')");
+      const lost = await s.step("click('15')");
+      expect([lost.data.reward, lost.data.done]).toEqual([0, true]);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('names the folder\'s tasks when reset asks for another', async () => {
+    const s = await Session.open(server);
+    try {
+      const reply = await s.reset({ task_name: 'book-flight' });
+      expect(reply.type).toBe('error');
+      expect(JSON.stringify(reply.data)).toContain('Unknown task_name \\"book-flight\\": this server has click-test, enter-text');
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+});
+
+describe('the browsergym task over a folder (train --env browsergym:click-test,enter-text --miniwob DIR)', () => {
+  it("takes the folder's task names, and its episodes are the folder's pages in BrowserGym's tree form", async () => {
+    const folder = await miniwobFolder(FOLDER);
+    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, folder);
+    expect(task.dataset(3).map((row) => row.task_name)).toEqual(['click-test', 'enter-text', 'click-test']);
+    expect(browsergymTask(parseBrowserGymMix('mix', folder.names)).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
+    const env = task.envFactory({ browsergym: `${server.url}/envs/browsergym` })();
+    try {
+      const observation = await env.reset(task.dataset(2)[1]!);
+      expect(observation).toContain(`Page structure:\n${realTree('enter-text')}`);
+    } finally {
+      await env.close?.();
+    }
+    // The CLI names the folder's tasks when --env asks for another (before any model is loaded).
+    await expect(train(['--model', '/nonexistent', '--env', 'browsergym:book-flight', '--miniwob', FOLDER])).rejects.toThrow(
+      "browsergym: unknown task 'book-flight' (have click-test, enter-text, or mix)",
+    );
+  }, 60_000);
+});
+
+describe('MiniWoB++ sources', () => {
+  it('a folder serves its pages and MiniWoB\'s siblings, nothing else of its parent', async () => {
+    const folder = await miniwobFolder(FOLDER);
+    expect(folder.names).toEqual(['click-test', 'enter-text']);
+    expect((await folder.answer(`${FOLDER_BASE_URL}click-test.html`))?.status).toBe(200);
+    expect((await folder.answer('http://miniwob.localhost/core/core.js'))?.contentType).toBe('text/javascript; charset=utf-8');
+    expect(await folder.answer('http://miniwob.localhost/core/..%2f..%2fminiwob.test.ts')).toBeNull();
+    expect(await folder.answer('http://miniwob.localhost/../../envs/browsergym-miniwob.test.ts')).toBeNull();
+    expect(await folder.answer('http://elsewhere.localhost/miniwob/click-test.html')).toBeNull();
+    await expect(miniwobFolder('/nonexistent/miniwob')).rejects.toThrow(/is not a folder/);
+  });
+
+  it('an http(s) URL lists its tasks from the directory listing and answers only under MiniWoB\'s html/', async () => {
+    const http: Server = createServer((req, res) => {
+      if (req.url === '/miniwob/') return res.end('<a href="click-test.html">click-test.html</a> <a href="enter-text.html">x</a> <a href="../core/">up</a>');
+      if (req.url === '/miniwob/click-test.html') return res.end('<title>t</title>');
+      res.statusCode = 404;
+      res.end();
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+      const source = await miniwobUrl(`${base}/miniwob/`);
+      expect(source.names).toEqual(['click-test', 'enter-text']);
+      expect(source.taskUrl('click-test')).toBe(`${base}/miniwob/click-test.html`);
+      expect(String((await source.answer(`${base}/miniwob/click-test.html`))?.body)).toBe('<title>t</title>');
+      expect(await source.answer('http://127.0.0.1:1/miniwob/click-test.html')).toBeNull();
+      await expect(miniwobUrl(`${base}/empty/`)).rejects.toThrow(/lists no <task>\.html pages/);
+    } finally {
+      http.close();
+    }
+  });
+});
