@@ -192,7 +192,7 @@ describe('ONNX export run by onnxruntime-node', () => {
       mkdirSync(dirname(join(dir, f.name)), { recursive: true });
       writeFileSync(join(dir, f.name), f.bytes);
     }
-    const feeds = [[IDS], [IDS.map(() => 1)], [IDS.map((_, i) => i)]] as const;
+    const feeds: [number[][], number[][], number[][]] = [[IDS], [IDS.map(() => 1)], [IDS.map((_, i) => i)]];
     const fromDisk = await forward(await ort.InferenceSession.create(join(dir, 'onnx/model.onnx')), cfg, ...feeds);
     const fromMemory = await forward(await session(inline), cfg, ...feeds);
     expect(maxDiff(fromDisk.logits, fromMemory.logits)).toBe(0);

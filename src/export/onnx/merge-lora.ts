@@ -3,10 +3,7 @@
 // is accumulated in float64 and rounded once.
 
 import type { PeftLoraAdapter } from '../../engine/peft-adapter.ts';
-
-export function loraScale(settings: PeftLoraAdapter['settings']): number {
-  return settings.useRslora ? settings.alpha / Math.sqrt(settings.r) : settings.alpha / settings.r;
-}
+import { loraScale } from '../../engine/train/trainable.ts';
 
 /** Base linear name (`…q_proj.weight`) → its merged f32 weight, for every linear the adapter touches. */
 export function mergeLora(adapter: PeftLoraAdapter, base: (name: string) => Float32Array): Map<string, Float32Array> {
