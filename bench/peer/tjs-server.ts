@@ -35,6 +35,9 @@ export async function startTjsServer(models: Record<string, string>): Promise<Tj
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
     res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+    // The peer benchmark's engine worker (another loopback origin) fetches the model from here.
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
     if (path === '/') {
       res.setHeader('Content-Type', 'text/html');
       res.end('<!doctype html><title>transformers.js</title>');
