@@ -5,6 +5,10 @@
 // stated tolerance; weights moved to external data load the same.
 
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { run as runExport } from '../../src/cli/export.ts';
+import { run as runScore } from '../../src/cli/score.ts';
+import { captureCliJson } from '../cli-capture.ts';
+import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -135,6 +139,32 @@ describe('ONNX export run by onnxruntime-node', () => {
       expect(maxDiff(wantLora, want)).toBeGreaterThan(1e-2);
     });
   }
+
+  it('webgrpo export onnx --adapter: onnxruntime scores the folder as webgrpo score --adapter does (engine, WebGPU)', { timeout: 120_000 }, async () => {
+    const ckpt = await openCheckpoint('models/demo');
+    const cfg = ckpt.config;
+    const adapterDir = join(tmp, 'adapter');
+    mkdirSync(adapterDir, { recursive: true });
+    for (const [name, bytes] of randomAdapterFiles(cfg)) writeFileSync(join(adapterDir, name), bytes);
+    const out = join(tmp, 'exported-adapter');
+    const cli = async (run: (argv: string[]) => Promise<number>, argv: string[]) => {
+      const { code, json } = await captureCliJson(() => run(argv));
+      expect(code).toBe(0);
+      return json as any;
+    };
+    const written = await cli(runExport, ['onnx', '--model', 'models/demo', '--adapter', adapterDir, '--out', out]);
+    expect(written.files.map((f: { name: string }) => f.name)).toEqual(['onnx/model.onnx', 'config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']);
+    const scored = await cli(runScore, ['--model', 'models/demo', '--adapter', adapterDir, '--ids', IDS.join(','), '--weights', 'f32']);
+    const s = await ort.InferenceSession.create(join(out, 'onnx/model.onnx'));
+    const got = logprobs((await forward(s, cfg, [IDS], [IDS.map(() => 1)], [IDS.map((_, i) => i)])).logits, IDS, cfg.vocabSize);
+    expect(maxDiff(got, scored.logprobs)).toBeLessThan(1e-4);
+    const plain = refScore(cfg, await refWeightsFromCheckpoint(ckpt), { ids: IDS, scoreFrom: 1 }, 1).logprobs;
+    expect(maxDiff(got, plain)).toBeGreaterThan(1e-2);
+    // The side files are the base's, with transformers.js told which file to load.
+    const files = nodeFolderFiles(out);
+    expect(await files.readText('tokenizer_config.json')).toBe(await ckpt.readText('tokenizer_config.json'));
+    expect(JSON.parse((await files.readText('config.json'))!)['transformers.js_config']).toEqual({ dtype: 'fp32' });
+  });
 
   it('the KV cache (prefix, then the rest with past_key_values) equals one call, and left padding changes no real logit', async () => {
     const ckpt = await MODELS[1]![1]();
