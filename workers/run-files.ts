@@ -2,7 +2,9 @@
 // fine-tuned model in Hugging Face layout (so `AutoModelForCausalLM.from_pretrained` loads it), and the
 // trainer checkpoint of a run packed as plain files (so another browser can resume it).
 
+import { peftAdapterFiles, readPeftAdapter } from '../src/engine/peft-adapter.ts';
 import type { Engine } from '../src/engine/types.ts';
+import { exportOnnx } from '../src/export/onnx/export.ts';
 import { writeSafetensors } from '../src/model/safetensors.ts';
 import type { LoadedModel } from './load-model.ts';
 import type { StoredCheckpoint } from './run-checkpoints.ts';
@@ -37,6 +39,19 @@ export async function exportFullModel(engine: Engine, model: LoadedModel): Promi
     if (text !== null) files.push({ name: side, bytes: new TextEncoder().encode(text) });
   }
   return files;
+}
+
+/**
+ * The trained model for transformers.js (src/export/onnx/export.ts): the full-mode weights in
+ * place, or the LoRA adapter merged into the base — the same files `webgrpo export onnx` writes.
+ */
+export async function exportTransformersJs(engine: Engine, model: LoadedModel): Promise<NamedFile[]> {
+  const { checkpoint } = model;
+  const trained = (await engine.saveState()).tensors.filter((t) => checkpoint.tensors.has(t.name));
+  if (trained.length > 0) return exportOnnx(checkpoint, { weights: new Map(trained.map((t) => [t.name, t.data])) });
+  // Through the PEFT files, so the app's adapter is checked exactly as a downloaded one would be.
+  const adapter = await readPeftAdapter(peftAdapterFiles(await engine.exportAdapter(model.name)), checkpoint.config);
+  return exportOnnx(checkpoint, { adapter });
 }
 
 export function packCheckpoint(ckpt: StoredCheckpoint): NamedFile[] {

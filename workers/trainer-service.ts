@@ -24,7 +24,7 @@ import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { RunControl } from './run-control.ts';
 import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
-import { exportFullModel, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
+import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
 import { runTask, sftExamples, type RunTask } from './run-task.ts';
 
 const MIB = 1024 * 1024;
@@ -223,6 +223,11 @@ export class TrainerService implements TrainerWorkerApi {
   async exportModel(): Promise<NamedFile[]> {
     const { engine, loaded } = this.ready();
     return exportFullModel(engine, loaded);
+  }
+
+  async exportOnnx(): Promise<NamedFile[]> {
+    const { engine, loaded } = this.ready();
+    return exportTransformersJs(engine, loaded);
   }
 
   async exportCheckpoint(runId: string): Promise<NamedFile[] | null> {

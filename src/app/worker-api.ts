@@ -111,6 +111,8 @@ export interface TrainerWorkerApi {
   exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]>;
   /** The fully fine-tuned model in Hugging Face layout (train_mode = full): config, model.safetensors, tokenizer. */
   exportModel(): Promise<{ name: string; bytes: Uint8Array }[]>;
+  /** The trained model as ONNX in the layout transformers.js loads (adapter merged): onnx/model.onnx, config, tokenizer. */
+  exportOnnx(): Promise<{ name: string; bytes: Uint8Array }[]>;
   /** The run's kept trainer checkpoint packed as files (for the run store), or null when none is kept here. */
   exportCheckpoint(runId: string): Promise<{ name: string; bytes: Uint8Array }[] | null>;
   /** Keeps a packed trainer checkpoint (e.g. from the run store) for this run, so it can resume here. */

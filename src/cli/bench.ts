@@ -52,6 +52,11 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'multi-turn catch or browsergym episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
     options: Object.fromEntries(['task', 'tasks', 'env', 'model', 'episodes', 'seed', 'sft-steps', 'sft-lr', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
   },
+  peer: {
+    load: async () => (await import('../../bench/peer/run.ts')).benchPeer as Bench,
+    help: 'our engine vs transformers.js (our ONNX export) in one headless Chromium: prefill/decode tok/s at B=1 and B=8, ratio, log-prob agreement',
+    options: Object.fromEntries(['model', 'lora', 'prompt', 'tokens', 'batches', 'device', 'reps'].map((k) => [k, { type: 'string' }])),
+  },
   'rollouts-bound': {
     load: async () => (await import('../../bench/rollouts/simulate.ts')).benchRolloutsBound as Bench,
     help: 'simulated lockstep vs continuous under the relay latency (Monte Carlo): the ratio continuous can reach',
@@ -62,7 +67,7 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: str
   generate: { module: () => import('./generate.ts'), help: 'sample completions from a model' },
   render: { module: () => import('./render.ts'), help: 'print the exact prompt an environment gives the model' },
   train: { module: () => import('./train.ts'), help: 'GRPO (and SFT warm-up) training, one JSON line per step' },
+  export: { module: () => import('./export.ts'), help: 'write a trained model for transformers.js (ONNX)' },
   bench: { module: () => import('./bench.ts'), help: 'run the benchmarks in bench/' },
   start: { module: () => import('./start.ts'), help: 'the app: env-server + run store + built web UI' },
 };

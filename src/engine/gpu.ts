@@ -128,7 +128,7 @@ export interface GpuOptions {
 }
 
 /** An adapter that emulates a GPU on the CPU (its memory is the machine's RAM). */
-function isSoftwareAdapter(info: Pick<GpuInfo, 'isFallbackAdapter' | 'architecture' | 'description' | 'device'>): boolean {
+export function isSoftwareAdapter(info: Pick<GpuInfo, 'isFallbackAdapter' | 'architecture' | 'description' | 'device'>): boolean {
   return info.isFallbackAdapter || /swiftshader|software|llvmpipe|lavapipe/i.test(`${info.architecture} ${info.description} ${info.device}`);
 }
 

@@ -10,6 +10,11 @@ import { fileURLToPath } from 'node:url';
 import { unzipSync } from 'fflate';
 import type { Browser, BrowserContext, Download, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import * as ort from 'onnxruntime-node';
+import { readPeftAdapter } from '../../src/engine/peft-adapter.ts';
+import { refScore } from '../../src/engine/reference/qwen3.ts';
+import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { launchChromium } from '../browser/harness.ts';
@@ -50,6 +55,8 @@ describe('the app in Chromium', () => {
   let page: Page;
   const logs: string[] = [];
   let runId = '';
+  /** The PEFT files the adapter download held (the ONNX download must carry their effect). */
+  let adapterFiles = new Map<string, Uint8Array>();
 
   const watch = (p: Page, who: string) => {
     p.on('console', (m) => logs.push(`[${who} ${m.type()}] ${m.text()}`));
@@ -143,6 +150,7 @@ describe('the app in Chromium', () => {
     expect(downloads[0]!.suggestedFilename()).toMatch(/-adapter\.zip$/);
     const files = new Map(Object.entries(unzipSync(fs.readFileSync((await downloads[0]!.path())!))).map(([k, v]) => [k, Buffer.from(v)]));
     expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    adapterFiles = new Map([...files].map(([k, v]) => [k, new Uint8Array(v)]));
 
     const config = JSON.parse(files.get('adapter_config.json')!.toString('utf8'));
     expect(config.peft_type).toBe('LORA');
@@ -157,6 +165,36 @@ describe('the app in Chromium', () => {
     for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.\d+\.(self_attn|mlp)\.[a-z]+_proj\.lora_[AB]\.weight$/);
     const qA = tensors['base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight'];
     expect(qA?.shape[0]).toBe(E2E_RUN_CONFIG.lora_r);
+  });
+
+  it('downloads the model for transformers.js: ONNX that onnxruntime scores as base + the downloaded adapter', async () => {
+    const downloads: Download[] = [];
+    page.on('download', (d) => downloads.push(d));
+    await page.getByTestId('download-onnx').scrollIntoViewIfNeeded();
+    await shot(page, 'download-transformers-js');
+    await page.getByTestId('download-onnx').click();
+    await withLogs(expect.poll(() => downloads.length, { timeout: 120_000 }).toBe(1));
+    expect(downloads[0]!.suggestedFilename()).toMatch(/-transformers-js\.zip$/);
+    const files = unzipSync(fs.readFileSync((await downloads[0]!.path())!));
+    expect(Object.keys(files).sort()).toEqual(['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+
+    const base = await openCheckpoint('models/demo'); // the app's built-in demo model
+    const cfg = base.config;
+    const adapter = await readPeftAdapter(adapterFiles, cfg);
+    const lora = refLoraFromTensors(cfg, { r: adapter.settings.r, alpha: adapter.settings.alpha, targets: adapter.settings.targetModules }, adapter.tensors);
+    const ids = [5, 70, 33, 9, 120, 64, 2, 17];
+    const i64 = (v: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map(BigInt)), [1, v.length]);
+    const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids), attention_mask: i64(ids.map(() => 1)), position_ids: i64(ids.map((_, i) => i)) };
+    for (let l = 0; l < cfg.numLayers; l++) for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, cfg.numKvHeads, 0, cfg.headDim]);
+    const logits = (await (await ort.InferenceSession.create(files['onnx/model.onnx']!)).run(feeds)).logits!.data as Float32Array;
+    const V = cfg.vocabSize;
+    const got = ids.slice(1).map((id, t) => {
+      const row = logits.subarray(t * V, (t + 1) * V);
+      const max = row.reduce((m, x) => Math.max(m, x), -Infinity);
+      return row[id]! - max - Math.log(row.reduce((sum, x) => sum + Math.exp(x - max), 0));
+    });
+    const want = refScore(cfg, await refWeightsFromCheckpoint(base), { ids, scoreFrom: 1 }, 1, lora).logprobs;
+    expect(Math.max(...got.map((x, i) => Math.abs(x - want[i]!)))).toBeLessThan(1e-4);
   });
 
   it('evaluates the trained adapter greedily beside the base model', async () => {

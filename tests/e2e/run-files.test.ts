@@ -2,9 +2,12 @@
 // a fully fine-tuned tiny model exported in Hugging Face layout that our own loader opens again with
 // the trained weights in it, and a run's trainer checkpoint packed as files and kept in another
 // browser's storage, from where the run can resume.
+import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { WorkerEvents } from '../../src/app/worker-api.ts';
+import { refScore } from '../../src/engine/reference/qwen3.ts';
+import { refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
@@ -45,6 +48,31 @@ describe('files kept with a run', { timeout: 300_000 }, () => {
     }
     // An SFT step (a GRPO step of equal rewards has no gradient) moves most weights; none went missing.
     expect(changed).toBeGreaterThan(base.tensors.size / 2);
+  });
+
+  it('"download for transformers.js" holds the trained weights: onnxruntime scores the ONNX as the float64 reference scores the downloaded model', async () => {
+    const onnx = await service.exportOnnx();
+    expect(onnx.map((f) => f.name)).toEqual(expect.arrayContaining(['onnx/model.onnx', 'config.json', 'tokenizer.json', 'tokenizer_config.json']));
+    const trained = await openCheckpoint(new Map((await service.exportModel()).map((f) => [f.name, f.bytes])));
+    const base = await openCheckpoint(await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS));
+    const cfg = trained.config;
+    const ids = [5, 70, 33, 9, 120, 64, 2, 17];
+    const i64 = (v: number[]) => new ort.Tensor('int64', BigInt64Array.from(v.map(BigInt)), [1, v.length]);
+    const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids), attention_mask: i64(ids.map(() => 1)), position_ids: i64(ids.map((_, i) => i)) };
+    for (let l = 0; l < cfg.numLayers; l++) for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, cfg.numKvHeads, 0, cfg.headDim]);
+    const session = await ort.InferenceSession.create(onnx.find((f) => f.name === 'onnx/model.onnx')!.bytes);
+    const logits = (await session.run(feeds)).logits!.data as Float32Array;
+    const V = cfg.vocabSize;
+    const got = ids.slice(1).map((id, t) => {
+      const row = logits.subarray(t * V, (t + 1) * V);
+      const max = row.reduce((m, x) => Math.max(m, x), -Infinity);
+      return row[id]! - max - Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
+    });
+    const want = refScore(cfg, await refWeightsFromCheckpoint(trained), { ids, scoreFrom: 1 }, 1).logprobs;
+    const before = refScore(cfg, await refWeightsFromCheckpoint(base), { ids, scoreFrom: 1 }, 1).logprobs;
+    const diff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
+    expect(diff(got, want)).toBeLessThan(1e-4);
+    expect(diff(want, before)).toBeGreaterThan(1e-3); // training moved the scores, so the check sees the weights
   });
 
   it('packs the run checkpoint as files another browser keeps and resumes from', async () => {

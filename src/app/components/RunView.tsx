@@ -294,6 +294,9 @@ export function RunView({ id }: { id: string }) {
               })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
             </>
           )}
+          <button disabled={!!busy} data-testid="download-onnx" onClick={() => act('onnx', async () => {
+            downloadZip(`${slug(run?.name ?? 'run')}-transformers-js.zip`, await trainer().exportOnnx());
+          })}>{busy === 'onnx' ? 'exporting…' : 'download for transformers.js (one zip, ONNX)'}</button>
           {owned && <button disabled={!!busy} onClick={() => act('keep', () => keepRunFiles(id, owned, run?.config ?? {}))}>{busy === 'keep' ? 'saving…' : 'save files with the run again'}</button>}
           {full && <p className="muted">Full fine-tuning changed every weight, so there is no separate adapter, and no untouched base in this tab to compare against: evaluate the downloaded model against its base elsewhere.</p>}
           {evalRows && (
