@@ -20,12 +20,10 @@ import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
 import { screenshot } from './screenshot.ts';
 import { pageSeed } from './seed.ts';
-import type { MiniwobSource } from './miniwob-source.ts';
+import { MINIWOB_BASE_URL, type MiniwobSource } from './miniwob-source.ts';
 import { HIDE_HUMAN_DISPLAY, startRealEpisode, READ_GOAL } from './miniwob-episode.ts';
 import { MINIWOB_TASKS, pageHtml, type MiniwobTask } from './tasks/index.ts';
 
-/** Where the task pages live; the session's context answers these requests itself (no network). */
-export const MINIWOB_BASE_URL = 'http://miniwob.localhost/miniwob/';
 
 export interface BrowserGymOptions {
   browser: SharedBrowser;

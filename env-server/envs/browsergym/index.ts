@@ -17,7 +17,7 @@ import type { MiniwobSource } from './miniwob-source.ts';
 import { MINIWOB_TASKS, type MiniwobTask } from './tasks/index.ts';
 
 export { MINIWOB_TASKS } from './tasks/index.ts';
-export { MINIWOB_BASE_URL } from './environment.ts';
+export { MINIWOB_BASE_URL } from './miniwob-source.ts';
 
 export const BROWSERGYM_ACTION = actionModel('BrowserGymAction', 'Action to be executed in a BrowserGym environment.', [
   { name: 'action_str', type: { kind: 'string' }, description: 'Natural language action string (e.g., "click(\'Submit\')")' },

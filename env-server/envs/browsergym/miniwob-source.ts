@@ -6,8 +6,9 @@
 
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
-import { MINIWOB_BASE_URL } from './environment.ts';
 
+/** Where the task pages live; the session's context answers these requests itself (no network). */
+export const MINIWOB_BASE_URL = 'http://miniwob.localhost/miniwob/';
 /** Where a folder's pages appear to the browser, as the built-in ones (a folder URL keeps its own address). */
 export const FOLDER_BASE_URL = MINIWOB_BASE_URL;
 /** Siblings of `html/miniwob/` that MiniWoB++'s pages load scripts, styles and images from. */
