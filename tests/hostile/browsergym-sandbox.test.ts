@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Session } from '../envs/browsergym-session.ts';
+import { listeningUrl } from './server-process.ts';
 import type { EnvServer } from '../../env-server/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -26,23 +27,8 @@ async function envServerAs(uid: number, home: string): Promise<{ proc: ChildProc
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
-  let out = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`env-server did not start: ${err}`)), 60_000);
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString('utf8');
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line && out.includes('\n')) {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url.replace(/\/$/, ''));
-      }
-    });
-    proc.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`env-server exited (${code}): ${err}`));
-    });
-  });
+  const url = await listeningUrl(proc, 'env-server', () => err);
   return { proc, url, stderr: () => err };
 }
 

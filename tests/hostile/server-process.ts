@@ -37,22 +37,11 @@ export function tempDir(prefix: string): { dir: string; cleanup(): void } {
   return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/**
- * Starts `webgrpo <command> --port 0 …args` and resolves once it printed its URL. `ulimitFds`
- * runs it under `ulimit -n` (descriptor exhaustion without exhausting the test machine).
- */
-export async function startServerProcess(command: 'start' | 'env-server', args: string[], opts: { ulimitFds?: number } = {}): Promise<ServerProcess> {
-  const node = [process.execPath, '--unhandled-rejections=strict', BIN, command, '--port', '0', ...args];
-  const proc = opts.ulimitFds
-    ? spawn('bash', ['-c', `ulimit -n ${opts.ulimitFds} && exec "$@"`, 'bash', ...node], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(node[0], node.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
+/** Resolves with the URL a server process prints as its first JSON line on stdout; rejects if it exits first or takes over 60 s. */
+export function listeningUrl(proc: ChildProcess, what: string, stderr: () => string): Promise<string> {
   let out = '';
-  let exit: string | null = null;
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
-  proc.on('exit', (code, signal) => (exit = signal ?? String(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webgrpo ${command} did not start within 60 s: ${err}`)), 60_000);
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s: ${stderr()}`)), 60_000);
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString('utf8');
       const line = out.split('\n').find((l) => l.startsWith('{'));
@@ -63,9 +52,25 @@ export async function startServerProcess(command: 'start' | 'env-server', args: 
     });
     proc.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`webgrpo ${command} exited (${code}) before listening: ${err}`));
+      reject(new Error(`${what} exited (${code}) before listening: ${stderr()}`));
     });
   });
+}
+
+/**
+ * Starts `webgrpo <command> --port 0 …args` and resolves once it printed its URL. `ulimitFds`
+ * runs it under `ulimit -n` (descriptor exhaustion without exhausting the test machine).
+ */
+export async function startServerProcess(command: 'start' | 'env-server', args: string[], opts: { ulimitFds?: number } = {}): Promise<ServerProcess> {
+  const node = [process.execPath, '--unhandled-rejections=strict', BIN, command, '--port', '0', ...args];
+  const proc = opts.ulimitFds
+    ? spawn('bash', ['-c', `ulimit -n ${opts.ulimitFds} && exec "$@"`, 'bash', ...node], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(node[0], node.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  let exit: string | null = null;
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
+  proc.on('exit', (code, signal) => (exit = signal ?? String(code)));
+  const url = await listeningUrl(proc, `webgrpo ${command}`, () => err);
   const pid = proc.pid!;
   return {
     url,
