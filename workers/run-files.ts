@@ -5,7 +5,7 @@
 import { peftAdapterFiles, readPeftAdapter } from '../src/engine/peft-adapter.ts';
 import type { Engine } from '../src/engine/types.ts';
 import { exportOnnx } from '../src/export/onnx/export.ts';
-import { writeSafetensors } from '../src/model/safetensors.ts';
+import { fullModelFiles } from '../src/export/full-model.ts';
 import type { LoadedModel } from './load-model.ts';
 import type { StoredCheckpoint } from './run-checkpoints.ts';
 
@@ -19,26 +19,12 @@ export const CHECKPOINT_META_FILE = 'run-checkpoint.json';
 const META_KEYS = ['runStep', 'sftSteps', 'sftStepsDone'] as const;
 
 /**
- * The model as trained in full mode: every tensor of the base checkpoint, the trained ones replaced
- * by their current (f32) values, plus the base's config and tokenizer files. Only full mode has no
- * separate adapter: with LoRA the base is unchanged and the adapter is what to download.
+ * The model as trained in full mode, in Hugging Face layout (src/export/full-model.ts, the same writer
+ * as `train --train_mode full --output`). Only full mode has no separate adapter: with LoRA the base is
+ * unchanged and the adapter is what to download.
  */
-export async function exportFullModel(engine: Engine, model: LoadedModel): Promise<NamedFile[]> {
-  const { checkpoint } = model;
-  const trained = new Map((await engine.saveState()).tensors.filter((t) => checkpoint.tensors.has(t.name)).map((t) => [t.name, t]));
-  if (trained.size === 0) throw new Error('No trained weights to export: the model was not trained in full mode (train_mode = full)');
-  const tensors = [];
-  for (const [name, info] of [...checkpoint.tensors].sort(([a], [b]) => a.localeCompare(b))) {
-    const t = trained.get(name);
-    if (t) tensors.push({ name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) });
-    else tensors.push({ name, dtype: info.dtype, shape: info.shape, data: await checkpoint.readTensor(name) });
-  }
-  const files: NamedFile[] = [{ name: 'model.safetensors', bytes: writeSafetensors(tensors, { format: 'pt' }) }];
-  for (const side of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
-    const text = await checkpoint.readText(side);
-    if (text !== null) files.push({ name: side, bytes: new TextEncoder().encode(text) });
-  }
-  return files;
+export function exportFullModel(engine: Engine, model: LoadedModel): Promise<NamedFile[]> {
+  return fullModelFiles(engine, model.checkpoint);
 }
 
 /**

@@ -22,6 +22,7 @@ import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { builtinEnvUrls, inProcessEnvs, miniwobOption, resolveEnv } from './tasks.ts';
 import { parseAxtreeForm, type AxtreeForm } from '../../env-server/envs/browsergym/axtree.ts';
 import { TrainProgress, watchedEngine } from './train-progress.ts';
+import { fullModelFolder } from './full-model-folder.ts';
 import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
 import { isDirectory } from '../model/node-files.ts';
@@ -45,7 +46,8 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the task preset, the same as the app's)
-  --output DIR            checkpoints (every save_steps) and the final PEFT adapter
+  --output DIR            checkpoints (every save_steps) and the final PEFT adapter (LoRA) or
+                          model/ (full fine-tuning: a Hugging Face model folder, also at every save)
   --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
   --dataset-size N        rows of the example dataset (default: the example's)
   --weight-dtype auto|f16|f32  storage of the frozen weights (full fine-tuning needs f32)
@@ -55,7 +57,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}; progress
 with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
-the adapter are saved under --output, their paths printed on stderr, and the exit code is 130/143.
+the adapter (or model/) are saved under --output, their paths printed on stderr, and the exit code is 130/143.
 Completions are printed only with --log_completions (TRL's key; also accepted in --config).`;
 
 interface Args {
@@ -402,6 +404,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     watch.start();
     const store = args.output ? recordingStore(folderCheckpointStore(args.output)) : undefined;
+    const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output) : null;
     const sft = !resume && config.sft_steps > 0;
     if (sft) watch.sftStarting(config.sft_steps);
     else watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, (resume?.counters.step ?? 0) + 1);
@@ -413,7 +416,7 @@ export async function run(argv: string[]): Promise<number> {
       config,
       transcripts,
       datasetSize: args.datasetSize,
-      checkpointStore: store,
+      checkpointStore: store && fullModel ? fullModel.saving(store) : store,
       resume,
       signal: ctrl.signal,
       maxBatchSize: plan.numSequences,
@@ -424,6 +427,7 @@ export async function run(argv: string[]): Promise<number> {
     for await (const e of events) {
       printEvent(e, config.log_completions);
       watch.event(e);
+      fullModel?.observe(e);
       if (e.phase === 'sft' && e.step === e.totalSteps) watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, 1);
       if (e.phase !== 'grpo') continue;
       for (const warning of e.warnings ?? []) progress.line(`webgrpo train: warning: step ${e.step}: ${warning}`);
@@ -433,6 +437,7 @@ export async function run(argv: string[]): Promise<number> {
       const saved: string[] = [];
       if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
       if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output)}`);
+      if (fullModel) saved.push(`model ${await fullModel.finish()}`);
       if (!store?.last && args.output) saved.push('no trainer checkpoint (stopped during the SFT warm-up; a resume would skip the rest of it)');
       progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
       return SIGNAL_EXIT[stoppedBy];
@@ -441,6 +446,7 @@ export async function run(argv: string[]): Promise<number> {
       const adapter = await exportAdapter(engine, args.model, args.output);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
+    if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));
     if (tally.everyCallFailed) {
       progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
       return 1;

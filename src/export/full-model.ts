@@ -1,0 +1,61 @@
+// The fully fine-tuned model as a Hugging Face model folder (`AutoModelForCausalLM.from_pretrained`
+// loads it): every weight of the base checkpoint, the trained ones replaced by their current values,
+// stored in the checkpoint's own dtype (as save_pretrained keeps a model's dtype), beside the base's
+// config, generation config, tokenizer files and chat template. One writer for every front end: the
+// app's download (workers/run-files.ts) and `train --train_mode full --output` (src/cli/full-model-folder.ts).
+// No Node-only imports, so the worker runs it too.
+
+import type { Engine } from '../engine/types.ts';
+import { SINGLE_WEIGHTS_FILE } from '../model/checkpoint.ts';
+import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
+import { CHAT_TEMPLATE_FILES } from '../model/tokenizer.ts';
+import type { Checkpoint } from '../model/types.ts';
+
+export interface ModelFile {
+  name: string;
+  bytes: Uint8Array;
+}
+
+/**
+ * Side files copied as the base has them: the tokenizer in every form transformers reads (fast
+ * tokenizer.json, and the slow vocab/merges a picked folder may carry) and every place it looks for
+ * the chat template.
+ */
+const SIDE_FILES = [
+  'tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES,
+  'special_tokens_map.json', 'added_tokens.json', 'vocab.json', 'merges.txt',
+] as const;
+
+/**
+ * generation_config.json for a base without one: what transformers derives from config.json
+ * (GenerationConfig.from_model_config), so a loaded model stops at the same tokens.
+ */
+function derivedGenerationConfig(raw: Record<string, unknown>): string {
+  const derived: Record<string, unknown> = { _from_model_config: true };
+  for (const key of ['bos_token_id', 'eos_token_id', 'pad_token_id']) if (raw[key] !== undefined && raw[key] !== null) derived[key] = raw[key];
+  return JSON.stringify(derived, null, 2) + '\n';
+}
+
+export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoint: Checkpoint): Promise<ModelFile[]> {
+  const trained = new Map((await engine.saveState()).tensors.filter((t) => checkpoint.tensors.has(t.name)).map((t) => [t.name, t]));
+  if (trained.size === 0) throw new Error('No trained weights to export: the model was not trained in full mode (train_mode = full)');
+  const tensors: TensorToWrite[] = [];
+  for (const [name, info] of [...checkpoint.tensors].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    // A tied head is the embedding: save_pretrained leaves it out, and a stored copy (Qwen3-0.6B ships
+    // one) would hold the untrained values while the embedding moved.
+    if (name === 'lm_head.weight' && checkpoint.config.tieWordEmbeddings) continue;
+    const t = trained.get(name);
+    tensors.push({ name, dtype: info.dtype, shape: info.shape, data: t ? encodeFromFloat32(info.dtype, t.data) : await checkpoint.readTensor(name) });
+  }
+  const text = new TextEncoder();
+  const files: ModelFile[] = [{ name: SINGLE_WEIGHTS_FILE, bytes: writeSafetensors(tensors, { format: 'pt' }) }];
+  const config = await checkpoint.readText('config.json');
+  files.push({ name: 'config.json', bytes: text.encode(config ?? JSON.stringify(checkpoint.config.raw, null, 2) + '\n') });
+  const generation = await checkpoint.readText('generation_config.json');
+  files.push({ name: 'generation_config.json', bytes: text.encode(generation ?? derivedGenerationConfig(checkpoint.config.raw)) });
+  for (const side of SIDE_FILES) {
+    const content = await checkpoint.readText(side);
+    if (content !== null) files.push({ name: side, bytes: text.encode(content) });
+  }
+  return files;
+}
