@@ -8,6 +8,7 @@ import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { stoppableEngine } from '../src/engine/stoppable.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
+import { chooseWeightPrecision, matrixDtypeOf } from '../src/engine/weight-precision.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/grpo/checkpoint.ts';
@@ -120,10 +121,14 @@ export class TrainerService implements TrainerWorkerApi {
       delivered = Promise.resolve(events.onProgress(p));
     };
     const loaded = await loadModelChoice(choice, onProgress);
-    // f16 storage where the adapter has shader-f16 (full fine-tuning promotes what it trains to f32).
-    const plannedDtype = gpu.f16 && choice.weightDtype !== 'f32' ? 'f16' : 'f32';
     if (choice.weightDtype === 'f16' && !gpu.f16) throw new Error('f16 weights need the shader-f16 feature, which this GPU adapter does not have: choose auto or f32');
     const planned = defaultRunConfig(loaded);
+    // The CLI's rule (weight-precision.ts): the checkpoint's own precision, f16 only where the plan needs it.
+    const precision = chooseWeightPrecision({
+      wanted: choice.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(loaded.checkpoint.tensors.values()), f16: gpu.f16,
+      fits: (d) => memoryPlanFor(loaded, gpu, d, planned).fits,
+    });
+    const plannedDtype = precision.stored;
     const plan = memoryPlanFor(loaded, gpu, plannedDtype, planned);
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {
@@ -133,6 +138,7 @@ export class TrainerService implements TrainerWorkerApi {
       vocab: cfg.vocabSize,
       params: parameterCount(loaded),
       weightDtype: plannedDtype,
+      weightPrecision: precision.reason,
       memory: plan.items.map((i) => ({ name: i.name, bytes: i.bytes })),
       totalBytes: plan.totalBytes,
       fits: plan.fits,

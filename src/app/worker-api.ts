@@ -12,7 +12,7 @@ export type ModelChoice = (
   | { kind: 'hub'; repo: string; revision: string; endpoint?: string }
   | { kind: 'files'; files: File[] }
 ) & {
-  /** Storage of the weights on the GPU: 'auto' (f16 where the adapter has shader-f16) by default. */
+  /** Storage of the weights on the GPU: 'auto' (the checkpoint's own precision, src/engine/weight-precision.ts) by default. */
   weightDtype?: 'auto' | 'f16' | 'f32';
 };
 
@@ -39,6 +39,8 @@ export interface ModelInfo {
   vocab: number;
   params: number;
   weightDtype: 'f16' | 'f32';
+  /** Why the weights sit in weightDtype, with the log-prob error it costs (weight-precision.ts). */
+  weightPrecision?: string;
   memory: MemoryItem[];
   totalBytes: number;
   fits: boolean;

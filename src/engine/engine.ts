@@ -10,7 +10,8 @@ import { Qwen3Forward, type AttentionVariant, type HalfLoads, type MatmulVariant
 import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
-import { planMemory, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
@@ -23,8 +24,13 @@ import type {
 
 export interface LoadEngineOptions {
   gpu?: Gpu;
-  /** 'auto' (default): f16 when the adapter has shader-f16, else f32. 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning promotes f16 weights to f32 when it starts. */
-  weightDtype?: 'auto' | 'f16' | 'f32';
+  /**
+   * 'auto' (default): the checkpoint's own precision where the adapter holds it (f32 stays f32; bf16
+   * and f16 go to f16 with shader-f16), f16 only when the memory plan needs it (weight-precision.ts).
+   * 'f16' works on every adapter (halves are unpacked in the kernels). Full fine-tuning promotes f16
+   * weights to f32 when it starts.
+   */
+  weightDtype?: WeightChoice;
   onProgress?: (p: LoadProgress) => void;
   /** Kernel variant of the linears: 'auto' (default) = register-blocked on software adapters, workgroup-tiled otherwise. */
   matmul?: 'auto' | MatmulVariant;
@@ -59,6 +65,8 @@ export class WebGpuEngine implements Engine {
     readonly internals: Qwen3Forward,
     private readonly ownsGpu: boolean,
     readonly memoryPlan: MemoryPlan,
+    /** How the checkpoint's matrices were stored at load, and why. */
+    readonly precision: WeightPrecision,
     /** Harmless oddities of the checkpoint (e.g. a stored lm_head.weight although tied, which is ignored). */
     readonly warnings: string[] = [],
   ) {
@@ -72,10 +80,17 @@ export class WebGpuEngine implements Engine {
   }
 
   /** What machine-readable CLI output reports about the run: the adapter, the weight storage, the memory plan. */
-  report(): { adapter: string; weight_dtype: 'f16' | 'f32'; memory_plan: { total_bytes: number; fits: boolean; items: { name: string; bytes: number }[] } } {
+  report(): {
+    adapter: string;
+    weight_dtype: 'f16' | 'f32';
+    weight_precision: { checkpoint: string; stored: GpuDtype; reason: string; expected_logprob_error: number };
+    memory_plan: { total_bytes: number; fits: boolean; items: { name: string; bytes: number }[] };
+  } {
+    const p = this.precision;
     return {
       adapter: adapterName(this.gpu.adapterInfo),
       weight_dtype: this.weightDtype,
+      weight_precision: { checkpoint: p.checkpoint, stored: p.stored, reason: p.reason, expected_logprob_error: p.expectedLogprobError },
       memory_plan: { total_bytes: this.memoryPlan.totalBytes, fits: this.memoryPlan.fits, items: this.memoryPlan.items.map((i) => ({ name: i.name, bytes: i.bytes })) },
     };
   }
@@ -206,8 +221,6 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   if (cfg.headDim % 2 !== 0) throw new Error(`config: head_dim must be even for rotate-half RoPE, got ${cfg.headDim}`);
   const ownsGpu = !opts.gpu;
   const gpu = opts.gpu ?? (await getGpu());
-  const wanted = opts.weightDtype ?? 'auto';
-  const matrixDtype = wanted === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : wanted;
   const maxBindingBytes = bindingLimit(gpu.limits, opts.maxBindingBytes);
   // Measured on lavapipe (BENCHMARKS.md, bench half-loads): native f16 loads were slower in the
   // forward matmul (0.57–0.94×) and in a whole LoRA train step (u32 faster by 3–16 %), though the
@@ -218,14 +231,17 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
   }
-  const memoryPlan = planMemory({
+  const planFor = (weightDtype: GpuDtype) => planMemory({
     config: cfg,
-    weightDtype: matrixDtype,
+    weightDtype,
     mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
     numSequences: opts.plan?.numSequences ?? 1,
     maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
     limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
   });
+  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
+  const matrixDtype = precision.stored;
+  const memoryPlan = planFor(matrixDtype);
   if (!memoryPlan.fits) {
     if (ownsGpu) gpu.device.destroy();
     throw new Error(`model does not fit this GPU: ${memoryPlan.message}`);
@@ -256,5 +272,5 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, check.warnings);
+  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, precision, check.warnings);
 }

@@ -45,7 +45,8 @@ describe(onAdapter('f16 weights'), () => {
     if (ADAPTER === 'lavapipe') expect(gpu.f16).toBe(true);
     if (ADAPTER === 'swiftshader') expect(gpu.f16).toBe(false);
     const cfg = tinyConfig();
-    const ckpt = memoryCheckpoint(cfg, randomRefWeights(cfg, 3));
+    // An f16 checkpoint: `auto` keeps its precision, in f16 where the adapter has shader-f16.
+    const ckpt = memoryCheckpoint(cfg, randomRefWeights(cfg, 3), 'F16');
     if (gpu.f16) {
       const auto = await loadEngine(ckpt, { gpu });
       expect(auto.weightDtype).toBe('f16');

@@ -1,6 +1,7 @@
 // The app's worker fine-tunes every weight on the adapter it gets: on an adapter with shader-f16
-// (lavapipe, most GPUs) it loads f16 weights, and full fine-tuning must train f32 master weights
-// rather than refuse them (issue 11). The same worker API the browser tab drives, in Node.
+// (lavapipe, most GPUs) it may hold f16 weights (asked for, or a 16-bit checkpoint), and full
+// fine-tuning must train f32 master weights rather than refuse them (issue 11). The same worker API
+// the browser tab drives, in Node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { StepEvent } from '../../src/app/worker-api.ts';
@@ -14,10 +15,11 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
   beforeAll(async () => { server = await createEnvServer({}); });
   afterAll(async () => { await server?.close(); });
 
-  it('trains a GRPO step of full fine-tuning on the weights the adapter loads (f16 where it has shader-f16)', async () => {
+  it('trains a GRPO step of full fine-tuning on the weights the adapter loads (f16 where it has shader-f16 and they are asked for)', async () => {
     const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
     const probe = await service.probe();
-    const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    // The built-in model is f32, which `auto` keeps: f16 is asked for where the adapter has shader-f16.
+    const info = await service.loadModel({ kind: 'tiny', weightDtype: probe.f16 ? 'f16' : 'auto' }, { onProgress: () => undefined });
     expect(info.weightDtype).toBe(probe.f16 ? 'f16' : 'f32');
     if (ADAPTER === 'lavapipe') expect(info.weightDtype).toBe('f16');
     const steps: StepEvent[] = [];

@@ -68,7 +68,7 @@ export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
       <label className="row muted">
         weights on the GPU{' '}
         <select aria-label="weight dtype" value={weightDtype} onChange={(e) => setWeightDtype(e.target.value as 'auto' | 'f16' | 'f32')}>
-          <option value="auto">auto ({probe?.f16 ? 'f16: this adapter has shader-f16' : 'f32: no shader-f16 here'})</option>
+          <option value="auto">auto (the checkpoint's precision{probe?.f16 ? '; bf16 in f16 with shader-f16' : ''})</option>
           <option value="f16" disabled={probe?.f16 === false}>f16 (half the memory)</option>
           <option value="f32">f32</option>
         </select>
@@ -88,7 +88,7 @@ export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
         <div className="model-info" data-testid="model-info">
           <p>
             <b>{model.name}</b>: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab}, {(model.params / 1e6).toFixed(2)}M parameters,
-            weights in <b>{model.weightDtype}</b>{model.weightDtype === 'f32' && probe?.f16 === false ? ' (adapter has no shader-f16)' : ''}.
+            weights in <b>{model.weightDtype}</b>{model.weightPrecision ? ` (${model.weightPrecision})` : ''}.
           </p>
           {plan ? (
             <>
