@@ -35,6 +35,18 @@ function toBuffer(data: RawData): Buffer {
   return Buffer.from(data);
 }
 
+/**
+ * The session log's words for a client ending its socket. A client that drops the connection without
+ * a close frame (1006: a script that exits without closing its env client, a killed tab) or says it
+ * is going away (1001) "went away": the usual end of a client's life, not a failure of the session.
+ */
+export function clientCloseReason(code: number): string {
+  if (code === 1006) return 'client went away (no close frame, 1006)';
+  if (code === 1001) return 'client went away (1001)';
+  if (code === 1005) return 'client closed (no status code, 1005)';
+  return `client closed ${code}`;
+}
+
 export class Downstream {
   private handler: FrameHandler | null = null;
   private readonly buffered: Array<[Buffer, boolean]> = [];
@@ -52,10 +64,7 @@ export class Downstream {
   ) {
     ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
     ws.on('pong', () => (this.alive = true));
-    ws.on('close', (code) => {
-      const reason = code === 1006 ? 'disconnected (1006)' : `client closed ${code}`;
-      this.finish({ reason, clientCode: code });
-    });
+    ws.on('close', (code) => this.finish({ reason: clientCloseReason(code), clientCode: code }));
     // A socket error is always followed by 'close', which does the cleanup.
     ws.on('error', () => {});
   }

@@ -250,7 +250,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   const heartbeat = setInterval(() => {
     for (const down of liveSockets) {
       if (!down.alive) {
-        down.terminate('no pong (dead peer)');
+        down.terminate('client went away (no pong: dead peer)');
         continue;
       }
       down.alive = false;

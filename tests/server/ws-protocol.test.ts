@@ -238,12 +238,19 @@ describe('/ws envelope rules (§3.2) and error codes (§3.3)', () => {
     const b = await RawClient.open(wsBase(server, 'echo'));
     b.ws.terminate();
     await expectNoLeaks(server);
+    const c = await RawClient.open(wsBase(server, 'echo'));
+    c.ws.close(1001);
+    await c.waitClosed();
+    await expectNoLeaks(server);
     expect(lines.map((l) => l.replace(/ ms=\d+$/, ''))).toEqual([
       'session open echo#1 active=1/1',
       'session refused echo#2 at capacity 1/1',
       'session close echo#1 reason="close frame" steps=1',
       'session open echo#3 active=1/1',
-      'session close echo#3 reason="disconnected (1006)" steps=0',
+      // A client that drops the connection without a close frame went away; the log does not call it a failure.
+      'session close echo#3 reason="client went away (no close frame, 1006)" steps=0',
+      'session open echo#4 active=1/1',
+      'session close echo#4 reason="client went away (1001)" steps=0',
     ]);
   });
 
