@@ -23,12 +23,10 @@ const FRAMES = JSON.parse(readFileSync(new URL('./browsergym-vectors/real-frames
   source: string;
   episodes: { task: string; seed: number; goal: string; axtree_txt: string; actions: string[] }[];
 };
-const REAL_BASE = /http:\/\/127\.0\.0\.1:8888\/miniwob\//g;
 
-/** The real server's tree for `task`, with its page address swapped for ours. */
+/** The real server's tree for `task`, as recorded (its page URLs included: a folder's pages appear at OpenEnv's MINIWOB_URL). */
 function realTree(task: string): string {
-  const episode = FRAMES.episodes.find((e) => e.task === task)!;
-  return episode.axtree_txt.replace(REAL_BASE, FOLDER_BASE_URL);
+  return FRAMES.episodes.find((e) => e.task === task)!.axtree_txt;
 }
 
 let def: BrowserGymEnvDefinition;
@@ -52,7 +50,7 @@ describe('browsergym over a MiniWoB++ folder', () => {
       expect(obs.goal).toBe('Click the button.');
       expect(obs.axtree_txt).toBe(realTree('click-test'));
       expect(obs.text).toBe(obs.axtree_txt);
-      expect(obs.url).toBe(`${FOLDER_BASE_URL}click-test.html`);
+      expect(obs.url).toBe('http://127.0.0.1:8888/miniwob/click-test.html');
       // The human display is gone from the page the agent sees.
       expect(obs.pruned_html).not.toMatch(/reward-display|sync-task-cover|click-canvas/);
       const won = await s.step("click('13')");
@@ -126,9 +124,10 @@ describe('MiniWoB++ sources', () => {
     const folder = await miniwobFolder(FOLDER);
     expect(folder.names).toEqual(['click-test', 'enter-text']);
     expect((await folder.answer(`${FOLDER_BASE_URL}click-test.html`))?.status).toBe(200);
-    expect((await folder.answer('http://miniwob.localhost/core/core.js'))?.contentType).toBe('text/javascript; charset=utf-8');
-    expect(await folder.answer('http://miniwob.localhost/core/..%2f..%2fminiwob.test.ts')).toBeNull();
-    expect(await folder.answer('http://miniwob.localhost/../../envs/browsergym-miniwob.test.ts')).toBeNull();
+    const root = new URL(FOLDER_BASE_URL).origin;
+    expect((await folder.answer(`${root}/core/core.js`))?.contentType).toBe('text/javascript; charset=utf-8');
+    expect(await folder.answer(`${root}/core/..%2f..%2fminiwob.test.ts`)).toBeNull();
+    expect(await folder.answer(`${root}/../../envs/browsergym-miniwob.test.ts`)).toBeNull();
     expect(await folder.answer('http://elsewhere.localhost/miniwob/click-test.html')).toBeNull();
     await expect(miniwobFolder('/nonexistent/miniwob')).rejects.toThrow(/is not a folder/);
   });
