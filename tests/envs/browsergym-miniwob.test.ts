@@ -6,6 +6,9 @@
 // (shared/specs/browsergym-real-frames.json, recorded with the same Chromium build).
 
 import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +20,8 @@ import { Session } from './browsergym-session.ts';
 import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
 import { resolveEnv } from '../../src/cli/tasks.ts';
 import { run as train } from '../../src/cli/train.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { runTrainCli } from '../rl-learn/train-cli-run.ts';
 
 const FOLDER = new URL('../fixtures/miniwob/html/miniwob', import.meta.url).pathname;
 const FRAMES = JSON.parse(readFileSync(new URL('./browsergym-vectors/real-frames.json', import.meta.url), 'utf8')) as {
@@ -117,6 +122,31 @@ describe('the browsergym task over a folder (train --env browsergym:click-test,e
       "browsergym: unknown task 'book-flight' (have click-test, enter-text, or mix)",
     );
   }, 60_000);
+
+  it("trains from the folder: the preset's warm-up plays the run's own tasks with the scripted solver, then a GRPO step", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-miniwob-train-'));
+    try {
+      const model = join(dir, 'model');
+      await mkdir(model);
+      for (const [name, bytes] of await makeTinyCheckpointFiles({ seed: 3, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 })) await writeFile(join(model, name), bytes);
+      const output = join(dir, 'out');
+      // No --sft / --sft-solver: the browsergym preset's sft_steps asks for a warm-up, and the task's solver provides it.
+      const { code, lines } = await runTrainCli([
+        '--model', model, '--env', 'browsergym:click-test,enter-text', '--miniwob', FOLDER, '--output', output,
+        '--sft_steps', '1', '--sft_batch_size', '1', '--sft-episodes', '1',
+        '--num_generations', '2', '--per_device_train_batch_size', '2', '--max_completion_length', '32', '--max_steps', '1', '--save_steps', '100',
+      ]);
+      expect(code).toBe(0);
+      expect(lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['sft', 1], ['grpo', 1], ['done', undefined]]);
+      expect(lines[2]).toHaveProperty(['rewards/reward_completion/mean']);
+      // The warm-up episode is one of the run's tasks (the default mix names tasks this folder lacks).
+      const transcripts = (await readFile(join(output, 'transcripts.jsonl'), 'utf8')).trim().split('\n');
+      expect(transcripts).toHaveLength(1);
+      expect(transcripts[0]).toContain(`url='${FOLDER_BASE_URL}click-test.html'`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 });
 
 describe('MiniWoB++ sources', () => {
