@@ -311,6 +311,14 @@ function recordingStore(store: CheckpointStore): CheckpointStore & { last: strin
   return recording;
 }
 
+/**
+ * The scripted solver that makes the warm-up's transcripts: --sft-solver's, else, as the app does,
+ * the task's own when a warm-up (e.g. the browsergym preset's sft_steps) has no --sft transcripts.
+ */
+export function warmUpSolver(task: string, args: Pick<Args, 'sft' | 'sftSolver' | 'resume'>, sftSteps: number): string | null {
+  return args.sftSolver ?? (!args.sft && !args.resume && sftSteps > 0 && SOLVERS[task] ? task : null);
+}
+
 export async function run(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   if (args.help) {
@@ -328,8 +336,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
   }
   const { config } = await buildConfig(name, task, args, (await modelSizeOf(args.model)).tier);
-  // As the app does: a warm-up (the preset's, e.g. browsergym's) with no transcripts given plays the task's own scripted solver.
-  const sftSolver = args.sftSolver ?? (!args.sft && !args.resume && config.sft_steps > 0 && SOLVERS[name] ? name : null);
+  const sftSolver = warmUpSolver(name, args, config.sft_steps);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {
