@@ -27,6 +27,14 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts; --per-task [--tasks a,b] [--miniwob DIR|URL] [--rounds N]: per task at 1 and 8 sessions, reset/step p50/p99 and reply bytes',
     options: { sessions: { type: 'string' }, cap: { type: 'string' }, steps: { type: 'string' }, 'per-task': { type: 'boolean' }, tasks: { type: 'string' }, miniwob: { type: 'string' }, rounds: { type: 'string' } },
   },
+  'browsergym-load': {
+    load: async () => {
+      const { benchBrowserGymLoad, parseBenchBrowserGymLoadArgs } = await import('../../bench/env-server/browsergym-load.ts');
+      return (opts) => benchBrowserGymLoad(parseBenchBrowserGymLoadArgs(opts));
+    },
+    help: 'N sessions at once each win click-test with the right bid next to a training job (or CPU hogs): wins x/N per round, reset/click p50/p99, clean error text',
+    options: { sessions: { type: 'string' }, rounds: { type: 'string' }, miniwob: { type: 'string' }, load: { type: 'string' } },
+  },
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
@@ -67,7 +75,7 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

@@ -43,7 +43,8 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --axtree browsergym|classic  the page tree's form (default: classic over the built-in tasks,
                           browsergym — the real server's — over a MiniWoB++ folder)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle, browsergym)
+  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle,
+                          browsergym; default: the task's own when sft_steps > 0 and no --sft is given)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the task preset, the same as the app's)
   --output DIR            checkpoints (every save_steps) and the final PEFT adapter (LoRA) or
@@ -312,6 +313,14 @@ function recordingStore(store: CheckpointStore): CheckpointStore & { last: strin
   return recording;
 }
 
+/**
+ * The scripted solver that makes the warm-up's transcripts: --sft-solver's, else, as the app does,
+ * the task's own when a warm-up (e.g. the browsergym preset's sft_steps) has no --sft transcripts.
+ */
+export function warmUpSolver(task: string, args: Pick<Args, 'sft' | 'sftSolver' | 'resume'>, sftSteps: number): string | null {
+  return args.sftSolver ?? (!args.sft && !args.resume && sftSteps > 0 && SOLVERS[task] ? task : null);
+}
+
 export async function run(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   if (args.help) {
@@ -329,6 +338,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
   }
   const { config } = await buildConfig(name, task, args, (await modelSizeOf(args.model)).tier);
+  const sftSolver = warmUpSolver(name, args, config.sft_steps);
 
   let resume: TrainerCheckpoint | undefined;
   if (args.resume) {
@@ -365,12 +375,13 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGTERM', onTerm);
   let engine: Engine | null = null;
   try {
-    if (args.sftSolver) {
-      const solve = SOLVERS[args.sftSolver];
-      const solverUrl = envUrls[(args.sftSolver === 'catch-compact' ? 'catch' : args.sftSolver) as keyof typeof envUrls];
-      if (!solve || !solverUrl) throw new Error(`--sft-solver: no scripted solver '${args.sftSolver}' for this env (have ${Object.keys(SOLVERS).join(', ')})`);
-      progress.line(`SFT warm-up transcripts: the ${args.sftSolver} solver plays ${args.sftEpisodes} episodes…`);
-      transcripts = [...(transcripts ?? []), ...(await solve({ baseUrl: solverUrl, episodes: args.sftEpisodes, seed: config.seed }))];
+    if (sftSolver) {
+      const solve = SOLVERS[sftSolver];
+      const solverUrl = envUrls[(sftSolver === 'catch-compact' ? 'catch' : sftSolver) as keyof typeof envUrls];
+      if (!solve || !solverUrl) throw new Error(`--sft-solver: no scripted solver '${sftSolver}' for this env (have ${Object.keys(SOLVERS).join(', ')})`);
+      progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
+      const rows = task.dataset(args.datasetSize);
+      transcripts = [...(transcripts ?? []), ...(await solve({ baseUrl: solverUrl, episodes: args.sftEpisodes, seed: config.seed, rows }))];
       if (args.output) {
         await mkdir(args.output, { recursive: true });
         await writeFile(join(args.output, 'transcripts.jsonl'), transcriptsToJsonl(transcripts));

@@ -6,6 +6,9 @@
 // (shared/specs/browsergym-real-frames.json, recorded with the same Chromium build).
 
 import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,19 +19,20 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { Session } from './browsergym-session.ts';
 import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
 import { resolveEnv } from '../../src/cli/tasks.ts';
-import { run as train } from '../../src/cli/train.ts';
+import { run as train, warmUpSolver } from '../../src/cli/train.ts';
+import { SOLVERS } from '../../src/rl/tasks/solvers.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { runTrainCli } from '../rl-learn/train-cli-run.ts';
 
 const FOLDER = new URL('../fixtures/miniwob/html/miniwob', import.meta.url).pathname;
 const FRAMES = JSON.parse(readFileSync(new URL('./browsergym-vectors/real-frames.json', import.meta.url), 'utf8')) as {
   source: string;
   episodes: { task: string; seed: number; goal: string; axtree_txt: string; actions: string[] }[];
 };
-const REAL_BASE = /http:\/\/127\.0\.0\.1:8888\/miniwob\//g;
 
-/** The real server's tree for `task`, with its page address swapped for ours. */
+/** The real server's tree for `task`, as recorded (its page URLs included: a folder's pages appear at OpenEnv's MINIWOB_URL). */
 function realTree(task: string): string {
-  const episode = FRAMES.episodes.find((e) => e.task === task)!;
-  return episode.axtree_txt.replace(REAL_BASE, FOLDER_BASE_URL);
+  return FRAMES.episodes.find((e) => e.task === task)!.axtree_txt;
 }
 
 let def: BrowserGymEnvDefinition;
@@ -52,7 +56,7 @@ describe('browsergym over a MiniWoB++ folder', () => {
       expect(obs.goal).toBe('Click the button.');
       expect(obs.axtree_txt).toBe(realTree('click-test'));
       expect(obs.text).toBe(obs.axtree_txt);
-      expect(obs.url).toBe(`${FOLDER_BASE_URL}click-test.html`);
+      expect(obs.url).toBe('http://127.0.0.1:8888/miniwob/click-test.html');
       // The human display is gone from the page the agent sees.
       expect(obs.pruned_html).not.toMatch(/reward-display|sync-task-cover|click-canvas/);
       const won = await s.step("click('13')");
@@ -119,6 +123,38 @@ describe('the browsergym task over a folder (train --env browsergym:click-test,e
       "browsergym: unknown task 'book-flight' (have click-test, enter-text, or mix)",
     );
   }, 60_000);
+
+  it('trains one GRPO step from the folder', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-miniwob-train-'));
+    try {
+      const model = join(dir, 'model');
+      await mkdir(model);
+      for (const [name, bytes] of await makeTinyCheckpointFiles({ seed: 3, hidden: 32, layers: 1, heads: 2, kvHeads: 1, headDim: 16, intermediate: 64 })) await writeFile(join(model, name), bytes);
+      // The warm-up (an SFT step on a ~2,500-token page transcript) is left out: it would triple the cost.
+      const { code, lines } = await runTrainCli([
+        '--model', model, '--env', 'browsergym:click-test,enter-text', '--miniwob', FOLDER, '--sft_steps', '0',
+        '--num_generations', '2', '--per_device_train_batch_size', '2', '--max_completion_length', '32', '--max_steps', '1',
+      ]);
+      expect(code).toBe(0);
+      expect(lines.map((l) => [l.phase, l.step]).slice(0, 2)).toEqual([['load', undefined], ['grpo', 1]]);
+      expect(lines[1]).toHaveProperty(['rewards/reward_completion/mean']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it("the preset's warm-up needs no flag: the task's scripted solver plays the run's own tasks", async () => {
+    // browsergym's preset asks for sft_steps; with no --sft the solver makes the transcripts (as in the app).
+    expect(warmUpSolver('browsergym', { sft: null, sftSolver: null, resume: null }, 10)).toBe('browsergym');
+    expect(warmUpSolver('browsergym', { sft: 'mine.jsonl', sftSolver: null, resume: null }, 10)).toBeNull();
+    expect(warmUpSolver('browsergym', { sft: null, sftSolver: null, resume: null }, 0)).toBeNull();
+    expect(warmUpSolver('mcp', { sft: null, sftSolver: null, resume: null }, 10)).toBeNull();
+    // The rows of browsergym:click-test,enter-text, not the default mix (its first tasks are not in this folder).
+    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, await miniwobFolder(FOLDER));
+    const transcripts = await SOLVERS.browsergym!({ baseUrl: `${server.url}/envs/browsergym`, episodes: 1, seed: 0, rows: task.dataset(4) });
+    expect(transcripts).toHaveLength(1);
+    expect(JSON.stringify(transcripts[0])).toContain(`url='${FOLDER_BASE_URL}click-test.html'`);
+  }, 60_000);
 });
 
 describe('MiniWoB++ sources', () => {
@@ -126,9 +162,10 @@ describe('MiniWoB++ sources', () => {
     const folder = await miniwobFolder(FOLDER);
     expect(folder.names).toEqual(['click-test', 'enter-text']);
     expect((await folder.answer(`${FOLDER_BASE_URL}click-test.html`))?.status).toBe(200);
-    expect((await folder.answer('http://miniwob.localhost/core/core.js'))?.contentType).toBe('text/javascript; charset=utf-8');
-    expect(await folder.answer('http://miniwob.localhost/core/..%2f..%2fminiwob.test.ts')).toBeNull();
-    expect(await folder.answer('http://miniwob.localhost/../../envs/browsergym-miniwob.test.ts')).toBeNull();
+    const root = new URL(FOLDER_BASE_URL).origin;
+    expect((await folder.answer(`${root}/core/core.js`))?.contentType).toBe('text/javascript; charset=utf-8');
+    expect(await folder.answer(`${root}/core/..%2f..%2fminiwob.test.ts`)).toBeNull();
+    expect(await folder.answer(`${root}/../../envs/browsergym-miniwob.test.ts`)).toBeNull();
     expect(await folder.answer('http://elsewhere.localhost/miniwob/click-test.html')).toBeNull();
     await expect(miniwobFolder('/nonexistent/miniwob')).rejects.toThrow(/is not a folder/);
   });

@@ -7,8 +7,13 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 
-/** Where the task pages live; the session's context answers these requests itself (no network). */
-export const MINIWOB_BASE_URL = 'http://miniwob.localhost/miniwob/';
+/**
+ * Where the task pages live: OpenEnv's image's MINIWOB_URL, so the page URLs in trees (the root's
+ * and links' `url=`) and in `url` are the real server's byte for byte. The session's context answers
+ * these requests itself; nothing listens there (loopback traffic goes through the router, or to the
+ * dead proxy, browser.ts).
+ */
+export const MINIWOB_BASE_URL = 'http://127.0.0.1:8888/miniwob/';
 /** Where a folder's pages appear to the browser, as the built-in ones (a folder URL keeps its own address). */
 export const FOLDER_BASE_URL = MINIWOB_BASE_URL;
 /** Siblings of `html/miniwob/` that MiniWoB++'s pages load scripts, styles and images from. */

@@ -96,15 +96,17 @@ export function planWebTask(observation: string): ToolCall[] | null {
 }
 
 /**
- * Solved episodes of the `mix` (default: every task, easy-biased) against the browsergym env at
- * `baseUrl`; tries at most 3× `episodes` resets, keeping only wins.
+ * Solved episodes against the browsergym env at `baseUrl`: of the run's own dataset `rows` when given
+ * (so a run on `browsergym:click-test,enter-text` warms up on those tasks), else of the `mix`
+ * (default: every task, easy-biased); tries at most 3× `episodes` resets, keeping only wins.
  */
-export async function browsergymTranscripts(opts: { baseUrl: string; episodes: number; seed: number; mix?: BrowserGymMix }): Promise<Transcript[]> {
+export async function browsergymTranscripts(opts: { baseUrl: string; episodes: number; seed: number; mix?: BrowserGymMix; rows?: readonly DatasetRow[] }): Promise<Transcript[]> {
   const open = seededEpisodes(opts.seed);
   const task = browsergymTask(opts.mix ?? 'mix');
+  const rows = opts.rows && opts.rows.length > 0 ? opts.rows : null;
   const out: Transcript[] = [];
   for (let i = 0; out.length < opts.episodes && i < opts.episodes * 3; i++) {
-    const row: DatasetRow = { ...task.dataset(1)[0]!, task_name: mixTaskAt(opts.mix ?? 'mix', i) };
+    const row: DatasetRow = rows ? rows[i % rows.length]! : { ...task.dataset(1)[0]!, task_name: mixTaskAt(opts.mix ?? 'mix', i) };
     const env = new BrowserGymToolEnv(opts.baseUrl, open);
     let plan: ToolCall[] | null = null;
     const transcript = await playEpisode(env, row, (observation, turn) => {

@@ -111,8 +111,11 @@ export async function wordleTranscripts(opts: { baseUrl: string; episodes: numbe
   return out;
 }
 
-/** The built-in solvers by env name. */
-export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number }) => Promise<Transcript[]>> = {
+/**
+ * The built-in solvers by env name. `rows` are the run's dataset rows: a solver whose tasks differ by
+ * row (browsergym's task_name) plays those; the others ignore them.
+ */
+export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number; rows?: readonly DatasetRow[] }) => Promise<Transcript[]>> = {
   catch: catchTranscripts,
   'catch-compact': compactCatchTranscripts,
   echo: echoTranscripts,
