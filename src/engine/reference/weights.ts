@@ -3,7 +3,7 @@
 // by the name of the base linear they adapt.
 
 import { readTensorFloat32 } from '../../model/checkpoint.ts';
-import { layerLinears, linearShape, linearTensorName, qwen3TensorLayout, QWEN3_5_LINEARS, type ModelLinear } from '../../model/qwen3-tensors.ts';
+import { canonicalTensorName, layerLinears, linearShape, linearTensorName, qwen3TensorLayout, QWEN3_5_LINEARS, type ModelLinear } from '../../model/qwen3-tensors.ts';
 import type { Checkpoint, ModelConfig } from '../../model/types.ts';
 import { seededNormal } from './random.ts';
 
@@ -118,7 +118,7 @@ export function refLoraFromTensors(
   for (const { name, data } of tensors) {
     const match = LORA_TENSOR_NAME.exec(name);
     if (!match) throw new Error(`refLoraFromTensors: "${name}" is not a LoRA tensor name (<linear>.lora_A.weight or .lora_B.weight)`);
-    const base = `${match[1]}.weight`;
+    const base = canonicalTensorName(cfg, `${match[1]}.weight`) ?? `${match[1]}.weight`;
     const target = adapter.targets.find((t) => base.endsWith(`.${t}.weight`));
     if (!target || !shapes.has(base)) throw new Error(`refLoraFromTensors: "${name}" adapts "${base}", which is not a target linear of this model`);
     (match[2] === 'A' ? lora.A : lora.B).set(base, Float64Array.from(data));
