@@ -23,12 +23,12 @@ import { getGpu } from '../../src/engine/gpu.ts';
 import { benchCheckpoint, benchTrainBatch, matmulPeak, peakName, median, now, num } from './common.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import type { LoraTarget } from '../../src/engine/types.ts';
+import type { Qwen3Linear } from '../../src/model/qwen3-tensors.ts';
 
-const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+const ALL_TARGETS: Qwen3Linear[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 /** [in, out] of each linear of one layer. */
-function linearShapes(cfg: ModelConfig): Record<LoraTarget, [number, number]> {
+function linearShapes(cfg: ModelConfig): Record<Qwen3Linear, [number, number]> {
   const D = cfg.hiddenSize;
   const q = cfg.numHeads * cfg.headDim;
   const kv = cfg.numKvHeads * cfg.headDim;

@@ -9,13 +9,13 @@
 // backwardBufferPlan with the same size, so the plan cannot drift from what is allocated
 // (tests/engine/gpu-memory.test.ts compares it with the bytes createBuffer was asked for).
 
-import { linearShape, qwen3ParamCount, qwen3TensorLayout, QWEN3_LINEARS, type Qwen3Linear } from '../model/qwen3-tensors.ts';
+import { linearShape, qwen3ParamCount, qwen3TensorLayout, QWEN3_LINEARS, type ModelLinear } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
 
 export type GpuDtype = 'f32' | 'f16';
 
 export type TrainingMode =
-  | { kind: 'lora'; r: number; targets: readonly Qwen3Linear[] }
+  | { kind: 'lora'; r: number; targets: readonly ModelLinear[] }
   | { kind: 'full' };
 
 export interface MemoryLimits {
@@ -81,7 +81,7 @@ export function formatBytes(bytes: number): string {
 }
 
 /** Parameters LoRA adds: r·(in + out) per targeted linear, in every layer. */
-export function loraParamCount(config: ModelConfig, r: number, targets: readonly Qwen3Linear[]): number {
+export function loraParamCount(config: ModelConfig, r: number, targets: readonly ModelLinear[]): number {
   return targets.reduce((s, t) => {
     const [out, inp] = linearShape(config, t);
     return s + r * (inp + out);

@@ -6,6 +6,7 @@ import type { CheckpointFiles } from '../model/files.ts';
 import { browserFiles, memoryFiles } from '../model/files.ts';
 import { decodeToFloat32, parseSafetensors, writeSafetensors } from '../model/safetensors.ts';
 import type { ModelConfig } from '../model/types.ts';
+import { layerLinears, linearShape, linearTensorName, QWEN3_5_LINEARS, storedTensorName } from '../model/qwen3-tensors.ts';
 import type { AdapterSource, LoraTarget, NamedTensor, PeftLoraSettings } from './types.ts';
 
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';
@@ -14,10 +15,8 @@ export const ADAPTER_WEIGHTS_FILE = 'adapter_model.safetensors';
 /** The PEFT release whose LoraConfig keys (and defaults) the exported adapter_config.json carries. */
 export const PEFT_VERSION = '0.21.2';
 
-const TARGETS: readonly LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
-const BLOCK: Record<LoraTarget, 'self_attn' | 'mlp'> = {
-  q_proj: 'self_attn', k_proj: 'self_attn', v_proj: 'self_attn', o_proj: 'self_attn', gate_proj: 'mlp', up_proj: 'mlp', down_proj: 'mlp',
-};
+/** Every linear PEFT's target_modules can name here: Qwen3's seven and Qwen3.5's Gated DeltaNet five. */
+const TARGETS: readonly LoraTarget[] = QWEN3_5_LINEARS;
 
 
 /** Where the base model came from: a Hub id (with its revision) or a local name. */
@@ -88,9 +87,12 @@ export function peftAdapterFiles(exported: { adapterConfig: Record<string, unkno
   ]);
 }
 
-/** PEFT's tensor name of an adapter factor: `base_model.model.<linear>.lora_A.weight`. */
-export function peftTensorName(loraName: string): string {
-  return `base_model.model.${loraName}`;
+/**
+ * PEFT's tensor name of an adapter factor: `base_model.model.<module path>.lora_A.weight`, the module
+ * path as in the base checkpoint (Qwen3_5ForConditionalGeneration: `model.language_model.layers.…`).
+ */
+export function peftTensorName(loraName: string, config: ModelConfig): string {
+  return `base_model.model.${storedTensorName(config, loraName)}`;
 }
 
 /** A PEFT adapter read back: its settings and A/B under the engine's names (`<linear>.lora_A.weight`). */
@@ -130,16 +132,7 @@ function unsupported(cfg: Record<string, unknown>): string[] {
   return problems;
 }
 
-const TENSOR = /^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.(\w+)\.lora_([AB])\.weight$/;
-
-/** The expected [out, in] of each adapted linear of this model. */
-function linearShape(cfg: ModelConfig, t: LoraTarget): [number, number] {
-  const D = cfg.hiddenSize;
-  const q = cfg.numHeads * cfg.headDim;
-  const kv = cfg.numKvHeads * cfg.headDim;
-  const F = cfg.intermediateSize;
-  return { q_proj: [q, D], k_proj: [kv, D], v_proj: [kv, D], o_proj: [D, q], gate_proj: [F, D], up_proj: [F, D], down_proj: [D, F] }[t] as [number, number];
-}
+const TENSOR = /^base_model\.model\.(.*?)layers\.(\d+)\.(self_attn|mlp|linear_attn)\.(\w+)\.lora_([AB])\.weight$/;
 
 /**
  * Reads adapter_config.json + adapter_model.safetensors and checks them against the model: PEFT's
@@ -160,7 +153,7 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
   if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) throw new Error(`adapter ${where}/${ADAPTER_CONFIG_FILE}: must hold a JSON object`);
   if (cfg.peft_type !== 'LORA') throw new Error(`adapter ${where}: peft_type is ${JSON.stringify(cfg.peft_type)}; only LORA adapters are supported`);
   const problems = unsupported(cfg);
-  if (problems.length > 0) throw new Error(`adapter ${where}: unsupported LoRA settings: ${problems.join(', ')} (webgrpo runs plain LoRA on q/k/v/o/gate/up/down)`);
+  if (problems.length > 0) throw new Error(`adapter ${where}: unsupported LoRA settings: ${problems.join(', ')} (webgrpo runs plain LoRA on the model's linears)`);
   // PEFT's LoraConfig defaults when a key is absent.
   const r = cfg.r ?? 8;
   const alpha = cfg.lora_alpha ?? 8;
@@ -177,19 +170,21 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
   const modules = new Set<LoraTarget>();
   for (const t of header.tensors) {
     const m = TENSOR.exec(t.name);
-    const layer = m ? Number(m[1]) : -1;
-    const target = m?.[3] as LoraTarget | undefined;
-    if (!m || !target || !TARGETS.includes(target) || BLOCK[target] !== m[2]) {
-      throw new Error(`adapter ${where}: unsupported tensor '${t.name}' (webgrpo loads base_model.model.model.layers.N.{self_attn,mlp}.<q|k|v|o|gate|up|down>_proj.lora_{A,B}.weight)`);
+    const layer = m ? Number(m[2]) : -1;
+    const target = m?.[4] as LoraTarget | undefined;
+    const canonical = m && target ? linearTensorName(layer, target) : '';
+    if (!m || !target || !TARGETS.includes(target) || m[1] !== model.tensorPrefix || !canonical.startsWith(`model.layers.${layer}.${m[3]}.`)) {
+      throw new Error(`adapter ${where}: unsupported tensor '${t.name}' (webgrpo loads base_model.model.${model.tensorPrefix}layers.N.{self_attn,mlp${model.linearAttention ? ',linear_attn' : ''}}.<linear>.lora_{A,B}.weight)`);
     }
     if (layer >= model.numLayers) throw new Error(`adapter ${where}: tensor '${t.name}' is for layer ${layer}, but the model has ${model.numLayers} layers`);
+    if (!layerLinears(model, layer).includes(target)) throw new Error(`adapter ${where}: tensor '${t.name}' adapts ${target}, which layer ${layer} (${model.layerTypes[layer]}) does not have`);
     const [out, inp] = linearShape(model, target);
-    const want = m[4] === 'A' ? [r, inp] : [out, r];
+    const want = m[5] === 'A' ? [r, inp] : [out, r];
     if (t.shape.length !== 2 || t.shape[0] !== want[0] || t.shape[1] !== want[1]) {
       throw new Error(`adapter ${where}: tensor '${t.name}' has shape [${t.shape.join(', ')}], expected [${want.join(', ')}] (r=${r}, the model's ${target} is [${out}, ${inp}])`);
     }
     const data = decodeToFloat32(t, bytes.subarray(t.fileOffset, t.fileOffset + t.byteLength));
-    found.set(`model.layers.${layer}.${m[2]}.${target}.lora_${m[4]}.weight`, { name: '', shape: [...t.shape], data });
+    found.set(`${canonical.slice(0, -'.weight'.length)}.lora_${m[5]}.weight`, { name: '', shape: [...t.shape], data });
     modules.add(target);
   }
   if (modules.size === 0) throw new Error(`adapter ${where}: ${ADAPTER_WEIGHTS_FILE} holds no LoRA tensors`);
@@ -204,11 +199,11 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
   const targetModules = TARGETS.filter((t) => modules.has(t));
   const tensors: NamedTensor[] = [];
   for (let layer = 0; layer < model.numLayers; layer++) {
-    for (const target of targetModules) {
+    for (const target of targetModules.filter((x) => layerLinears(model, layer).includes(x))) {
       for (const which of ['A', 'B'] as const) {
-        const name = `model.layers.${layer}.${BLOCK[target]}.${target}.lora_${which}.weight`;
+        const name = `${linearTensorName(layer, target).slice(0, -'.weight'.length)}.lora_${which}.weight`;
         const t = found.get(name);
-        if (!t) throw new Error(`adapter ${where}: no ${peftTensorName(name)} (webgrpo needs every targeted linear adapted on every layer)`);
+        if (!t) throw new Error(`adapter ${where}: no ${peftTensorName(name, model)} (webgrpo needs every targeted linear adapted on every layer that has it)`);
         tensors.push({ ...t, name });
       }
     }

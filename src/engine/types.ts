@@ -4,9 +4,11 @@
 
 import type { Gpu } from './gpu.ts';
 import type { ModelConfig } from '../model/types.ts';
+import type { ModelLinear } from '../model/qwen3-tensors.ts';
 import type { CheckpointFiles } from '../model/files.ts';
 
-export type LoraTarget = 'q_proj' | 'k_proj' | 'v_proj' | 'o_proj' | 'gate_proj' | 'up_proj' | 'down_proj';
+/** A linear LoRA can adapt: Qwen3's seven, and in Qwen3.5 also the Gated DeltaNet's five (src/model/qwen3-tensors.ts). */
+export type LoraTarget = ModelLinear;
 
 export interface LoraConfig {
   r: number;

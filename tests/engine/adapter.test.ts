@@ -73,7 +73,7 @@ describe('LoRA adapters on the engine (score/generate --adapter, --checkpoint)',
   /** A PEFT adapter folder of `factors` (PEFT's tensor names). */
   function adapterFolder(name: string, useRslora: boolean): string {
     const adapterConfig = peftAdapterConfig({ r: R, alpha: ALPHA, targetModules: TARGETS, useRslora }, { name: base });
-    return writeFolder(join(root, name), peftAdapterFiles({ adapterConfig, tensors: factors.map((t) => ({ ...t, name: peftTensorName(t.name) })) }));
+    return writeFolder(join(root, name), peftAdapterFiles({ adapterConfig, tensors: factors.map((t) => ({ ...t, name: peftTensorName(t.name, cfg) })) }));
   }
 
   /** The base checkpoint with W + scale·B·A (float64 sums) for every adapted linear. */
@@ -162,7 +162,7 @@ describe('LoRA adapters on the engine (score/generate --adapter, --checkpoint)',
 
   it('refuses adapters it cannot run, naming the key, tensor or shape', async () => {
     const good = peftAdapterConfig({ r: R, alpha: ALPHA, targetModules: TARGETS, useRslora: false }, { name: 'x' });
-    const peft = factors.map((t) => ({ ...t, name: peftTensorName(t.name) }));
+    const peft = factors.map((t) => ({ ...t, name: peftTensorName(t.name, cfg) }));
     const files = (config: Record<string, unknown>, tensors: NamedTensor[]) => peftAdapterFiles({ adapterConfig: config, tensors });
     const read = (config: Record<string, unknown>, tensors: NamedTensor[] = peft) => readPeftAdapter(files(config, tensors), cfg);
 

@@ -1,3 +1,4 @@
+import { qwen3ArchitectureFields } from '../../src/model/config.ts';
 import { describe, expect, it } from 'vitest';
 import { browserFiles } from '../../src/model/files.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
@@ -71,7 +72,7 @@ describe('validateQwen3Tensors', () => {
   });
 
   it('lists the 311 tensors of Qwen3-0.6B with the spec shapes', () => {
-    const qwen = { vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128 } as Parameters<typeof qwen3TensorLayout>[0];
+    const qwen = { vocabSize: 151936, hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, ...qwen3ArchitectureFields(28, 128) } as Parameters<typeof qwen3TensorLayout>[0];
     const layout = qwen3TensorLayout(qwen, true);
     expect(layout.length).toBe(311);
     const shape = (n: string) => layout.find((t) => t.name === n)!.shape;

@@ -3,9 +3,10 @@
 // hidden/heads, untied head).
 
 import type { ModelConfig } from '../../src/model/types.ts';
+import { qwen3ArchitectureFields } from '../../src/model/config.ts';
 
 export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
-  return {
+  const base = {
     vocabSize: 37,
     hiddenSize: 24,
     intermediateSize: 40,
@@ -22,4 +23,23 @@ export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
     raw: {},
     ...overrides,
   };
+  // Qwen3 unless the test says otherwise; the per-layer fields follow numLayers/headDim.
+  return { ...qwen3ArchitectureFields(base.numLayers, base.headDim), ...base };
+}
+
+/**
+ * A tiny Qwen3.5: DeltaNet, gated attention, DeltaNet (so gradients cross both layer types), GQA in
+ * both (attention H=4 K=2; DeltaNet 2 key heads for 4 value heads), dk ≠ dv, partial rotary 4 of 8.
+ */
+export function tinyQwen35Config(overrides: Partial<ModelConfig> = {}): ModelConfig {
+  return tinyConfig({
+    architecture: 'qwen3_5',
+    numLayers: 3,
+    layerTypes: ['linear_attention', 'full_attention', 'linear_attention'],
+    linearAttention: { numKeyHeads: 2, numValueHeads: 4, keyHeadDim: 6, valueHeadDim: 5, convKernelDim: 3 },
+    partialRotaryFactor: 0.5,
+    rotaryDim: 4,
+    attnOutputGate: true,
+    ...overrides,
+  });
 }

@@ -1,9 +1,9 @@
-// Qwen3 forward and backward on the CPU in float64 (specs/qwen3.md §1): the slow, obvious yardstick
-// the WGSL engine is checked against. One sequence at a time, no KV cache: every call recomputes
+// Qwen3 and Qwen3.5 forward and backward on the CPU in float64 (specs/qwen3.md §1, docs/qwen3_5.md):
+// the slow, obvious yardstick the WGSL engine is checked against. Qwen3.5's Gated DeltaNet layers live
+// in qwen3_5.ts; everything else (norms, MLP, head, the gated attention) is here. One sequence at a time, no KV cache: every call recomputes
 // the whole sequence from position 0.
 
 import type { ModelConfig } from '../../model/types.ts';
-import type { LoraTarget } from '../types.ts';
 import {
   attention_backward,
   attention_forward,
@@ -25,7 +25,9 @@ import {
   swiglu_forward,
   type LoraFactors,
 } from './layers.ts';
-import { linearTensorName } from '../../model/qwen3-tensors.ts';
+import { linearTensorName, type ModelLinear } from '../../model/qwen3-tensors.ts';
+import { partial_rope_backward, partial_rope_forward, sigmoid_gate_backward, sigmoid_gate_forward } from './qwen3_5-layers.ts';
+import { deltanet_block_backward, deltanet_block_forward, type BackwardContext, type DeltaNetActs, type ForwardContext } from './qwen3_5.ts';
 import { checkRefLora, checkRefWeights, refWeightShapes, type RefLora, type RefWeights } from './weights.ts';
 
 /** One sequence to score: logprob[t − scoreFrom] = log p(ids[t] | ids[<t]) for t in [scoreFrom, ids.length). */
@@ -136,11 +138,12 @@ export function refGreedy(cfg: ModelConfig, w: RefWeights, promptIds: number[], 
 // ---------------------------------------------------------------------------------------------
 // The model, layer by layer.
 
-interface LayerActs {
-  xIn: Float64Array; // (T, D) residual stream entering the layer
-  ln1: Float64Array; // (T, D)
-  ln1Rstd: Float64Array; // (T)
-  qRaw: Float64Array; // (T, H·d) q_proj output
+/** Softmax attention of a full_attention layer (Qwen3; Qwen3.5 adds the output gate and partial rotary). */
+interface AttentionActs {
+  kind: 'attention';
+  qProj: Float64Array | null; // (T, H·2d) q_proj output when gated: per head d query dims, then d gate dims
+  qRaw: Float64Array; // (T, H·d) queries (the q_proj output itself when ungated)
+  qGate: Float64Array | null; // (T, H·d) output gate logits
   kRaw: Float64Array; // (T, K·d)
   v: Float64Array; // (T, K·d)
   qNorm: Float64Array; // (T, H·d) after per-head q_norm
@@ -150,8 +153,16 @@ interface LayerActs {
   qRope: Float64Array; // (T, H·d)
   kRope: Float64Array; // (T, K·d)
   att: Float64Array; // (H, T, T)
-  attOut: Float64Array; // (T, H·d) concat of heads, o_proj input
-  xMid: Float64Array; // (T, D) residual after attention
+  attOut: Float64Array; // (T, H·d) concat of heads
+  oIn: Float64Array; // (T, H·d) o_proj input: attOut, or attOut ⊙ σ(qGate)
+}
+
+interface LayerActs {
+  xIn: Float64Array; // (T, D) residual stream entering the layer
+  ln1: Float64Array; // (T, D)
+  ln1Rstd: Float64Array; // (T)
+  mixer: AttentionActs | DeltaNetActs;
+  xMid: Float64Array; // (T, D) residual after the mixer
   ln2: Float64Array; // (T, D)
   ln2Rstd: Float64Array; // (T)
   gate: Float64Array; // (T, F)
@@ -167,34 +178,53 @@ interface ModelActs {
   logits: Float64Array; // (T, V)
 }
 
+/**
+ * The weight an RMSNorm multiplies by: w itself (Qwen3), or 1 + w for Qwen3.5's Qwen3_5RMSNorm (all
+ * its norms but the DeltaNet's gated one). d(1 + w)/dw = 1, so rmsnorm_backward's dw is right either way.
+ */
+function normWeights(cfg: ModelConfig, w: RefWeights): (name: string) => Float64Array {
+  if (cfg.architecture !== 'qwen3_5') return (name) => w.get(name)!;
+  const shifted = new Map<string, Float64Array>();
+  return (name) => {
+    let s = shifted.get(name);
+    if (!s) shifted.set(name, (s = w.get(name)!.map((x) => 1 + x)));
+    return s;
+  };
+}
+
+function forwardContext(cfg: ModelConfig, w: RefWeights, T: number, lora: RefLora | undefined): ForwardContext {
+  const get = (name: string) => w.get(name)!;
+  return {
+    cfg,
+    T,
+    get,
+    lin: (out, inp, l, t, I, O) => linear_forward(out, inp, get(linearTensorName(l, t)), T, I, O, loraFactors(lora, l, t)),
+  };
+}
+
 function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLora | undefined): ModelActs {
   const T = ids.length;
-  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, vocabSize: V } = cfg;
+  const { hiddenSize: D, intermediateSize: F, vocabSize: V } = cfg;
   const eps = cfg.rmsNormEps;
-  const get = (name: string) => w.get(name)!;
-  const lin = (out: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) =>
-    linear_forward(out, inp, get(linearTensorName(l, t)), T, I, O, loraFactors(lora, l, t));
+  const ctx = forwardContext(cfg, w, T, lora);
+  const { get, lin } = ctx;
+  const norm = normWeights(cfg, w);
 
   let x = new Float64Array(T * D); // (T, D)
   embedding_forward(x, ids, get('model.embed_tokens.weight'), D);
   const layers: LayerActs[] = [];
   for (let l = 0; l < cfg.numLayers; l++) {
     const p = `model.layers.${l}`;
+    const xIn = x;
+    const ln1 = new Float64Array(T * D);
+    const ln1Rstd = new Float64Array(T);
+    rmsnorm_forward(ln1, ln1Rstd, xIn, norm(`${p}.input_layernorm.weight`), T, D, eps);
+    const mixerOut = new Float64Array(T * D); // (T, D)
+    const mixer = cfg.layerTypes[l] === 'linear_attention'
+      ? deltanet_block_forward(ctx, l, ln1, mixerOut)
+      : attention_block_forward(ctx, l, ln1, mixerOut, norm);
     const a: LayerActs = {
-      xIn: x,
-      ln1: new Float64Array(T * D),
-      ln1Rstd: new Float64Array(T),
-      qRaw: new Float64Array(T * H * d),
-      kRaw: new Float64Array(T * K * d),
-      v: new Float64Array(T * K * d),
-      qNorm: new Float64Array(T * H * d),
-      qNormRstd: new Float64Array(T * H),
-      kNorm: new Float64Array(T * K * d),
-      kNormRstd: new Float64Array(T * K),
-      qRope: new Float64Array(T * H * d),
-      kRope: new Float64Array(T * K * d),
-      att: new Float64Array(H * T * T),
-      attOut: new Float64Array(T * H * d),
+      xIn, ln1, ln1Rstd, mixer,
       xMid: new Float64Array(T * D),
       ln2: new Float64Array(T * D),
       ln2Rstd: new Float64Array(T),
@@ -202,19 +232,8 @@ function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: Ref
       up: new Float64Array(T * F),
       act: new Float64Array(T * F),
     };
-    rmsnorm_forward(a.ln1, a.ln1Rstd, a.xIn, get(`${p}.input_layernorm.weight`), T, D, eps);
-    lin(a.qRaw, a.ln1, l, 'q_proj', D, H * d);
-    lin(a.kRaw, a.ln1, l, 'k_proj', D, K * d);
-    lin(a.v, a.ln1, l, 'v_proj', D, K * d);
-    rmsnorm_forward(a.qNorm, a.qNormRstd, a.qRaw, get(`${p}.self_attn.q_norm.weight`), T * H, d, eps);
-    rmsnorm_forward(a.kNorm, a.kNormRstd, a.kRaw, get(`${p}.self_attn.k_norm.weight`), T * K, d, eps);
-    rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta);
-    rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta);
-    attention_forward(a.attOut, a.att, a.qRope, a.kRope, a.v, T, H, K, d);
-    const attProj = new Float64Array(T * D); // (T, D)
-    lin(attProj, a.attOut, l, 'o_proj', H * d, D);
-    residual_forward(a.xMid, a.xIn, attProj, T * D);
-    rmsnorm_forward(a.ln2, a.ln2Rstd, a.xMid, get(`${p}.post_attention_layernorm.weight`), T, D, eps);
+    residual_forward(a.xMid, a.xIn, mixerOut, T * D);
+    rmsnorm_forward(a.ln2, a.ln2Rstd, a.xMid, norm(`${p}.post_attention_layernorm.weight`), T, D, eps);
     lin(a.gate, a.ln2, l, 'gate_proj', D, F);
     lin(a.up, a.ln2, l, 'up_proj', D, F);
     swiglu_forward(a.act, a.gate, a.up, T * F);
@@ -226,10 +245,73 @@ function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: Ref
   }
   const lnf = new Float64Array(T * D);
   const lnfRstd = new Float64Array(T);
-  rmsnorm_forward(lnf, lnfRstd, x, get('model.norm.weight'), T, D, eps);
+  rmsnorm_forward(lnf, lnfRstd, x, norm('model.norm.weight'), T, D, eps);
   const logits = new Float64Array(T * V); // (T, V)
   linear_forward(logits, lnf, get(headName(cfg)), T, D, V);
   return { layers, xFinal: x, lnf, lnfRstd, logits };
+}
+
+function attention_block_forward(
+  ctx: ForwardContext,
+  l: number,
+  ln1: Float64Array, // (T, D)
+  out: Float64Array, // (T, D)
+  norm: (name: string) => Float64Array,
+): AttentionActs {
+  const { cfg, T, lin } = ctx;
+  const { hiddenSize: D, numHeads: H, numKvHeads: K, headDim: d } = cfg;
+  const eps = cfg.rmsNormEps;
+  const p = `model.layers.${l}`;
+  const gated = cfg.attnOutputGate;
+  const a: AttentionActs = {
+    kind: 'attention',
+    qProj: gated ? new Float64Array(T * H * 2 * d) : null,
+    qRaw: new Float64Array(T * H * d),
+    qGate: gated ? new Float64Array(T * H * d) : null,
+    kRaw: new Float64Array(T * K * d),
+    v: new Float64Array(T * K * d),
+    qNorm: new Float64Array(T * H * d),
+    qNormRstd: new Float64Array(T * H),
+    kNorm: new Float64Array(T * K * d),
+    kNormRstd: new Float64Array(T * K),
+    qRope: new Float64Array(T * H * d),
+    kRope: new Float64Array(T * K * d),
+    att: new Float64Array(H * T * T),
+    attOut: new Float64Array(T * H * d),
+    oIn: new Float64Array(T * H * d),
+  };
+  if (a.qProj && a.qGate) {
+    lin(a.qProj, ln1, l, 'q_proj', D, H * 2 * d);
+    split_query_gate(a.qRaw, a.qGate, a.qProj, T * H, d);
+  } else {
+    lin(a.qRaw, ln1, l, 'q_proj', D, H * d);
+  }
+  lin(a.kRaw, ln1, l, 'k_proj', D, K * d);
+  lin(a.v, ln1, l, 'v_proj', D, K * d);
+  rmsnorm_forward(a.qNorm, a.qNormRstd, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), T * H, d, eps);
+  rmsnorm_forward(a.kNorm, a.kNormRstd, a.kRaw, norm(`${p}.self_attn.k_norm.weight`), T * K, d, eps);
+  if (cfg.rotaryDim === d) {
+    rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta);
+    rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta);
+  } else {
+    partial_rope_forward(a.qRope, a.qNorm, T, H, d, cfg.rotaryDim, cfg.ropeTheta);
+    partial_rope_forward(a.kRope, a.kNorm, T, K, d, cfg.rotaryDim, cfg.ropeTheta);
+  }
+  attention_forward(a.attOut, a.att, a.qRope, a.kRope, a.v, T, H, K, d);
+  if (a.qGate) sigmoid_gate_forward(a.oIn, a.attOut, a.qGate, T * H * d);
+  else a.oIn.set(a.attOut);
+  lin(out, a.oIn, l, 'o_proj', H * d, D);
+  return a;
+}
+
+/** Gated q_proj output (rows of 2d: query then gate) → queries and gates, each (rows, d). */
+function split_query_gate(q: Float64Array, gate: Float64Array, qProj: Float64Array, rows: number, d: number): void {
+  for (let r = 0; r < rows; r++) {
+    for (let i = 0; i < d; i++) {
+      q[r * d + i] = qProj[r * 2 * d + i];
+      gate[r * d + i] = qProj[r * 2 * d + d + i];
+    }
+  }
 }
 
 function model_backward(
@@ -246,15 +328,19 @@ function model_backward(
   loraGrads: { A: Map<string, Float64Array>; B: Map<string, Float64Array> } | undefined,
 ): void {
   const T = seq.ids.length;
-  const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, vocabSize: V } = cfg;
+  const { hiddenSize: D, intermediateSize: F, vocabSize: V } = cfg;
   const N = T - seq.scoreFrom;
-  const get = (name: string) => w.get(name)!;
-  const grad = (name: string) => (grads ? grads.get(name)! : null);
-  const linBack = (dinp: Float64Array, dout: Float64Array, inp: Float64Array, l: number, t: LoraTarget, I: number, O: number) => {
-    const name = linearTensorName(l, t);
-    const factors = loraFactors(lora, l, t);
-    linear_backward(dinp, grad(name), dout, inp, get(name), T, I, O, factors, loraGrads?.A.get(name), loraGrads?.B.get(name));
+  const norm = normWeights(cfg, w);
+  const ctx: BackwardContext = {
+    ...forwardContext(cfg, w, T, lora),
+    grad: (name) => (grads ? grads.get(name)! : null),
+    linBack: (dinp, dout, inp, l, t, I, O) => {
+      const name = linearTensorName(l, t);
+      const factors = loraFactors(lora, l, t);
+      linear_backward(dinp, ctx.grad(name), dout, inp, w.get(name)!, T, I, O, factors, loraGrads?.A.get(name), loraGrads?.B.get(name));
+    },
   };
+  const { get, grad, linBack } = ctx;
 
   // log-softmax: row n of logp is position scoreFrom − 1 + n, predicting ids[scoreFrom + n].
   const dlogp = new Float64Array(N * V); // (N, V) one-hot rows scaled by dLdLogp (+ the entropy share)
@@ -269,7 +355,7 @@ function model_backward(
   const dlnf = new Float64Array(T * D);
   linear_backward(dlnf, grad(headName(cfg)), dlogits, acts.lnf, get(headName(cfg)), T, D, V);
   let dx = new Float64Array(T * D); // (T, D) gradient of the residual stream
-  rmsnorm_backward(dx, grad('model.norm.weight'), dlnf, acts.xFinal, get('model.norm.weight'), acts.lnfRstd, T, D);
+  rmsnorm_backward(dx, grad('model.norm.weight'), dlnf, acts.xFinal, norm('model.norm.weight'), acts.lnfRstd, T, D);
 
   for (let l = cfg.numLayers - 1; l >= 0; l--) {
     const p = `model.layers.${l}`;
@@ -286,35 +372,74 @@ function model_backward(
     const dln2 = new Float64Array(T * D);
     linBack(dln2, dgate, a.ln2, l, 'gate_proj', D, F);
     linBack(dln2, dup, a.ln2, l, 'up_proj', D, F);
-    rmsnorm_backward(dxMid, grad(`${p}.post_attention_layernorm.weight`), dln2, a.xMid, get(`${p}.post_attention_layernorm.weight`), a.ln2Rstd, T, D);
+    rmsnorm_backward(dxMid, grad(`${p}.post_attention_layernorm.weight`), dln2, a.xMid, norm(`${p}.post_attention_layernorm.weight`), a.ln2Rstd, T, D);
 
-    // x_mid = x_in + o_proj(attOut)
+    // x_mid = x_in + mixer(ln1(x_in))
     const dxIn = new Float64Array(T * D);
-    const dattProj = new Float64Array(T * D);
-    residual_backward(dxIn, dattProj, dxMid, T * D);
-    const dattOut = new Float64Array(T * H * d);
-    linBack(dattOut, dattProj, a.attOut, l, 'o_proj', H * d, D);
-    const dqRope = new Float64Array(T * H * d);
-    const dkRope = new Float64Array(T * K * d);
-    const dv = new Float64Array(T * K * d);
-    attention_backward(dqRope, dkRope, dv, dattOut, a.qRope, a.kRope, a.v, a.att, T, H, K, d);
-    const dqNorm = new Float64Array(T * H * d);
-    const dkNorm = new Float64Array(T * K * d);
-    rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta);
-    rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta);
-    const dqRaw = new Float64Array(T * H * d);
-    const dkRaw = new Float64Array(T * K * d);
-    rmsnorm_backward(dqRaw, grad(`${p}.self_attn.q_norm.weight`), dqNorm, a.qRaw, get(`${p}.self_attn.q_norm.weight`), a.qNormRstd, T * H, d);
-    rmsnorm_backward(dkRaw, grad(`${p}.self_attn.k_norm.weight`), dkNorm, a.kRaw, get(`${p}.self_attn.k_norm.weight`), a.kNormRstd, T * K, d);
+    const dmixerOut = new Float64Array(T * D);
+    residual_backward(dxIn, dmixerOut, dxMid, T * D);
     const dln1 = new Float64Array(T * D);
-    linBack(dln1, dqRaw, a.ln1, l, 'q_proj', D, H * d);
-    linBack(dln1, dkRaw, a.ln1, l, 'k_proj', D, K * d);
-    linBack(dln1, dv, a.ln1, l, 'v_proj', D, K * d);
-    rmsnorm_backward(dxIn, grad(`${p}.input_layernorm.weight`), dln1, a.xIn, get(`${p}.input_layernorm.weight`), a.ln1Rstd, T, D);
+    if (a.mixer.kind === 'deltanet') deltanet_block_backward(ctx, l, a.ln1, a.mixer, dmixerOut, dln1);
+    else attention_block_backward(ctx, l, a.ln1, a.mixer, dmixerOut, dln1, norm);
+    rmsnorm_backward(dxIn, grad(`${p}.input_layernorm.weight`), dln1, a.xIn, norm(`${p}.input_layernorm.weight`), a.ln1Rstd, T, D);
     dx = dxIn;
   }
   const dwte = grad('model.embed_tokens.weight');
   if (dwte) embedding_backward(dwte, dx, seq.ids, D);
+}
+
+function attention_block_backward(
+  ctx: BackwardContext,
+  l: number,
+  ln1: Float64Array, // (T, D)
+  a: AttentionActs,
+  dout: Float64Array, // (T, D)
+  dln1: Float64Array, // (T, D) accumulated
+  norm: (name: string) => Float64Array,
+): void {
+  const { cfg, T, grad, linBack } = ctx;
+  const { hiddenSize: D, numHeads: H, numKvHeads: K, headDim: d } = cfg;
+  const p = `model.layers.${l}`;
+  const doIn = new Float64Array(T * H * d);
+  linBack(doIn, dout, a.oIn, l, 'o_proj', H * d, D);
+  let dattOut = doIn;
+  const dqGate = a.qGate ? new Float64Array(T * H * d) : null;
+  if (a.qGate && dqGate) {
+    dattOut = new Float64Array(T * H * d);
+    sigmoid_gate_backward(dattOut, dqGate, doIn, a.attOut, a.qGate, T * H * d);
+  }
+  const dqRope = new Float64Array(T * H * d);
+  const dkRope = new Float64Array(T * K * d);
+  const dv = new Float64Array(T * K * d);
+  attention_backward(dqRope, dkRope, dv, dattOut, a.qRope, a.kRope, a.v, a.att, T, H, K, d);
+  const dqNorm = new Float64Array(T * H * d);
+  const dkNorm = new Float64Array(T * K * d);
+  if (cfg.rotaryDim === d) {
+    rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta);
+    rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta);
+  } else {
+    partial_rope_backward(dqNorm, dqRope, T, H, d, cfg.rotaryDim, cfg.ropeTheta);
+    partial_rope_backward(dkNorm, dkRope, T, K, d, cfg.rotaryDim, cfg.ropeTheta);
+  }
+  const dqRaw = new Float64Array(T * H * d);
+  const dkRaw = new Float64Array(T * K * d);
+  rmsnorm_backward(dqRaw, grad(`${p}.self_attn.q_norm.weight`), dqNorm, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), a.qNormRstd, T * H, d);
+  rmsnorm_backward(dkRaw, grad(`${p}.self_attn.k_norm.weight`), dkNorm, a.kRaw, norm(`${p}.self_attn.k_norm.weight`), a.kNormRstd, T * K, d);
+  if (a.qProj && dqGate) {
+    // Interleave back per head: [dq | dgate].
+    const dqProj = new Float64Array(T * H * 2 * d);
+    for (let r = 0; r < T * H; r++) {
+      for (let i = 0; i < d; i++) {
+        dqProj[r * 2 * d + i] = dqRaw[r * d + i];
+        dqProj[r * 2 * d + d + i] = dqGate[r * d + i];
+      }
+    }
+    linBack(dln1, dqProj, ln1, l, 'q_proj', D, H * 2 * d);
+  } else {
+    linBack(dln1, dqRaw, ln1, l, 'q_proj', D, H * d);
+  }
+  linBack(dln1, dkRaw, ln1, l, 'k_proj', D, K * d);
+  linBack(dln1, dv, ln1, l, 'v_proj', D, K * d);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,7 +447,8 @@ function model_backward(
 
 const headName = (cfg: ModelConfig): string => (cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
 
-function loraFactors(lora: RefLora | undefined, layer: number, target: LoraTarget): LoraFactors | undefined {
+function loraFactors(lora: RefLora | undefined, layer: number, target: ModelLinear): LoraFactors | undefined {
+
   if (!lora || !lora.targets.includes(target)) return undefined;
   const name = linearTensorName(layer, target);
   return { A: lora.A.get(name)!, B: lora.B.get(name)!, r: lora.r, scale: lora.alpha / lora.r };

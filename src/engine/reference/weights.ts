@@ -1,10 +1,10 @@
 // Float64 weights of the CPU reference model, keyed by the Hugging Face tensor names of Qwen3
-// (specs/qwen3.md §3), plus LoRA adapters keyed by the name of the base linear they adapt.
+// (specs/qwen3.md §3) or Qwen3.5 (canonical model.* names, docs/qwen3_5.md), plus LoRA adapters keyed
+// by the name of the base linear they adapt.
 
 import { readTensorFloat32 } from '../../model/checkpoint.ts';
-import { linearShape, linearTensorName, qwen3TensorLayout, QWEN3_LINEARS } from '../../model/qwen3-tensors.ts';
+import { canonicalTensorName, layerLinears, linearShape, linearTensorName, qwen3TensorLayout, QWEN3_5_LINEARS, type ModelLinear } from '../../model/qwen3-tensors.ts';
 import type { Checkpoint, ModelConfig } from '../../model/types.ts';
-import type { LoraTarget } from '../types.ts';
 import { seededNormal } from './random.ts';
 
 /** Every parameter tensor, row-major, `[out, in]` for linears as in nn.Linear. */
@@ -13,11 +13,12 @@ export type RefWeights = Map<string, Float64Array>;
 /**
  * LoRA on some linears: y = W·x + scale·B·(A·x), scale = alpha / r.
  * A and B are keyed by the base linear's weight name, e.g. `model.layers.0.self_attn.q_proj.weight`.
+ * A target adapts every layer that has that linear (Qwen3.5: in_proj_* only in linear-attention layers).
  */
 export interface RefLora {
   r: number;
   alpha: number;
-  targets: LoraTarget[];
+  targets: ModelLinear[];
   A: Map<string, Float64Array>; // each (r, in)
   B: Map<string, Float64Array>; // each (out, r)
 }
@@ -30,6 +31,15 @@ export function refWeightShapes(cfg: ModelConfig): Map<string, number[]> {
 
 const numel = (shape: number[]): number => shape.reduce((a, b) => a * b, 1);
 const isNormName = (name: string): boolean => name.endsWith('norm.weight');
+
+/** The (layer, target) pairs a LoRA with these targets adapts, with the adapted weight's name. */
+function adaptedLinears(cfg: ModelConfig, targets: readonly ModelLinear[]): { layer: number; target: ModelLinear; name: string }[] {
+  const out: { layer: number; target: ModelLinear; name: string }[] = [];
+  for (let l = 0; l < cfg.numLayers; l++) {
+    for (const t of layerLinears(cfg, l)) if (targets.includes(t)) out.push({ layer: l, target: t, name: linearTensorName(l, t) });
+  }
+  return out;
+}
 
 /** Scale of the random linears (LoRA factors included). */
 const RANDOM_MATRIX_STD = 0.05;
@@ -45,10 +55,15 @@ export function randomRefWeights(cfg: ModelConfig, seed: number): RefWeights {
   const normal = seededNormal(seed);
   const w: RefWeights = new Map();
   const vocabStd = 0.5 / Math.sqrt(cfg.hiddenSize);
+  const qwen35 = cfg.architecture === 'qwen3_5';
   for (const [name, shape] of refWeightShapes(cfg)) {
     const data = new Float64Array(numel(shape));
     const std = name === 'model.embed_tokens.weight' || name === 'lm_head.weight' ? vocabStd : RANDOM_MATRIX_STD;
-    if (isNormName(name)) for (let i = 0; i < data.length; i++) data[i] = 1 + RANDOM_NORM_NOISE_STD * normal();
+    // Qwen3.5: the (1 + w) norms and A_log sit near 0 (scale ≈ 1, decay rate ≈ 1), dt_bias and the
+    // gated norm near 1; the depthwise conv gets O(1) taps so q, k and v are not all but erased.
+    const center = qwen35 ? (/\.linear_attn\.(norm\.weight|dt_bias)$/.test(name) ? 1 : isNormName(name) || name.endsWith('.A_log') ? 0 : null) : isNormName(name) ? 1 : null;
+    if (center !== null) for (let i = 0; i < data.length; i++) data[i] = center + RANDOM_NORM_NOISE_STD * normal();
+    else if (shape.length === 3) for (let i = 0; i < data.length; i++) data[i] = normal() / Math.sqrt(shape[2]);
     else for (let i = 0; i < data.length; i++) data[i] = std * normal();
     w.set(name, data);
   }
@@ -95,7 +110,7 @@ const LORA_TENSOR_NAME = /^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.default
  */
 export function refLoraFromTensors(
   cfg: ModelConfig,
-  adapter: { r: number; alpha: number; targets: LoraTarget[] },
+  adapter: { r: number; alpha: number; targets: ModelLinear[] },
   tensors: Iterable<{ name: string; data: ArrayLike<number> }>,
 ): RefLora {
   const shapes = refWeightShapes(cfg);
@@ -103,7 +118,7 @@ export function refLoraFromTensors(
   for (const { name, data } of tensors) {
     const match = LORA_TENSOR_NAME.exec(name);
     if (!match) throw new Error(`refLoraFromTensors: "${name}" is not a LoRA tensor name (<linear>.lora_A.weight or .lora_B.weight)`);
-    const base = `${match[1]}.weight`;
+    const base = canonicalTensorName(cfg, `${match[1]}.weight`) ?? `${match[1]}.weight`;
     const target = adapter.targets.find((t) => base.endsWith(`.${t}.weight`));
     if (!target || !shapes.has(base)) throw new Error(`refLoraFromTensors: "${name}" adapts "${base}", which is not a target linear of this model`);
     (match[2] === 'A' ? lora.A : lora.B).set(base, Float64Array.from(data));
@@ -128,17 +143,17 @@ export function checkRefLora(cfg: ModelConfig, lora: RefLora): void {
   if (!Number.isInteger(lora.r) || lora.r < 1) throw new Error(`LoRA: r must be a positive integer, got ${lora.r}`);
   if (!Number.isFinite(lora.alpha)) throw new Error(`LoRA: alpha must be finite, got ${lora.alpha}`);
   for (const t of lora.targets) {
-    if (!QWEN3_LINEARS.includes(t)) throw new Error(`LoRA: unknown target module "${t}"`);
-    const [out, inp] = linearShape(cfg, t);
-    for (let l = 0; l < cfg.numLayers; l++) {
-      const name = linearTensorName(l, t);
-      const A = lora.A.get(name);
-      const B = lora.B.get(name);
-      if (!A || A.length !== lora.r * inp) throw new Error(`LoRA: A of "${name}" must have ${lora.r}×${inp} values, got ${A?.length ?? 'none'}`);
-      if (!B || B.length !== out * lora.r) throw new Error(`LoRA: B of "${name}" must have ${out}×${lora.r} values, got ${B?.length ?? 'none'}`);
-    }
+    if (!QWEN3_5_LINEARS.includes(t)) throw new Error(`LoRA: unknown target module "${t}"`);
+    if (!adaptedLinears(cfg, [t]).length) throw new Error(`LoRA: target module "${t}" is in no layer of this ${cfg.architecture} model`);
   }
-  const adapted = new Set(lora.targets.flatMap((t) => Array.from({ length: cfg.numLayers }, (_, l) => linearTensorName(l, t))));
+  for (const { target, name } of adaptedLinears(cfg, lora.targets)) {
+    const [out, inp] = linearShape(cfg, target);
+    const A = lora.A.get(name);
+    const B = lora.B.get(name);
+    if (!A || A.length !== lora.r * inp) throw new Error(`LoRA: A of "${name}" must have ${lora.r}×${inp} values, got ${A?.length ?? 'none'}`);
+    if (!B || B.length !== out * lora.r) throw new Error(`LoRA: B of "${name}" must have ${out}×${lora.r} values, got ${B?.length ?? 'none'}`);
+  }
+  const adapted = new Set(adaptedLinears(cfg, lora.targets).map((x) => x.name));
   const stray = [...lora.A.keys(), ...lora.B.keys()].find((name) => !adapted.has(name));
   if (stray) throw new Error(`LoRA: factors for "${stray}", which is not a target linear [${lora.targets}] of this model`);
 }
@@ -149,12 +164,14 @@ export function checkRefLora(cfg: ModelConfig, lora: RefLora): void {
  */
 export function randomRefLora(
   cfg: ModelConfig,
-  opts: { r: number; alpha: number; targets: LoraTarget[]; seed: number },
+  opts: { r: number; alpha: number; targets: ModelLinear[]; seed: number },
 ): RefLora {
   const normal = seededNormal(opts.seed);
   const lora: RefLora = { r: opts.r, alpha: opts.alpha, targets: [...opts.targets], A: new Map(), B: new Map() };
   for (let l = 0; l < cfg.numLayers; l++) {
+    // Qwen3's order (layer, then target as given) keeps the random stream of existing tests.
     for (const t of opts.targets) {
+      if (!layerLinears(cfg, l).includes(t)) continue;
       const [out, inp] = linearShape(cfg, t);
       const name = linearTensorName(l, t);
       lora.A.set(name, Float64Array.from({ length: opts.r * inp }, () => RANDOM_MATRIX_STD * normal()));

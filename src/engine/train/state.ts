@@ -85,6 +85,6 @@ export function loraAdapterConfig(set: TrainableSet, baseModelName: string): Rec
 export async function exportPeftAdapter(internals: EngineInternals, set: TrainableSet, baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }> {
   if (typeof baseModelName !== 'string' || baseModelName.length === 0) throw new Error('exportAdapter: baseModelName must be a non-empty string (e.g. "Qwen/Qwen3-0.6B")');
   const adapterConfig = loraAdapterConfig(set, baseModelName);
-  const tensors = (await readTensors(internals, set.tensors, 'weight')).map((t) => ({ ...t, name: peftTensorName(t.name) }));
+  const tensors = (await readTensors(internals, set.tensors, 'weight')).map((t) => ({ ...t, name: peftTensorName(t.name, internals.config) }));
   return { adapterConfig, tensors };
 }

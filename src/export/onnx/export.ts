@@ -42,6 +42,7 @@ export async function exportOnnx(ckpt: Checkpoint, opts: OnnxExportOptions = {})
   if (!ONNX_DTYPES.includes(dtype)) throw new Error(`--dtype must be one of ${ONNX_DTYPES.join(', ')}, got '${dtype}'`);
   if (opts.adapter && opts.weights) throw new Error('give an adapter or full weights, not both');
   const cfg = ckpt.config;
+  if (cfg.architecture !== 'qwen3') throw new Error(`ONNX export covers Qwen3 only, not ${cfg.architecture} (its graph has no Gated DeltaNet or gated attention)`);
   const base = new Map<string, Float32Array>();
   for (const t of qwen3TensorLayout(cfg, !cfg.tieWordEmbeddings)) {
     const trained = opts.weights?.get(t.name);
