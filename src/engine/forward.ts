@@ -261,8 +261,8 @@ export class Qwen3Forward implements EngineInternals {
     this.encodeRmsnorm(rec, acts.qRaw, `${p}.self_attn.q_norm.weight`, acts.q, acts.qRstd, T * H, d);
     this.encodeRmsnorm(rec, acts.kRaw, `${p}.self_attn.k_norm.weight`, acts.k, acts.kRstd, T * K, d);
     const rope = this.getPipeline('rope.wgsl');
-    rec.dispatch(rope, [batch.rope, acts.q], [T, H, d / 2, 0], groups1d(T * H * (d / 2)), 'rope q');
-    rec.dispatch(rope, [batch.rope, acts.k], [T, K, d / 2, 0], groups1d(T * K * (d / 2)), 'rope k');
+    rec.dispatch(rope, [batch.rope, acts.q], [T, H, d / 2, d], groups1d(T * H * (d / 2)), 'rope q');
+    rec.dispatch(rope, [batch.rope, acts.k], [T, K, d / 2, d], groups1d(T * K * (d / 2)), 'rope k');
     let kSrc = acts.k;
     let vSrc = acts.v;
     if (opts.kv) {

@@ -126,6 +126,46 @@ function refDelta(qk: Float64Array, v: Float64Array, gb: Float64Array, lengths: 
   return out;
 }
 
+// ---- norms, the attention gate, partial rotary ----------------------------------------------------
+
+/** x · rstd per row of n, rstd = 1/sqrt(mean(x²) + eps). */
+function refRms(x: Float64Array, n: number, eps: number): Float64Array {
+  const y = new Float64Array(x.length);
+  for (let r = 0; r < x.length / n; r++) {
+    let ss = 0;
+    for (let i = 0; i < n; i++) ss += x[r * n + i]! ** 2;
+    const s = 1 / Math.sqrt(ss / n + eps);
+    for (let i = 0; i < n; i++) y[r * n + i] = x[r * n + i]! * s;
+  }
+  return y;
+}
+
+/** Qwen3_5RMSNormGated: w ⊙ rmsnorm(x) ⊙ silu(z), rows of n. */
+function refGatedNorm(x: Float64Array, z: Float64Array, w: Float64Array, eps: number): Float64Array {
+  return refRms(x, w.length, eps).map((v, i) => w[i % w.length]! * v * silu(z[i]!));
+}
+
+/** Qwen3_5RMSNorm: (1 + w) ⊙ rmsnorm(x). */
+function refNorm1p(x: Float64Array, w: Float64Array, eps: number): Float64Array {
+  return refRms(x, w.length, eps).map((v, i) => (1 + w[i % w.length]!) * v);
+}
+
+/** rotate-half RoPE on the first 2·half dims of each head of d; table (T, half, 2). */
+function refRope(x: Float64Array, table: Float64Array, T: number, heads: number, d: number, half: number): Float64Array {
+  const y = Float64Array.from(x);
+  for (let t = 0; t < T; t++) {
+    for (let hh = 0; hh < heads; hh++) {
+      const base = (t * heads + hh) * d;
+      for (let j = 0; j < half; j++) {
+        const c = table[(t * half + j) * 2]!, sn = table[(t * half + j) * 2 + 1]!;
+        y[base + j] = x[base + j]! * c - x[base + j + half]! * sn;
+        y[base + j + half] = x[base + j + half]! * c + x[base + j]! * sn;
+      }
+    }
+  }
+  return y;
+}
+
 describe(onAdapter('linear-attention kernels'), () => {
   let gpu: Gpu;
   let h: KernelHarness;
@@ -279,9 +319,10 @@ describe(onAdapter('linear-attention kernels'), () => {
     const gbBuf = h.buffer(gb);
     const out = h.buffer(T * hv * dv * 4);
     const run = (rec: Parameters<Parameters<KernelHarness['run']>[0]>[0], q: GPUBuffer, vv: GPUBuffer, g: GPUBuffer, seqs: Uint32Array, state: GPUBuffer, o: GPUBuffer, withState: boolean) => {
-      const n = (seqs.length / 4) * hv * dv;
+      const n = seqs.length / 4;
+      const rows = seqs.reduce((a, v, i) => (i % 4 === 1 ? a + v : a), 0);
       rec.dispatch(h.pipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), [q, vv, g, h.buffer(seqs), state, o],
-        [n, hk, hv, dv, 0, hv * dv, f32(1 / Math.sqrt(dk))], groups1d(n));
+        [n, rows, hk, hv, dv, 0, hv * dv, f32(1 / Math.sqrt(dk))], groups1d(n * hv * dv));
     };
     const [scored] = await h.run((rec) => run(rec, h.buffer(qk), h.buffer(v), gbBuf, sequenceTable(firsts, lengths), h.buffer(16), out, false), [[out, T * hv * dv]]);
     expect(maxAbsDiff(scored!, want)).toBeLessThan(2e-6);
@@ -321,7 +362,7 @@ describe(onAdapter('linear-attention kernels'), () => {
     const [gotDqk, gotDv, gotDgb] = await h.run((rec) => {
       rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, TILE: tile }),
         [h.buffer(qk), h.buffer(vWide), h.buffer(gb), h.buffer(dout), h.buffer(sequenceTable(firsts, lengths, undefined, chunk)), h.buffer(work.floats * 4), dqk, dvWide, dgb],
-        [lengths.length, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk))], [lengths.length * hv, 1, 1]);
+        [lengths.length, T, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk))], [lengths.length * hv, 1, 1]);
     }, [[dqk, T * 2 * hv * dk], [dvWide, vWide.length], [dgb, T * hv * 2]]);
     // Per-value-head dq/dk summed over each key head's group = the gradient of qk.
     const group = hv / hk;
@@ -337,5 +378,79 @@ describe(onAdapter('linear-attention kernels'), () => {
     const gotDvRows = Float64Array.from({ length: v.length }, (_, i) => gotDv![vOffset + Math.floor(i / (hv * dv)) * vStride + (i % (hv * dv))]!);
     expect(maxAbsDiff(gotDvRows, numericGrad((x) => refDelta(qk, x, gb, lengths, dims), v, dout))).toBeLessThan(2e-5);
     expect(maxAbsDiff(gotDgb!, numericGrad((x) => refDelta(qk, v, x, lengths, dims), gb, dout))).toBeLessThan(2e-5);
+  });
+  it('rmsnorm_gated: forward equals float64; its backward + rmsnorm_backward give dx, dz, dw equal to central differences', async () => {
+    const rows = 6, n = 8, eps = 1e-6;
+    const x = wave(rows * n, 40), z = wave(rows * n, 41, 3), w = wave(n, 42).map((v) => 1 + 0.3 * v), dy = wave(rows * n, 43);
+    const xBuf = h.buffer(x), zBuf = h.buffer(z), wBuf = h.buffer(w), dyBuf = h.buffer(dy);
+    const y = h.buffer(rows * n * 4), rstd = h.buffer(rows * 4), dn = h.buffer(rows * n * 4), dz = h.buffer(rows * n * 4), dx = h.buffer(rows * n * 4);
+    const dw = h.buffer(n * 4);
+    const [gotY, gotDx, gotDz, gotDw] = await h.run((rec) => {
+      rec.dispatch(h.pipeline('rmsnorm_gated.wgsl'), [xBuf, zBuf, wBuf, y, rstd], [rows, n, 0, 0, f32(eps)], groups1d(rows));
+      rec.dispatch(h.pipeline('rmsnorm_gated_backward.wgsl'), [xBuf, zBuf, wBuf, rstd, dyBuf, dn, dz], [rows * n, n, 0, 0], groups1d(rows * n));
+      const storage = [xBuf, dn, wBuf, dx, h.buffer(rows * 4), dw];
+      rec.dispatch(h.pipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, [rows, n, f32(eps), 0, 0], [rows, 1, 1]);
+      rec.dispatch(h.pipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, [rows, n, f32(eps), 0, 0], groups1d(n));
+    }, [[y, rows * n], [dx, rows * n], [dz, rows * n], [dw, n]]);
+    expect(maxAbsDiff(gotY!, refGatedNorm(x, z, w, eps))).toBeLessThan(2e-6);
+    expect(maxAbsDiff(gotDx!, numericGrad((v) => refGatedNorm(v, z, w, eps), x, dy))).toBeLessThan(2e-5);
+    expect(maxAbsDiff(gotDz!, numericGrad((v) => refGatedNorm(x, v, w, eps), z, dy))).toBeLessThan(2e-5);
+    expect(maxAbsDiff(gotDw!, numericGrad((v) => refGatedNorm(x, z, v, eps), w, dy))).toBeLessThan(2e-5);
+  });
+
+  it('rmsnorm with unit_offset scales by (1 + w), forward and backward (Qwen3.5 norms)', async () => {
+    const rows = 5, n = 8, eps = 1e-6;
+    const x = wave(rows * n, 50), w = wave(n, 51, 0.2), dy = wave(rows * n, 52);
+    const xBuf = h.buffer(x), wBuf = h.buffer(w);
+    const y = h.buffer(rows * n * 4), dx = h.buffer(rows * n * 4), dw = h.buffer(n * 4);
+    const [gotY, gotDx, gotDw] = await h.run((rec) => {
+      rec.dispatch(h.pipeline('rmsnorm.wgsl'), [xBuf, wBuf, y, h.buffer(rows * 4)], [rows, n, 1, 0, f32(eps)], groups1d(rows));
+      const storage = [xBuf, h.buffer(dy), wBuf, dx, h.buffer(rows * 4), dw];
+      rec.dispatch(h.pipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, [rows, n, f32(eps), 0, 1], [rows, 1, 1]);
+      rec.dispatch(h.pipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, [rows, n, f32(eps), 0, 1], groups1d(n));
+    }, [[y, rows * n], [dx, rows * n], [dw, n]]);
+    expect(maxAbsDiff(gotY!, refNorm1p(x, w, eps))).toBeLessThan(2e-6);
+    expect(maxAbsDiff(gotDx!, numericGrad((v) => refNorm1p(v, w, eps), x, dy))).toBeLessThan(2e-5);
+    expect(maxAbsDiff(gotDw!, numericGrad((v) => refNorm1p(x, v, eps), w, dy))).toBeLessThan(2e-5);
+  });
+
+  it('gated attention: rows_copy splits q from (query, gate) halves and back; sigmoid_gate and its backward equal float64', async () => {
+    const T = 3, H = 2, d = 4, rows = T * H;
+    const qg = wave(rows * 2 * d, 60, 2), attn = wave(rows * d, 61), dy = wave(rows * d, 62);
+    const qgBuf = h.buffer(qg);
+    const q = h.buffer(rows * d * 4), y = h.buffer(rows * d * 4), dattn = h.buffer(rows * d * 4), dqg = h.buffer(rows * 2 * d * 4);
+    const dq = wave(rows * d, 63);
+    const [gotQ, gotY, gotDattn, gotDqg] = await h.run((rec) => {
+      rec.dispatch(h.pipeline('rows_copy.wgsl'), [qgBuf, q], [rows, d, 0, 2 * d, 0, d], groups1d(rows * d));
+      const attnBuf = h.buffer(attn);
+      rec.dispatch(h.pipeline('sigmoid_gate.wgsl'), [attnBuf, qgBuf, y], [rows, d, d, 2 * d], groups1d(rows * d));
+      rec.dispatch(h.pipeline('sigmoid_gate_backward.wgsl'), [attnBuf, qgBuf, h.buffer(dy), dattn, dqg], [rows, d, d, 2 * d], groups1d(rows * d));
+      rec.dispatch(h.pipeline('rows_copy.wgsl'), [h.buffer(dq), dqg], [rows, d, 0, d, 0, 2 * d], groups1d(rows * d));
+    }, [[q, rows * d], [y, rows * d], [dattn, rows * d], [dqg, rows * 2 * d]]);
+    const gate = (r: number, i: number) => qg[r * 2 * d + d + i]!;
+    const f = (a: Float64Array, g: Float64Array) => a.map((v, idx) => v * sigmoid(g[Math.floor(idx / d) * 2 * d + d + (idx % d)]!));
+    expect([...gotQ!]).toEqual([...Float32Array.from({ length: rows * d }, (_, idx) => qg[Math.floor(idx / d) * 2 * d + (idx % d)]!)]);
+    expect(maxAbsDiff(gotY!, Float64Array.from({ length: rows * d }, (_, idx) => attn[idx]! * sigmoid(gate(Math.floor(idx / d), idx % d))))).toBeLessThan(1e-6);
+    expect(maxAbsDiff(gotDattn!, numericGrad((v) => f(v, qg), attn, dy))).toBeLessThan(1e-5);
+    const wantDqg = numericGrad((v) => f(attn, v), qg, dy); // the gate halves; the query halves are dq
+    for (let idx = 0; idx < rows * d; idx++) wantDqg[Math.floor(idx / d) * 2 * d + (idx % d)] = Math.fround(dq[idx]!);
+    expect(maxAbsDiff(gotDqg!, wantDqg)).toBeLessThan(1e-5);
+  });
+
+  it('rope and rope_backward rotate only the first rotary dims (partial_rotary_factor 0.25)', async () => {
+    const T = 3, heads = 2, d = 16, half = 2; // rotary dim 4 of 16
+    const x = wave(T * heads * d, 70), dy = wave(T * heads * d, 71);
+    const table = Float64Array.from({ length: T * half * 2 }, (_, i) => {
+      const angle = Math.floor(i / 2) * 0.7 + 0.3;
+      return Math.fround(i % 2 === 0 ? Math.cos(angle) : Math.sin(angle));
+    });
+    const xBuf = h.buffer(x), g = h.buffer(dy);
+    const tBuf = h.buffer(table);
+    const [gotY, gotDx] = await h.run((rec) => {
+      rec.dispatch(h.pipeline('rope.wgsl'), [tBuf, xBuf], [T, heads, half, d], groups1d(T * heads * half));
+      rec.dispatch(h.pipeline('rope_backward.wgsl'), [g, tBuf], [T, heads, d, half], groups1d(T * heads * half));
+    }, [[xBuf, x.length], [g, dy.length]]);
+    expect(maxAbsDiff(gotY!, refRope(x, table, T, heads, d, half))).toBeLessThan(1e-6);
+    expect(maxAbsDiff(gotDx!, numericGrad((v) => refRope(v, table, T, heads, d, half), x, dy))).toBeLessThan(1e-5);
   });
 });

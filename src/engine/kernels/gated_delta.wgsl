@@ -10,7 +10,7 @@
 const DK: u32 = {{DK}}u;
 const WITH_STATE: bool = {{WITH_STATE}};
 
-struct Params { invocations: u32, hk: u32, hv: u32, dv: u32, v_offset: u32, v_stride: u32, scale: f32 }
+struct Params { seqs: u32, T: u32, hk: u32, hv: u32, dv: u32, v_offset: u32, v_stride: u32, scale: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qk: array<f32>;           // (T, 2·Hk, dk): l2-normalized q heads, then k heads
@@ -23,7 +23,7 @@ struct Params { invocations: u32, hk: u32, hv: u32, dv: u32, v_offset: u32, v_st
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let i = gid.x + gid.y * 65535u * 64u;
-  if (i >= p.invocations) { return; }
+  if (i >= p.seqs * p.hv * p.dv) { return; }
   let j = i % p.dv;
   let h = (i / p.dv) % p.hv;
   let sq = seqs[i / (p.dv * p.hv)];
@@ -32,7 +32,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let sbase = (sq.z * p.hv + h) * DK * p.dv + j;
   var s: array<f32, DK>;
   for (var e = 0u; e < DK; e++) { s[e] = select(0.0, state[sbase + e * p.dv], WITH_STATE); }
-  for (var t = sq.x; t < sq.x + sq.y; t++) {
+  for (var t = sq.x; t < min(sq.x + sq.y, p.T); t++) { // T: rows of the pack, a bound on any table entry
     let row = t * 2u * p.hk * DK;
     let gbt = gb[t * p.hv + h];
     let alpha = exp(gbt.x);

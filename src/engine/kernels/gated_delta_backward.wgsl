@@ -17,7 +17,7 @@ const CHUNK: u32 = {{CHUNK}}u;
 const TILE: u32 = {{TILE}}u;   // divides DK, ≤ DV
 
 struct Params {
-  seqs: u32, hk: u32, hv: u32, scratch_offset: u32,
+  seqs: u32, T: u32, hk: u32, hv: u32, scratch_offset: u32,
   v_offset: u32, v_stride: u32, dv_offset: u32, dv_stride: u32,
   scale: f32,
 }
@@ -58,7 +58,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) j: u
   if (wg >= p.seqs * p.hv) { return; }
   let si = wg / p.hv;
   let h = wg % p.hv;
-  let sq = seqs[si];
+  var sq = seqs[si];
+  sq.y = min(sq.y, p.T - min(sq.x, p.T)); // T: rows of the pack, a bound on any table entry
   let q_at = h / (p.hv / p.hk) * DK;
   let k_at = q_at + p.hk * DK;
   let ck = DK * DV * p.hv; // floats per checkpoint
