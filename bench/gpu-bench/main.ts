@@ -22,6 +22,7 @@ import { randomRefWeights } from '../../src/engine/reference/weights.ts';
 import type { DType, ModelConfig } from '../../src/model/types.ts';
 import { decodeToFloat32, encodeFromFloat32, dtypeSize } from '../../src/model/safetensors.ts';
 import type { Checkpoint, TensorInfo } from '../../src/model/types.ts';
+import { qwen3ArchitectureFields } from '../../src/model/config.ts';
 import { refWeightShapes } from '../../src/engine/reference/weights.ts';
 import { benchEngineForward } from '../engine/forward.ts';
 import { benchTrainStep } from '../engine/train-step.ts';
@@ -34,6 +35,7 @@ const SMALL = { hidden: '64', layers: '2', heads: '4', kvHeads: '2', headDim: '1
 const PARITY: ModelConfig = {
   vocabSize: 256, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16,
   rmsNormEps: 1e-6, ropeTheta: 1e6, tieWordEmbeddings: true, maxPositionEmbeddings: 4096, bosTokenId: null, eosTokenIds: [], raw: {},
+  ...qwen3ArchitectureFields(2, 16),
 };
 
 function memoryCheckpoint(config: ModelConfig, seed: number, dtype: DType): { ckpt: Checkpoint; weights: Map<string, Float64Array> } {

@@ -4,6 +4,7 @@
 
 import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 import { parseConfigText } from './config.ts';
+import { canonicalTensorName } from './qwen3-tensors.ts';
 import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
 import type { Checkpoint, TensorInfo } from './types.ts';
@@ -24,9 +25,9 @@ export interface OpenedCheckpoint extends Checkpoint {
   location: string;
   /** The weights files, in shard order. */
   weightFiles: string[];
-  /** Every tensor with its file and offset (same keys as `tensors`). */
+  /** Every decoder tensor with its file and offset, under canonical names (same keys as `tensors`). */
   stored: Map<string, StoredTensor>;
-  /** Sum of all tensors' bytes as stored. */
+  /** Sum of the bytes of the tensors in `stored`. */
   totalTensorBytes: number;
   /** The underlying file access (e.g. to read generation_config.json as bytes). */
   files: CheckpointFiles;
@@ -102,6 +103,15 @@ export async function openCheckpointFiles(files: CheckpointFiles): Promise<Opene
     }
   }
 
+  // Qwen3.5's composite checkpoints nest the decoder under model.language_model. and carry a vision tower
+  // and an MTP head: keep the decoder's tensors only, under the canonical model.* names the engine uses.
+  for (const [storedName, t] of [...stored]) {
+    const name = canonicalTensorName(config, storedName);
+    if (name === storedName) continue;
+    stored.delete(storedName);
+    totalTensorBytes -= name === null ? t.byteLength : 0;
+    if (name !== null) stored.set(name, { ...t, name });
+  }
   const tensors = new Map<string, TensorInfo>();
   for (const [name, t] of stored) tensors.set(name, { name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength });
 

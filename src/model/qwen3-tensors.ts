@@ -1,5 +1,7 @@
-// The tensor names and shapes of a Qwen3ForCausalLM checkpoint (shared/specs/qwen3.md §3), derived
-// from its config, and the check that a checkpoint matches them before anything is allocated on a GPU.
+// The tensor names and shapes of a Qwen3ForCausalLM checkpoint (shared/specs/qwen3.md §3) or a Qwen3.5
+// text model (docs/qwen3_5.md §2), derived from its config, and the check that a checkpoint matches them
+// before anything is allocated on a GPU. Names are canonical (`model.…`): the checkpoint opener maps
+// Qwen3_5ForConditionalGeneration's `model.language_model.…` onto them (canonicalTensorName).
 
 import type { ModelConfig, TensorInfo } from './types.ts';
 
@@ -12,23 +14,84 @@ export interface ExpectedTensor {
 export const QWEN3_LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 export type Qwen3Linear = (typeof QWEN3_LINEARS)[number];
 
-/** [out, in] of a linear layer (nn.Linear stores W as [out, in]). */
-export function linearShape(config: ModelConfig, linear: Qwen3Linear): [number, number] {
+/** The linear layers of Qwen3.5's Gated DeltaNet (`linear_attn`), in the layers whose type is linear_attention. */
+export const LINEAR_ATTN_LINEARS = ['in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj'] as const;
+export type LinearAttnLinear = (typeof LINEAR_ATTN_LINEARS)[number];
+
+/** Every linear of a Qwen3.5 model: the Qwen3 seven (in full-attention layers and every MLP) and the DeltaNet five. */
+export const QWEN3_5_LINEARS = [...QWEN3_LINEARS, ...LINEAR_ATTN_LINEARS] as const;
+export type ModelLinear = Qwen3Linear | LinearAttnLinear;
+
+const MLP_LINEARS: readonly ModelLinear[] = ['gate_proj', 'up_proj', 'down_proj'];
+const ATTN_LINEARS: readonly ModelLinear[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj'];
+
+/** The linears that layer `layer` has, in checkpoint order (mixer, then MLP). */
+export function layerLinears(config: ModelConfig, layer: number): ModelLinear[] {
+  const mixer = config.layerTypes[layer] === 'linear_attention' ? LINEAR_ATTN_LINEARS : ATTN_LINEARS;
+  return [...mixer, ...MLP_LINEARS];
+}
+
+/** Channels of the DeltaNet's qkv projection and causal conv: q and k (Hk·dk each), then v (Hv·dv). */
+export function linearAttnConvDim(config: ModelConfig): number {
+  const la = requireLinearAttention(config);
+  return 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
+}
+
+function requireLinearAttention(config: ModelConfig): NonNullable<ModelConfig['linearAttention']> {
+  if (!config.linearAttention) throw new Error(`a ${config.architecture} model has no linear-attention (Gated DeltaNet) layers`);
+  return config.linearAttention;
+}
+
+/**
+ * [out, in] of a linear layer (nn.Linear stores W as [out, in]). With the attention output gate
+ * (Qwen3.5), q_proj emits 2·H·d: per head, d query dims then d gate dims.
+ */
+export function linearShape(config: ModelConfig, linear: ModelLinear): [number, number] {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = config;
   switch (linear) {
-    case 'q_proj': return [H * d, D];
+    case 'q_proj': return [(config.attnOutputGate ? 2 : 1) * H * d, D];
     case 'k_proj':
     case 'v_proj': return [K * d, D];
     case 'o_proj': return [D, H * d];
     case 'gate_proj':
     case 'up_proj': return [F, D];
     case 'down_proj': return [D, F];
+    case 'in_proj_qkv': return [linearAttnConvDim(config), D];
+    case 'in_proj_z': {
+      const la = requireLinearAttention(config);
+      return [la.numValueHeads * la.valueHeadDim, D];
+    }
+    case 'in_proj_b':
+    case 'in_proj_a': return [requireLinearAttention(config).numValueHeads, D];
+    case 'out_proj': {
+      const la = requireLinearAttention(config);
+      return [D, la.numValueHeads * la.valueHeadDim];
+    }
   }
 }
 
-export function linearTensorName(layer: number, linear: Qwen3Linear): string {
-  const block = linear === 'gate_proj' || linear === 'up_proj' || linear === 'down_proj' ? 'mlp' : 'self_attn';
+export function linearTensorName(layer: number, linear: ModelLinear): string {
+  const block = MLP_LINEARS.includes(linear) ? 'mlp' : ATTN_LINEARS.includes(linear) ? 'self_attn' : 'linear_attn';
   return `model.layers.${layer}.${block}.${linear}.weight`;
+}
+
+/**
+ * The canonical name of a stored tensor, or null when it is no part of the text decoder (the vision
+ * tower `model.visual.*` and the multi-token-prediction head `mtp.*` of Qwen3.5 checkpoints, which
+ * transformers' text model does not load either).
+ */
+export function canonicalTensorName(config: ModelConfig, stored: string): string | null {
+  if (config.architecture !== 'qwen3_5') return stored;
+  if (stored === 'lm_head.weight') return stored;
+  if (stored.startsWith(config.tensorPrefix)) return `model.${stored.slice(config.tensorPrefix.length)}`;
+  if (stored.startsWith('mtp.') || stored.startsWith('model.visual.')) return null;
+  return stored; // reported by validateQwen3Tensors as unexpected
+}
+
+/** The stored name of a canonical tensor name (inverse of canonicalTensorName). */
+export function storedTensorName(config: ModelConfig, canonical: string): string {
+  if (config.architecture !== 'qwen3_5' || !canonical.startsWith('model.')) return canonical;
+  return `${config.tensorPrefix}${canonical.slice('model.'.length)}`;
 }
 
 /**
@@ -41,6 +104,23 @@ export function qwen3TensorLayout(config: ModelConfig, includeLmHead: boolean): 
   for (let l = 0; l < config.numLayers; l++) {
     const p = `model.layers.${l}`;
     out.push({ name: `${p}.input_layernorm.weight`, shape: [D] });
+    if (config.layerTypes[l] === 'linear_attention') {
+      // Gated DeltaNet: depthwise conv [C, 1, kernel], per-value-head decay (A_log) and dt bias, gated norm over dv.
+      const la = requireLinearAttention(config);
+      for (const linear of ['in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a'] as const) {
+        out.push({ name: linearTensorName(l, linear), shape: linearShape(config, linear) });
+      }
+      out.push({ name: `${p}.linear_attn.conv1d.weight`, shape: [linearAttnConvDim(config), 1, la.convKernelDim] });
+      out.push({ name: `${p}.linear_attn.dt_bias`, shape: [la.numValueHeads] });
+      out.push({ name: `${p}.linear_attn.A_log`, shape: [la.numValueHeads] });
+      out.push({ name: `${p}.linear_attn.norm.weight`, shape: [la.valueHeadDim] });
+      out.push({ name: linearTensorName(l, 'out_proj'), shape: linearShape(config, 'out_proj') });
+      out.push({ name: `${p}.post_attention_layernorm.weight`, shape: [D] });
+      for (const linear of ['gate_proj', 'up_proj', 'down_proj'] as const) {
+        out.push({ name: linearTensorName(l, linear), shape: linearShape(config, linear) });
+      }
+      continue;
+    }
     for (const linear of ['q_proj', 'k_proj', 'v_proj', 'o_proj'] as const) {
       out.push({ name: linearTensorName(l, linear), shape: linearShape(config, linear) });
     }
@@ -94,7 +174,8 @@ export function validateQwen3Tensors(ckpt: { config: ModelConfig; tensors: Map<s
   }
   for (const name of tensors.keys()) {
     if (!expectedNames.has(name) && !IGNORABLE.test(name)) {
-      throw new Error(`unexpected tensor '${name}' (not part of a ${config.numLayers}-layer Qwen3ForCausalLM)`);
+      const model = config.architecture === 'qwen3_5' ? 'Qwen3.5 text model' : 'Qwen3ForCausalLM';
+      throw new Error(`unexpected tensor '${name}' (not part of a ${config.numLayers}-layer ${model})`);
     }
   }
   const warnings: string[] = [];

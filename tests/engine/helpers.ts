@@ -1,13 +1,14 @@
 // Shared fixtures of the engine tests: small Qwen3 configs, in-memory checkpoints built from the
 // float64 reference's random weights, and an engine loaded from them.
 import type { Checkpoint, DType, ModelConfig, TensorInfo } from '../../src/model/types.ts';
+import { qwen3ArchitectureFields } from '../../src/model/config.ts';
 import { encodeFromFloat32, dtypeSize } from '../../src/model/safetensors.ts';
 import { randomRefWeights, type RefWeights } from '../../src/engine/reference/weights.ts';
 import { loadEngine, type LoadEngineOptions, type WebGpuEngine } from '../../src/engine/engine.ts';
 import type { Gpu } from '../../src/engine/gpu.ts';
 
 export function tinyConfig(over: Partial<ModelConfig> = {}): ModelConfig {
-  return {
+  const base = {
     vocabSize: 96,
     hiddenSize: 32,
     intermediateSize: 64,
@@ -24,6 +25,8 @@ export function tinyConfig(over: Partial<ModelConfig> = {}): ModelConfig {
     raw: {},
     ...over,
   };
+  // Qwen3 unless the test says otherwise; the per-layer fields follow numLayers/headDim.
+  return { ...qwen3ArchitectureFields(base.numLayers, base.headDim), ...base };
 }
 
 /** A checkpoint held in memory whose tensors are the reference weights stored as `dtype`. */

@@ -3,9 +3,10 @@
 // hidden/heads, untied head).
 
 import type { ModelConfig } from '../../src/model/types.ts';
+import { qwen3ArchitectureFields } from '../../src/model/config.ts';
 
 export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
-  return {
+  const base = {
     vocabSize: 37,
     hiddenSize: 24,
     intermediateSize: 40,
@@ -22,4 +23,6 @@ export function tinyConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
     raw: {},
     ...overrides,
   };
+  // Qwen3 unless the test says otherwise; the per-layer fields follow numLayers/headDim.
+  return { ...qwen3ArchitectureFields(base.numLayers, base.headDim), ...base };
 }
