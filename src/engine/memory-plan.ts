@@ -102,10 +102,21 @@ export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 /** f32 values per token of each LayerActs field (internals.ts), besides per-token scalars. */
 export function layerActsCounts(c: ModelConfig): Record<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = c;
-  return {
+  const counts: Record<string, number> = {
     x: D, a: D, rstd1: 1, qRaw: H * d, kRaw: K * d, qRstd: H, kRstd: K, q: H * d, k: K * d, v: K * d,
     attn: H * d, lse: H, xMid: D, b: D, rstd2: 1, gate: F, up: F, hidden: F, xOut: D,
   };
+  if (c.attnOutputGate) Object.assign(counts, { qGate: 2 * H * d, attnGated: H * d });
+  const la = c.linearAttention;
+  if (la && c.layerTypes.includes('linear_attention')) {
+    const { numKeyHeads: hk, numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv } = la;
+    const C = 2 * hk * dk + hv * dv;
+    Object.assign(counts, {
+      laQkv: C, laConv: C, laQk: 2 * hk * dk, laInv: 2 * hk, laZ: hv * dv, laA: hv, laB: hv, laGb: 2 * hv,
+      laCore: hv * dv, laRstd: hv, laNormed: hv * dv,
+    });
+  }
+  return counts;
 }
 
 /** Vocabulary rows per logits chunk of the backward LM head over Ts scored rows. */

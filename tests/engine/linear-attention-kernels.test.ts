@@ -189,7 +189,7 @@ describe(onAdapter('linear-attention kernels'), () => {
     const seqsAll = h.buffer([firsts[0]!, 6, 0, 0, firsts[1]!, 4, 0, 0], 'u32');
     const out = h.buffer(T * C * 4);
     const [scored] = await h.run((rec) => {
-      rec.dispatch(h.pipeline('conv1d_silu.wgsl', { KSIZE: K, PASS: 0, WITH_STATE: false }), [h.buffer(x), wBuf, h.buffer(tokSeq, 'u32'), seqsAll, h.buffer(16), out], [T, C, 2, 0], groups1d(T * C));
+      rec.dispatch(h.pipeline('conv1d_silu.wgsl', { KSIZE: K, PASS: 0, WITH_STATE: false }), [h.buffer(x), wBuf, h.buffer(tokSeq.flatMap((s) => [0, 0, 0, s]), 'u32'), seqsAll, h.buffer(16), out], [T, C, 2, 0], groups1d(T * C));
     }, [[out, T * C]]);
     expect(maxAbsDiff(scored!, want)).toBeLessThan(1e-6);
 
@@ -213,7 +213,7 @@ describe(onAdapter('linear-attention kernels'), () => {
       const seqs = h.buffer([0, rows[0]!, 1, 0, rows[0]!, rows[1]!, 0, 0], 'u32');
       const Tc = rows[0]! + rows[1]!;
       const xBuf = h.buffer(xs);
-      const tokBuf = h.buffer(callTok, 'u32');
+      const tokBuf = h.buffer(callTok.flatMap((s) => [0, 0, 0, s]), 'u32');
       const o = h.buffer(Tc * C * 4);
       const [got] = await h.run((rec) => {
         const storage = [xBuf, wBuf, tokBuf, seqs, state, o];

@@ -14,7 +14,7 @@ struct Params { T: u32, C: u32, seqs: u32, _pad: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;          // (T, C)
 @group(0) @binding(2) var<storage, read> w: array<f32>;          // (C, K)
-@group(0) @binding(3) var<storage, read> tok_seq: array<u32>;    // (T) index of the token's sequence in `seqs`
+@group(0) @binding(3) var<storage, read> tok_meta: array<u32>;   // (T, 4) the packed batch's meta: word 3 = index of the token's sequence in `seqs`
 @group(0) @binding(4) var<storage, read> seqs: array<vec4u>;     // per sequence: first row, rows, state slot, _
 @group(0) @binding(5) var<storage, read_write> state: array<f32>; // (slots, C, K−1)
 @group(0) @binding(6) var<storage, read_write> out: array<f32>;  // (T, C)
@@ -23,7 +23,7 @@ fn conv(i: u32) {
   if (i >= p.T * p.C) { return; }
   let t = i / p.C;
   let c = i % p.C;
-  let sq = seqs[tok_seq[t]];
+  let sq = seqs[tok_meta[t * 4u + 3u]];
   let at = t - sq.x; // index of t among this call's rows of its sequence
   var acc = 0.0;
   for (var k = 0u; k < K; k++) {
