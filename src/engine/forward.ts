@@ -135,7 +135,8 @@ export class Qwen3Forward implements EngineInternals {
   }
 
   /** Uploads a packed batch into the given buffers (scratch or fresh). */
-  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch {
+  /** `stateSlots`: per sequence of the pack, its linear-attention state slot (default: its index). */
+  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer, stateSlots?: number[]): PackedBatch {
     const T = tokens.length;
     const ids = new Uint32Array(Math.max(T, 1));
     const meta = new Uint32Array(Math.max(T, 1) * 4);
@@ -171,7 +172,7 @@ export class Qwen3Forward implements EngineInternals {
     q.writeBuffer(batch.meta, 0, meta);
     if (rope.byteLength) q.writeBuffer(batch.rope, 0, rope);
     if (this.config.layerTypes.includes('linear_attention')) {
-      const table = sequenceTable(seqStarts, seqLengths);
+      const table = sequenceTable(seqStarts, seqLengths, stateSlots);
       batch.seqTable = make('seqTable', table.byteLength);
       q.writeBuffer(batch.seqTable, 0, table);
     }
@@ -262,8 +263,8 @@ export class Qwen3Forward implements EngineInternals {
     const p = `model.layers.${layer}`;
     this.encodeRmsnorm(rec, acts.x, `${p}.input_layernorm.weight`, acts.a, acts.rstd1, T, D); // a (T, D)
     if (this.config.layerTypes[layer] === 'linear_attention') {
-      if (opts.kv) throw new Error('engine: generating with Qwen3.5 needs the linear-attention layers\' recurrent and conv state in the KV cache\'s place, which is not wired yet (scoring works)');
-      this.encodeDeltaNet(rec, layer, acts, batch, opts.adapters); // xMid = x + out_proj·…
+      if (opts.kv && !opts.linearState) throw new Error('engine: generating with Qwen3.5 needs the linear-attention layers\' conv and recurrent state (LayerForwardOptions.linearState) besides the KV cache');
+      this.encodeDeltaNet(rec, layer, acts, batch, opts); // xMid = x + out_proj·…
     } else {
       this.encodeAttention(rec, layer, acts, batch, opts);
     }
@@ -320,29 +321,34 @@ export class Qwen3Forward implements EngineInternals {
   }
 
   /**
-   * Qwen3.5's Gated DeltaNet token mixer (transformers' Qwen3_5GatedDeltaNet), scoring form: every
-   * sequence of the pack starts from a zero conv and recurrent state. Reads acts.a, writes xMid.
+   * Qwen3.5's Gated DeltaNet token mixer (transformers' Qwen3_5GatedDeltaNet). Scoring: every
+   * sequence of the pack starts from a zero conv and recurrent state; generating (opts.linearState):
+   * from its saved states, which are updated. Reads acts.a, writes xMid.
    */
-  private encodeDeltaNet(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, adapters: boolean): void {
+  private encodeDeltaNet(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void {
     const la = this.config.linearAttention!;
     const { numKeyHeads: hk, numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv, convKernelDim: kc } = la;
     const T = batch.T;
     const C = 2 * hk * dk + hv * dv;
     const seqs = batch.seqStarts.length;
     const p = `model.layers.${layer}.linear_attn`;
-    const lin = { adapters };
+    const lin = { adapters: opts.adapters };
+    const withState = Boolean(opts.linearState);
     const noState = this.scratchBuffer('linear.nostate', 16); // bound, never read: WITH_STATE is false when scoring
+    const convState = opts.linearState?.conv[layer] ?? noState;
+    const recurrentState = opts.linearState?.recurrent[layer] ?? noState;
     this.encodeLinear(rec, layer, 'in_proj_qkv', acts.a, acts.laQkv!, T, lin); // (T, C)
     this.encodeLinear(rec, layer, 'in_proj_z', acts.a, acts.laZ!, T, lin); //     (T, Hv·dv)
     this.encodeLinear(rec, layer, 'in_proj_b', acts.a, acts.laB!, T, lin); //     (T, Hv)
     this.encodeLinear(rec, layer, 'in_proj_a', acts.a, acts.laA!, T, lin); //     (T, Hv)
-    rec.dispatch(this.getPipeline('conv1d_silu.wgsl', { KSIZE: kc, PASS: 0, WITH_STATE: false }),
-      [acts.laQkv!, this.param(`${p}.conv1d.weight`).chunks[0]!.buffer, batch.meta, batch.seqTable!, noState, acts.laConv!], [T, C, seqs, 0], groups1d(T * C), 'conv1d');
+    const convIo = [acts.laQkv!, this.param(`${p}.conv1d.weight`).chunks[0]!.buffer, batch.meta, batch.seqTable!, convState, acts.laConv!];
+    rec.dispatch(this.getPipeline('conv1d_silu.wgsl', { KSIZE: kc, PASS: 0, WITH_STATE: withState }), convIo, [T, C, seqs, 0], groups1d(T * C), 'conv1d');
+    if (withState) rec.dispatch(this.getPipeline('conv1d_silu.wgsl', { KSIZE: kc, PASS: 1, WITH_STATE: true }), convIo, [T, C, seqs, 0], groups1d(seqs * C), 'conv state');
     // q and k heads are the conv output's first 2·Hk·dk columns: one l2norm over 2·Hk heads.
     rec.dispatch(this.getPipeline('l2norm.wgsl'), [acts.laConv!, acts.laQk!, acts.laInv!], [T * 2 * hk, 2 * hk, dk, 0, C, f32(L2NORM_EPS)], groups1d(T * 2 * hk), 'q/k l2norm');
     rec.dispatch(this.getPipeline('delta_gates.wgsl'),
       [acts.laA!, acts.laB!, this.param(`${p}.A_log`).chunks[0]!.buffer, this.param(`${p}.dt_bias`).chunks[0]!.buffer, acts.laGb!], [T * hv, hv, 0, 0], groups1d(T * hv), 'delta gates');
-    rec.dispatch(this.getPipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: false }), [acts.laQk!, acts.laConv!, acts.laGb!, batch.seqTable!, noState, acts.laCore!],
+    rec.dispatch(this.getPipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), [acts.laQk!, acts.laConv!, acts.laGb!, batch.seqTable!, recurrentState, acts.laCore!],
       [seqs, T, hk, hv, dv, 2 * hk * dk, C, f32(1 / Math.sqrt(dk))], groups1d(seqs * hv * dv), 'gated delta rule');
     rec.dispatch(this.getPipeline('rmsnorm_gated.wgsl'), [acts.laCore!, acts.laZ!, this.param(`${p}.norm.weight`).chunks[0]!.buffer, acts.laNormed!, acts.laRstd!],
       [T * hv, dv, 0, 0, f32(this.config.rmsNormEps)], groups1d(T * hv), 'gated norm');

@@ -125,6 +125,18 @@ export interface LayerForwardOptions {
   adapters: boolean;
   /** Write k/v into this cache at meta.kvSlot and attend over it; absent = attend over acts.k/acts.v. */
   kv?: KvTarget;
+  /**
+   * Qwen3.5's linear-attention layers, when generating: start each sequence from its saved conv and
+   * recurrent state (slot = its seqTable entry's state slot) and save the new one; absent = every
+   * sequence starts fresh and nothing is saved (scoring).
+   */
+  linearState?: LinearStateTarget;
+}
+
+/** Per layer (entries of full-attention layers unused): the Gated DeltaNet states of every slot. */
+export interface LinearStateTarget {
+  conv: GPUBuffer[]; //      per layer (slots, C, K−1) f32: the last K−1 conv inputs
+  recurrent: GPUBuffer[]; // per layer (slots, Hv, dk, dv) f32
 }
 
 export type MatmulVariant = 'blocked' | 'tiled';
