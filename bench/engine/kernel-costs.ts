@@ -114,7 +114,7 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
     case 'rope.wgsl':
     case 'rope_backward.wgsl': {
       // per rotated pair: 4 multiplies + 2 adds; the pair is read and written, cos/sin read per (token, pair index).
-      const [T, heads, half] = d.file === 'rope.wgsl' ? [p[0]!, p[1]!, p[2]!] : [p[0]!, p[1]!, p[2]! / 2];
+      const [T, heads, half] = d.file === 'rope.wgsl' ? [p[0]!, p[1]!, p[2]!] : [p[0]!, p[1]!, p[3]!];
       return one(base, 6 * T * heads * half, (4 * T * heads * half + 2 * T * half) * F);
     }
     case 'swiglu.wgsl':
@@ -174,6 +174,68 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
     case 'half_to_float.wgsl':
       // count halves read, count floats written.
       return one('half_to_float', 0, p[0]! * (2 + F));
+    // Qwen3.5's linear-attention layers and gated attention.
+    case 'conv1d_silu.wgsl': {
+      // PASS 0 per (token, channel): K multiply-adds + silu (4); reads x, w, writes out. PASS 1: the state shift, copies only.
+      const [T, C, seqs] = [p[0]!, p[1]!, p[2]!];
+      const K = Number(d.constants.KSIZE);
+      return pass === 0 ? one('conv1d', T * C * (2 * K + 4), (2 * T * C + C * K + T) * F) : one('conv1d', 0, 2 * seqs * C * (K - 1) * F);
+    }
+    case 'conv1d_silu_backward.wgsl': {
+      // PASS 0: pre (2K) and silu' (8) per element; PASS 1: dx = Σ_k w·dpre (2K); PASS 2: dw = Σ_t dpre·x (2 per token and tap).
+      const [T, C] = [p[0]!, p[1]!];
+      const K = Number(d.constants.KSIZE);
+      if (pass === 0) return one('conv1d_backward', T * C * (2 * K + 8), (3 * T * C + C * K + 2 * T) * F);
+      if (pass === 1) return one('conv1d_backward', 2 * T * C * K, (2 * T * C + C * K + 2 * T) * F);
+      return one('conv1d_backward', 2 * T * C * K, (2 * T * C + 2 * C * K + 2 * T) * F);
+    }
+    case 'l2norm.wgsl': {
+      // per element: x² + sum (2), x·inv (1); per row: sqrt, div. Reads x, writes y, inv.
+      const [rows, , n] = [p[0]!, p[1]!, p[2]!];
+      return one('l2norm', 3 * rows * n + 2 * rows, (2 * rows * n + rows) * F);
+    }
+    case 'l2norm_backward.wgsl': {
+      // per element: the group's dy sum (twice), dot, dx (6); reads x, the group's dy rows, inv; writes dx.
+      const [rows, , n, , , group] = [p[0]!, p[1]!, p[2]!, p[3]!, p[4]!, p[5]!];
+      return one('l2norm_backward', rows * n * (2 * group + 6), (rows * n * (2 + group) + rows) * F);
+    }
+    case 'delta_gates.wgsl':
+      // per (token, head): exp, softplus (~5), σ (3), products; reads a, b, writes (g, β).
+      return one('delta_gates', 12 * p[0]!, 4 * p[0]! * F);
+    case 'delta_gates_backward.wgsl':
+      // PASS 0 per (token, head): σ, exp, products (~12); reads a, (g, β), (dg, dβ), writes da, db. PASS 1: Σ_t per head.
+      return pass === 0 ? one('delta_gates_backward', 12 * p[0]!, 7 * p[0]! * F) : one('delta_gates_backward', 3 * p[0]!, 5 * p[0]! * F);
+    case 'gated_delta.wgsl': {
+      // per (token, value head, column): decay + Sᵀk (3·dk), update + Sᵀq (4·dk); reads q, k (per key head) and v, (g, β), writes o.
+      const [, T, hk, hv, dv] = [p[0]!, p[1]!, p[2]!, p[3]!, p[4]!];
+      const dk = Number(d.constants.DK);
+      return one('gated_delta', T * hv * dv * 7 * dk, (T * 2 * hk * dk + 2 * T * hv * dv + 2 * T * hv) * F);
+    }
+    case 'gated_delta_backward.wgsl': {
+      // per (token, value head, column): two forward steps (checkpoint walk + replay, 2·5·dk) and the backward step (~14·dk);
+      // reads q, k, v, (g, β), dO, writes dq/dk per value head, dv, (dg, dβ), and the replayed states (written and read once).
+      const [, T, hk, hv] = [p[0]!, p[1]!, p[2]!, p[3]!];
+      const dk = Number(d.constants.DK);
+      const dv = Number(d.constants.DV);
+      return one('gated_delta_backward', T * hv * dv * 24 * dk,
+        (T * 2 * hk * dk + 3 * T * hv * dv + 4 * T * hv + 2 * T * hv * dk + 2 * T * hv * dk * dv) * F);
+    }
+    case 'rmsnorm_gated.wgsl': {
+      // per element: x² + sum (2), w·x·rstd (2), silu (4); reads x, z, w; writes y, rstd.
+      const [rows, n] = [p[0]!, p[1]!];
+      return one('rmsnorm_gated', 8 * rows * n + 3 * rows, (3 * rows * n + n + rows) * F);
+    }
+    case 'rmsnorm_gated_backward.wgsl':
+      // per element: σ (3), dn (2), dz (~9); reads x, z, dy (w, rstd per row/column), writes dn, dz.
+      return one('rmsnorm_gated_backward', 14 * p[0]!, 5 * p[0]! * F);
+    case 'rows_copy.wgsl':
+      return one('rows_copy', 0, 2 * p[0]! * p[1]! * F);
+    case 'sigmoid_gate.wgsl':
+      // σ (3) and the product; reads x, gate, writes y.
+      return one('sigmoid_gate', 4 * p[0]! * p[1]!, 3 * p[0]! * p[1]! * F);
+    case 'sigmoid_gate_backward.wgsl':
+      // σ (3), dx (1), dgate (3); reads x, gate, dy, writes dx, dgate.
+      return one('sigmoid_gate_backward', 7 * p[0]! * p[1]!, 5 * p[0]! * p[1]! * F);
     default:
       throw new Error(`kernel-costs: no cost model for ${d.file} (add one to bench/engine/kernel-costs.ts)`);
   }

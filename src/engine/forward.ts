@@ -1,5 +1,6 @@
-// The Qwen3 forward pass on WebGPU, recorded dispatch by dispatch (read top to bottom in
-// encodeLayerForward). Implements EngineInternals, the object the training side receives.
+// The Qwen3 / Qwen3.5 forward pass on WebGPU, recorded dispatch by dispatch (read top to bottom in
+// encodeLayerForward; Qwen3.5's Gated DeltaNet layers in encodeDeltaNet). Implements EngineInternals,
+// the object the training side receives.
 
 import type { ModelConfig } from '../model/types.ts';
 import type { Gpu } from './gpu.ts';
@@ -9,7 +10,8 @@ import type {
 import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import { layerActsCounts } from './memory-plan.ts';
-import type { LoraTarget } from './types.ts';
+import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
+import { sequenceTable } from './linear-attention-plan.ts';
 import { weightLoads, type HalfLoads } from './weight-loads.ts';
 
 export type { HalfLoads };
@@ -35,10 +37,8 @@ const enum MatmulMode {
 /** Byte budget of one logits chunk (rows × vocab columns × 4 bytes) when scoring. */
 const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 
-function linearNameOf(layer: number, target: LoraTarget): string {
-  const block = target === 'gate_proj' || target === 'up_proj' || target === 'down_proj' ? 'mlp' : 'self_attn';
-  return `model.layers.${layer}.${block}.${target}.weight`;
-}
+/** transformers' l2norm eps in the Gated DeltaNet (use_qk_l2norm_in_kernel): fixed, not rms_norm_eps. */
+const L2NORM_EPS = 1e-6;
 
 export class Qwen3Forward implements EngineInternals {
   readonly kernels: KernelCache;
@@ -63,8 +63,8 @@ export class Qwen3Forward implements EngineInternals {
     return this.gpu.device;
   }
 
-  linearName(layer: number, target: LoraTarget): string {
-    return linearNameOf(layer, target);
+  linearName(layer: number, target: ModelLinear): string {
+    return linearTensorName(layer, target);
   }
 
   getPipeline(file: string, constants: Record<string, string | number | boolean> = {}): GPUComputePipeline {
@@ -135,7 +135,8 @@ export class Qwen3Forward implements EngineInternals {
   }
 
   /** Uploads a packed batch into the given buffers (scratch or fresh). */
-  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch {
+  /** `stateSlots`: per sequence of the pack, its linear-attention state slot (default: its index). */
+  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer, stateSlots?: number[]): PackedBatch {
     const T = tokens.length;
     const ids = new Uint32Array(Math.max(T, 1));
     const meta = new Uint32Array(Math.max(T, 1) * 4);
@@ -155,7 +156,8 @@ export class Qwen3Forward implements EngineInternals {
       }
       seqLengths[seqLengths.length - 1]! += 1;
     });
-    const rope = ropeTable(positions, this.config.headDim, this.config.ropeTheta);
+    // Only the first rotaryDim dims of a head rotate (all of them for Qwen3).
+    const rope = ropeTable(positions, this.config.rotaryDim, this.config.ropeTheta);
     const batch: PackedBatch = {
       T,
       tokens: make('tokens', ids.byteLength),
@@ -169,6 +171,11 @@ export class Qwen3Forward implements EngineInternals {
     q.writeBuffer(batch.tokens, 0, ids);
     q.writeBuffer(batch.meta, 0, meta);
     if (rope.byteLength) q.writeBuffer(batch.rope, 0, rope);
+    if (this.config.layerTypes.includes('linear_attention')) {
+      const table = sequenceTable(seqStarts, seqLengths, stateSlots);
+      batch.seqTable = make('seqTable', table.byteLength);
+      q.writeBuffer(batch.seqTable, 0, table);
+    }
     return batch;
   }
 
@@ -222,9 +229,9 @@ export class Qwen3Forward implements EngineInternals {
       [a.M, a.N, a.K, wRow0 * a.K, a.ldy ?? a.N, a.yOffset ?? 0, 0, 0, f32(a.scale ?? 1)], groups, a.label);
   }
 
-  encodeLinear(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, y: GPUBuffer, rows: number,
+  encodeLinear(rec: Recorder, layer: number, target: ModelLinear, x: GPUBuffer, y: GPUBuffer, rows: number,
     opts: { adapters: boolean; residual?: GPUBuffer }): void {
-    const name = linearNameOf(layer, target);
+    const name = linearTensorName(layer, target);
     const W = this.param(name);
     const [out, inp] = W.shape as [number, number];
     for (const c of W.chunks) {
@@ -245,24 +252,48 @@ export class Qwen3Forward implements EngineInternals {
 
   encodeRmsnorm(rec: Recorder, x: GPUBuffer, weightName: string, y: GPUBuffer, rstd: GPUBuffer, rows: number, n: number): void {
     const w = this.param(weightName);
-    rec.dispatch(this.getPipeline('rmsnorm.wgsl'), [x, w.chunks[0]!.buffer, y, rstd], [rows, n, 0, 0, f32(this.config.rmsNormEps)], groups1d(rows), weightName);
+    // Qwen3.5's norms are zero-centered: they scale by (1 + w).
+    const unitOffset = this.config.architecture === 'qwen3_5' ? 1 : 0;
+    rec.dispatch(this.getPipeline('rmsnorm.wgsl'), [x, w.chunks[0]!.buffer, y, rstd], [rows, n, unitOffset, 0, f32(this.config.rmsNormEps)], groups1d(rows), weightName);
   }
 
   encodeLayerForward(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void {
-    const { hiddenSize: D, numHeads: H, numKvHeads: K, headDim: d } = this.config;
+    const D = this.config.hiddenSize;
+    const T = batch.T;
+    const p = `model.layers.${layer}`;
+    this.encodeRmsnorm(rec, acts.x, `${p}.input_layernorm.weight`, acts.a, acts.rstd1, T, D); // a (T, D)
+    if (this.config.layerTypes[layer] === 'linear_attention') {
+      if (opts.kv && !opts.linearState) throw new Error('engine: generating with Qwen3.5 needs the linear-attention layers\' conv and recurrent state (LayerForwardOptions.linearState) besides the KV cache');
+      this.encodeDeltaNet(rec, layer, acts, batch, opts); // xMid = x + out_proj·…
+    } else {
+      this.encodeAttention(rec, layer, acts, batch, opts);
+    }
+    // MLP block
+    this.encodeRmsnorm(rec, acts.xMid, `${p}.post_attention_layernorm.weight`, acts.b, acts.rstd2, T, D);
+    this.encodeMlp(rec, layer, acts, T, opts.adapters);
+  }
+
+  /** Softmax attention (Qwen3; Qwen3.5's gated full-attention layers): reads acts.a, writes xMid. */
+  private encodeAttention(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void {
+    const { numHeads: H, numKvHeads: K, headDim: d, rotaryDim } = this.config;
     const T = batch.T;
     const p = `model.layers.${layer}`;
     const lin = { adapters: opts.adapters };
-    // attention block
-    this.encodeRmsnorm(rec, acts.x, `${p}.input_layernorm.weight`, acts.a, acts.rstd1, T, D); // a (T, D)
-    this.encodeLinear(rec, layer, 'q_proj', acts.a, acts.qRaw, T, lin); // (T, H·d)
+    const gated = this.config.attnOutputGate;
+    if (gated) {
+      this.encodeLinear(rec, layer, 'q_proj', acts.a, acts.qGate!, T, lin); // (T, H·2d): per head, queries then gates
+      rec.dispatch(this.getPipeline('rows_copy.wgsl'), [acts.qGate!, acts.qRaw], [T * H, d, 0, 2 * d, 0, d], groups1d(T * H * d), 'q from (q, gate)');
+    } else {
+      this.encodeLinear(rec, layer, 'q_proj', acts.a, acts.qRaw, T, lin); // (T, H·d)
+    }
     this.encodeLinear(rec, layer, 'k_proj', acts.a, acts.kRaw, T, lin); // (T, K·d)
     this.encodeLinear(rec, layer, 'v_proj', acts.a, acts.v, T, lin); //    (T, K·d)
     this.encodeRmsnorm(rec, acts.qRaw, `${p}.self_attn.q_norm.weight`, acts.q, acts.qRstd, T * H, d);
     this.encodeRmsnorm(rec, acts.kRaw, `${p}.self_attn.k_norm.weight`, acts.k, acts.kRstd, T * K, d);
     const rope = this.getPipeline('rope.wgsl');
-    rec.dispatch(rope, [batch.rope, acts.q], [T, H, d / 2, 0], groups1d(T * H * (d / 2)), 'rope q');
-    rec.dispatch(rope, [batch.rope, acts.k], [T, K, d / 2, 0], groups1d(T * K * (d / 2)), 'rope k');
+    const half = rotaryDim / 2;
+    rec.dispatch(rope, [batch.rope, acts.q], [T, H, half, d], groups1d(T * H * half), 'rope q');
+    rec.dispatch(rope, [batch.rope, acts.k], [T, K, half, d], groups1d(T * K * half), 'rope k');
     let kSrc = acts.k;
     let vSrc = acts.v;
     if (opts.kv) {
@@ -280,12 +311,56 @@ export class Qwen3Forward implements EngineInternals {
     } else {
       rec.dispatch(this.getPipeline('attention.wgsl', { HEAD_DIM: d }), attnBuffers, attnParams, groups1d(T * H), 'attention');
     }
-    this.encodeLinear(rec, layer, 'o_proj', acts.attn, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + o·attn
-    // MLP block
-    this.encodeRmsnorm(rec, acts.xMid, `${p}.post_attention_layernorm.weight`, acts.b, acts.rstd2, T, D);
+    let oIn = acts.attn;
+    if (gated) {
+      // Qwen3.5: attn ⊙ σ(gate), the gate being each head's second half of the q_proj output.
+      oIn = acts.attnGated!;
+      rec.dispatch(this.getPipeline('sigmoid_gate.wgsl'), [acts.attn, acts.qGate!, oIn], [T * H, d, d, 2 * d], groups1d(T * H * d), 'attention output gate');
+    }
+    this.encodeLinear(rec, layer, 'o_proj', oIn, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + o·attn
+  }
+
+  /**
+   * Qwen3.5's Gated DeltaNet token mixer (transformers' Qwen3_5GatedDeltaNet). Scoring: every
+   * sequence of the pack starts from a zero conv and recurrent state; generating (opts.linearState):
+   * from its saved states, which are updated. Reads acts.a, writes xMid.
+   */
+  private encodeDeltaNet(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void {
+    const la = this.config.linearAttention!;
+    const { numKeyHeads: hk, numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv, convKernelDim: kc } = la;
+    const T = batch.T;
+    const C = 2 * hk * dk + hv * dv;
+    const seqs = batch.seqStarts.length;
+    const p = `model.layers.${layer}.linear_attn`;
+    const lin = { adapters: opts.adapters };
+    const withState = Boolean(opts.linearState);
+    const noState = this.scratchBuffer('linear.nostate', 16); // bound, never read: WITH_STATE is false when scoring
+    const convState = opts.linearState?.conv[layer] ?? noState;
+    const recurrentState = opts.linearState?.recurrent[layer] ?? noState;
+    this.encodeLinear(rec, layer, 'in_proj_qkv', acts.a, acts.laQkv!, T, lin); // (T, C)
+    this.encodeLinear(rec, layer, 'in_proj_z', acts.a, acts.laZ!, T, lin); //     (T, Hv·dv)
+    this.encodeLinear(rec, layer, 'in_proj_b', acts.a, acts.laB!, T, lin); //     (T, Hv)
+    this.encodeLinear(rec, layer, 'in_proj_a', acts.a, acts.laA!, T, lin); //     (T, Hv)
+    const convIo = [acts.laQkv!, this.param(`${p}.conv1d.weight`).chunks[0]!.buffer, batch.meta, batch.seqTable!, convState, acts.laConv!];
+    rec.dispatch(this.getPipeline('conv1d_silu.wgsl', { KSIZE: kc, PASS: 0, WITH_STATE: withState }), convIo, [T, C, seqs, 0], groups1d(T * C), 'conv1d');
+    if (withState) rec.dispatch(this.getPipeline('conv1d_silu.wgsl', { KSIZE: kc, PASS: 1, WITH_STATE: true }), convIo, [T, C, seqs, 0], groups1d(seqs * C), 'conv state');
+    // q and k heads are the conv output's first 2·Hk·dk columns: one l2norm over 2·Hk heads.
+    rec.dispatch(this.getPipeline('l2norm.wgsl'), [acts.laConv!, acts.laQk!, acts.laInv!], [T * 2 * hk, 2 * hk, dk, 0, C, f32(L2NORM_EPS)], groups1d(T * 2 * hk), 'q/k l2norm');
+    rec.dispatch(this.getPipeline('delta_gates.wgsl'),
+      [acts.laA!, acts.laB!, this.param(`${p}.A_log`).chunks[0]!.buffer, this.param(`${p}.dt_bias`).chunks[0]!.buffer, acts.laGb!], [T * hv, hv, 0, 0], groups1d(T * hv), 'delta gates');
+    rec.dispatch(this.getPipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), [acts.laQk!, acts.laConv!, acts.laGb!, batch.seqTable!, recurrentState, acts.laCore!],
+      [seqs, T, hk, hv, dv, 2 * hk * dk, C, f32(1 / Math.sqrt(dk))], groups1d(seqs * hv * dv), 'gated delta rule');
+    rec.dispatch(this.getPipeline('rmsnorm_gated.wgsl'), [acts.laCore!, acts.laZ!, this.param(`${p}.norm.weight`).chunks[0]!.buffer, acts.laNormed!, acts.laRstd!],
+      [T * hv, dv, 0, 0, f32(this.config.rmsNormEps)], groups1d(T * hv), 'gated norm');
+    this.encodeLinear(rec, layer, 'out_proj', acts.laNormed!, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + out_proj·…
+  }
+
+  /** The MLP block: reads acts.xMid, writes acts.b … acts.xOut. */
+  private encodeMlp(rec: Recorder, layer: number, acts: LayerActs, T: number, adapters: boolean): void {
+    const lin = { adapters };
+    const F = this.config.intermediateSize;
     this.encodeLinear(rec, layer, 'gate_proj', acts.b, acts.gate, T, lin); // (T, F)
     this.encodeLinear(rec, layer, 'up_proj', acts.b, acts.up, T, lin); //     (T, F)
-    const F = this.config.intermediateSize;
     rec.dispatch(this.getPipeline('swiglu.wgsl'), [acts.gate, acts.up, acts.hidden], [T * F, 0, 0, 0], groups1d(T * F), 'swiglu');
     this.encodeLinear(rec, layer, 'down_proj', acts.hidden, acts.xOut, T, { ...lin, residual: acts.xMid }); // xOut = xMid + down·hidden
   }

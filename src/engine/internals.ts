@@ -18,7 +18,7 @@
 import type { Gpu } from './gpu.ts';
 import type { HalfLoads } from './weight-loads.ts';
 import type { ModelConfig } from '../model/types.ts';
-import type { LoraTarget } from './types.ts';
+import type { ModelLinear } from '../model/qwen3-tensors.ts';
 import type { Recorder } from './recorder.ts';
 
 /** One row-slice of a tensor held in its own GPU buffer: rows [rowStart, rowStart + rows). */
@@ -61,6 +61,11 @@ export interface PackedBatch {
   meta: GPUBuffer;
   /** (T, d/2, 2) f32 per token: cos, sin of RoPE angle position·inv_freq[j] (computed on the CPU in f32, as transformers does). */
   rope: GPUBuffer;
+  /**
+   * (sequences, 4) u32 [first row, rows, state slot, first backward checkpoint] (linear-attention
+   * layers, see linear-attention-plan.ts); only for models that have them.
+   */
+  seqTable?: GPUBuffer;
   /** CPU copies, in pack order. */
   seqStarts: number[];
   seqLengths: number[];
@@ -92,6 +97,21 @@ export interface LayerActs {
   up: GPUBuffer; //     (T, F) up_proj·b
   hidden: GPUBuffer; // (T, F) silu(gate) ⊙ up
   xOut: GPUBuffer; //   (T, D) xMid + down_proj·hidden: the next layer's input
+  // Qwen3.5 only (layerActsCounts allocates these when the config has them):
+  qGate?: GPUBuffer; //     (T, H·2d) q_proj output with the attention output gate: per head d query dims, then d gate dims
+  attnGated?: GPUBuffer; // (T, H·d) attn ⊙ σ(gate), o_proj's input
+  // Gated DeltaNet layers (C = 2·Hk·dk + Hv·dv conv channels):
+  laQkv?: GPUBuffer; //     (T, C) in_proj_qkv·a, the conv's input
+  laConv?: GPUBuffer; //    (T, C) silu(causal conv): q, k, v columns
+  laQk?: GPUBuffer; //      (T, 2·Hk·dk) l2-normalized q heads, then k heads
+  laInv?: GPUBuffer; //     (T·2·Hk) their 1/‖·‖
+  laZ?: GPUBuffer; //       (T, Hv·dv) in_proj_z·a, the norm's gate
+  laA?: GPUBuffer; //       (T, Hv) in_proj_a·a
+  laB?: GPUBuffer; //       (T, Hv) in_proj_b·a
+  laGb?: GPUBuffer; //      (T, Hv, 2) decay g and write strength β
+  laCore?: GPUBuffer; //    (T, Hv·dv) the delta rule's output
+  laRstd?: GPUBuffer; //    (T·Hv) rstd of the gated norm
+  laNormed?: GPUBuffer; //  (T, Hv·dv) gated norm output, out_proj's input
 }
 
 /** The KV cache a generating forward writes into and attends over (per layer, f32 rows of K·d). */
@@ -105,6 +125,18 @@ export interface LayerForwardOptions {
   adapters: boolean;
   /** Write k/v into this cache at meta.kvSlot and attend over it; absent = attend over acts.k/acts.v. */
   kv?: KvTarget;
+  /**
+   * Qwen3.5's linear-attention layers, when generating: start each sequence from its saved conv and
+   * recurrent state (slot = its seqTable entry's state slot) and save the new one; absent = every
+   * sequence starts fresh and nothing is saved (scoring).
+   */
+  linearState?: LinearStateTarget;
+}
+
+/** Per layer (entries of full-attention layers unused): the Gated DeltaNet states of every slot. */
+export interface LinearStateTarget {
+  conv: GPUBuffer[]; //      per layer (slots, C, K−1) f32: the last K−1 conv inputs
+  recurrent: GPUBuffer[]; // per layer (slots, Hv, dk, dv) f32
 }
 
 export type MatmulVariant = 'blocked' | 'tiled';
@@ -146,8 +178,8 @@ export interface EngineInternals {
    * Records y = x·Wᵀ (+ LoRA) for a linear of `layer`, with an optional residual: y = residual + x·Wᵀ.
    * x (rows, in), y (rows, out). The single path every linear of the model goes through.
    */
-  encodeLinear(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, y: GPUBuffer, rows: number,
+  encodeLinear(rec: Recorder, layer: number, target: ModelLinear, x: GPUBuffer, y: GPUBuffer, rows: number,
     opts: { adapters: boolean; residual?: GPUBuffer }): void;
   /** HF weight name of a linear: `model.layers.{layer}.{self_attn|mlp}.{target}.weight`. */
-  linearName(layer: number, target: LoraTarget): string;
+  linearName(layer: number, target: ModelLinear): string;
 }

@@ -88,9 +88,42 @@ export function loraParamCount(config: ModelConfig, r: number, targets: readonly
   }, 0) * config.numLayers;
 }
 
-/** KV cache bytes per token: layers × (K and V) × kv heads × head_dim × dtype size. */
+/**
+ * KV cache bytes per token: full-attention layers × (K and V) × kv heads × head_dim × dtype size
+ * (Qwen3.5's linear-attention layers keep a fixed-size state instead, linearStateBytesPerSequence).
+ */
 export function kvBytesPerToken(config: ModelConfig, dtype: GpuDtype): number {
-  return config.numLayers * 2 * config.numKvHeads * config.headDim * bytesOf(dtype);
+  const layers = config.layerTypes.filter((t) => t === 'full_attention').length;
+  return layers * 2 * config.numKvHeads * config.headDim * bytesOf(dtype);
+}
+
+/**
+ * f32 bytes of one sequence's Gated DeltaNet state, over every linear-attention layer: the recurrent
+ * state (Hv, dk, dv) and the conv state (the last K−1 conv inputs of the C = 2·Hk·dk + Hv·dv
+ * channels). Independent of the sequence length; 0 for Qwen3.
+ */
+export function linearStateBytesPerSequence(config: ModelConfig): number {
+  const la = config.linearAttention;
+  if (!la) return 0;
+  const layers = config.layerTypes.filter((t) => t === 'linear_attention').length;
+  const C = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
+  return layers * (la.numValueHeads * la.keyHeadDim * la.valueHeadDim + C * (la.convKernelDim - 1)) * F32;
+}
+
+/** Parameters the GPU keeps in f32 whatever the matrices are: every 1-D tensor (norms, A_log, dt_bias) and the 3-D conv weight (engine.ts). */
+function f32ParamCount(c: ModelConfig): number {
+  const D = c.hiddenSize;
+  let n = D; // model.norm
+  for (const type of c.layerTypes) {
+    n += 2 * D;
+    if (type === 'full_attention') n += 2 * c.headDim;
+    else {
+      const la = c.linearAttention!;
+      const C = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
+      n += 2 * la.numValueHeads + la.valueHeadDim + C * la.convKernelDim;
+    }
+  }
+  return n;
 }
 
 /** Bytes a buffer of `bytes` really takes: the engine rounds to whole words, 16 bytes at least. */
@@ -102,10 +135,21 @@ export const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
 /** f32 values per token of each LayerActs field (internals.ts), besides per-token scalars. */
 export function layerActsCounts(c: ModelConfig): Record<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d } = c;
-  return {
+  const counts: Record<string, number> = {
     x: D, a: D, rstd1: 1, qRaw: H * d, kRaw: K * d, qRstd: H, kRstd: K, q: H * d, k: K * d, v: K * d,
     attn: H * d, lse: H, xMid: D, b: D, rstd2: 1, gate: F, up: F, hidden: F, xOut: D,
   };
+  if (c.attnOutputGate) Object.assign(counts, { qGate: 2 * H * d, attnGated: H * d });
+  const la = c.linearAttention;
+  if (la && c.layerTypes.includes('linear_attention')) {
+    const { numKeyHeads: hk, numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv } = la;
+    const C = 2 * hk * dk + hv * dv;
+    Object.assign(counts, {
+      laQkv: C, laConv: C, laQk: 2 * hk * dk, laInv: 2 * hk, laZ: hv * dv, laA: hv, laB: hv, laGb: 2 * hv,
+      laCore: hv * dv, laRstd: hv, laNormed: hv * dv,
+    });
+  }
+  return counts;
 }
 
 /** Vocabulary rows per logits chunk of the backward LM head over Ts scored rows. */
@@ -202,7 +246,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
 
   const items: MemoryItem[] = [];
   // Norm weights (1-D) stay f32 on the GPU whatever the matrices are (engine.ts).
-  const normParams = L * (2 * D + 2 * c.headDim) + D;
+  const normParams = f32ParamCount(c);
   items.push({
     name: 'weights',
     bytes: (params - normParams) * bytesOf(weightDtype) + normParams * F32,
@@ -213,6 +257,14 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     bytes: tokens * kvBytesPerToken(c, kvDtype),
     detail: `${B} sequences × ${T} tokens × ${kvBytesPerToken(c, kvDtype).toLocaleString('en-US')} B/token (${kvDtype})`,
   });
+  const stateBytes = linearStateBytesPerSequence(c);
+  if (stateBytes > 0) {
+    items.push({
+      name: 'linear-attention state',
+      bytes: B * stateBytes,
+      detail: `${B} sequences × ${stateBytes.toLocaleString('en-US')} B (recurrent + conv state of the ${c.layerTypes.filter((t) => t === 'linear_attention').length} Gated DeltaNet layers, f32)`,
+    });
+  }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
   const backward = backwardBufferPlan(c, tokens, B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
   let checkpointBytes = 0;

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { kvBytesPerToken, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
+import { kvBytesPerToken, linearStateBytesPerSequence, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
 import { parseConfig } from '../../src/model/config.ts';
 import { QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
 
@@ -75,5 +76,18 @@ describe('memory plan for Qwen3-0.6B', () => {
     expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 0, targets: ['q_proj'] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/LoRA rank must be a positive integer, got 0/);
     expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r: 8, targets: ['qkv' as never] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/unknown LoRA target\(s\) qkv/);
     expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'full' }, numSequences: 0, maxTokensPerSequence: 8, limits: RAISED_LIMITS })).toThrow(/numSequences must be a positive integer, got 0/);
+  });
+});
+
+describe('memory plan for a Qwen3.5 hybrid', () => {
+  // The transformers-written tiny checkpoint: layers linear, full, linear; Hk 2, Hv 4, dk 8, dv 12, conv 4.
+  const cfg = parseConfig(JSON.parse(readFileSync(new URL('../fixtures/transformers-qwen3_5-f32/config.json', import.meta.url), 'utf8')));
+  it('counts the KV cache of the full-attention layers only, and each sequence\'s recurrent + conv state', () => {
+    expect(kvBytesPerToken(cfg, 'f32')).toBe(1 * 2 * 2 * 16 * 4);
+    const C = 2 * 2 * 8 + 4 * 12;
+    expect(linearStateBytesPerSequence(cfg)).toBe(2 * (4 * 8 * 12 + C * 3) * 4);
+    const plan = planMemory({ config: cfg, weightDtype: 'f32', mode: { kind: 'full' }, numSequences: 3, maxTokensPerSequence: 64, limits: RAISED_LIMITS });
+    expect(plan.items.find((i) => i.name === 'linear-attention state')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
+    expect(plan.items.find((i) => i.name === 'weights')!.bytes).toBe(plan.params * 4);
   });
 });

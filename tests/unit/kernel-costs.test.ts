@@ -50,7 +50,7 @@ describe('kernel costs', () => {
     expect(cost('rmsnorm_backward.wgsl', [3, 5, 0, 0], { PASS: 1 })).toMatchObject({ flops: 45, bytes: (30 + 3 + 10) * 4 });
     // T 2, heads 3, half 4: 24 pairs; the forward's params give half, the backward's head_dim.
     expect(cost('rope.wgsl', [2, 3, 4, 0])).toMatchObject({ family: 'rope', flops: 144, bytes: (96 + 16) * 4 });
-    expect(cost('rope_backward.wgsl', [2, 3, 8, 0])).toMatchObject({ family: 'rope_backward', flops: 144, bytes: (96 + 16) * 4 });
+    expect(cost('rope_backward.wgsl', [2, 3, 8, 4])).toMatchObject({ family: 'rope_backward', flops: 144, bytes: (96 + 16) * 4 });
     expect(cost('swiglu.wgsl', [10, 0, 0, 0])).toMatchObject({ flops: 50, bytes: 120 });
     expect(cost('swiglu_backward.wgsl', [10, 0, 0, 0])).toMatchObject({ flops: 100, bytes: 200 });
   });

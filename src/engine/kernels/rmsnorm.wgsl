@@ -1,7 +1,8 @@
 // rmsnorm: y = w ⊙ x·rstd, rstd = 1/sqrt(mean(x²) + eps), over rows of n values. Used for the
 // input/post-attention/final norms (n = D) and, with rows = T·heads and n = d, for the per-head
 // q_norm/k_norm. One invocation per row: rows are short and many. rstd is kept for backward.
-struct Params { rows: u32, n: u32, _pad0: u32, _pad1: u32, eps: f32 }
+// unit_offset = 1 scales by (1 + w) instead (Qwen3.5's zero-centered Qwen3_5RMSNorm weights).
+struct Params { rows: u32, n: u32, unit_offset: u32, _pad1: u32, eps: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;     // (rows, n)
@@ -22,6 +23,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let s = inverseSqrt(ss / f32(p.n) + p.eps);
   rstd[row] = s;
   for (var i = 0u; i < p.n; i++) {
-    y[base + i] = w[i] * (x[base + i] * s);
+    y[base + i] = select(w[i], 1.0 + w[i], p.unit_offset != 0u) * (x[base + i] * s);
   }
 }

@@ -4,12 +4,14 @@
 //   dx = rstd · (w ⊙ dy) − x · rstd³ / n · Σ_j w_j dy_j x_j
 //   dw += Σ_rows dy ⊙ x · rstd
 // PASS 0 computes dx (one workgroup per row) and stores rstd; PASS 1 sums dw (one invocation per column).
+// unit_offset = 1: the norm scales by (1 + w) (Qwen3.5), so dx reads 1 + w; dw is the same.
 const PASS: u32 = {{PASS}}u;
 struct Params {
   rows: u32,
   n: u32,
   eps: f32,
   accumulate: u32,   // 1: dx += …, 0: dx = …  (the residual stream adds the norm's share)
+  unit_offset: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -24,6 +26,8 @@ const WG: u32 = 64u;
 var<workgroup> red_sq: array<f32, WG>;
 var<workgroup> red_dot: array<f32, WG>;
 
+fn weight(i: u32) -> f32 { return select(w[i], 1.0 + w[i], p.unit_offset != 0u); }
+
 fn dx_pass(row: u32, lane: u32) {
   let base = row * p.n;
   var sq = 0.0;
@@ -31,7 +35,7 @@ fn dx_pass(row: u32, lane: u32) {
   for (var i = lane; i < p.n; i += WG) {
     let xi = x[base + i];
     sq += xi * xi;
-    dot += w[i] * dy[base + i] * xi;
+    dot += weight(i) * dy[base + i] * xi;
   }
   red_sq[lane] = sq;
   red_dot[lane] = dot;
@@ -46,7 +50,7 @@ fn dx_pass(row: u32, lane: u32) {
   let r = inverseSqrt(red_sq[0] / f32(p.n) + p.eps);
   let coef = red_dot[0] * r * r * r / f32(p.n);
   for (var i = lane; i < p.n; i += WG) {
-    var g = r * w[i] * dy[base + i] - x[base + i] * coef;
+    var g = r * weight(i) * dy[base + i] - x[base + i] * coef;
     if (p.accumulate != 0u) { g += dx[base + i]; }
     dx[base + i] = g;
   }

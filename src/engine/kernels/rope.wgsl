@@ -1,11 +1,13 @@
-// rope: rotate-half RoPE in place on (T, heads, d) rows: for i < d/2,
-//   x'[i] = x[i]·cos − x[i+d/2]·sin,  x'[i+d/2] = x[i+d/2]·cos + x[i]·sin
-// with cos/sin of token t's angle j taken from the per-token table (T, d/2, 2) the host computed.
-struct Params { T: u32, heads: u32, half: u32, _pad: u32 }
+// rope: rotate-half RoPE in place on (T, heads, head_dim) rows, over the first 2·half dims of each
+// head (all of them for Qwen3; partial_rotary_factor · head_dim for Qwen3.5, the rest pass through):
+// for i < half,
+//   x'[i] = x[i]·cos − x[i+half]·sin,  x'[i+half] = x[i+half]·cos + x[i]·sin
+// with cos/sin of token t's angle j taken from the per-token table (T, half, 2) the host computed.
+struct Params { T: u32, heads: u32, half: u32, head_dim: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> table: array<f32>; // (T, half, 2): cos, sin
-@group(0) @binding(2) var<storage, read_write> x: array<f32>; // (T, heads, 2·half)
+@group(0) @binding(2) var<storage, read_write> x: array<f32>; // (T, heads, head_dim)
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -16,7 +18,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let t = th / p.heads;
   let c = table[(t * p.half + j) * 2u];
   let s = table[(t * p.half + j) * 2u + 1u];
-  let base = th * 2u * p.half;
+  let base = th * p.head_dim;
   let a = x[base + j];
   let b = x[base + j + p.half];
   x[base + j] = a * c - b * s;

@@ -137,7 +137,7 @@ export class TrainOps {
     x: GPUBuffer; dy: GPUBuffer; w: GPUBuffer; dx: GPUBuffer; rstd: GPUBuffer; dw: GPUBuffer | null; scratchDw: GPUBuffer;
     rows: number; n: number; eps: number; accumulate: boolean;
   }): void {
-    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0];
+    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0, 0];
     const storage = [a.x, a.dy, a.w, a.dx, a.rstd, a.dw ?? a.scratchDw];
     rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, params, rowGroups(a.rows), 'rmsnorm dx');
     if (a.dw) rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.n), 'rmsnorm dw');
@@ -145,7 +145,7 @@ export class TrainOps {
 
   /** In-place inverse RoPE rotation of a (T, heads, d) gradient. */
   ropeBackward(rec: Recorder, grad: GPUBuffer, rope: GPUBuffer, tokens: number, heads: number, headDim: number): void {
-    rec.dispatch(this.internals.getPipeline('rope_backward.wgsl'), [grad, rope], [tokens, heads, headDim, 0], groups1d(tokens * heads * (headDim / 2)), 'rope backward');
+    rec.dispatch(this.internals.getPipeline('rope_backward.wgsl'), [grad, rope], [tokens, heads, headDim, headDim / 2], groups1d(tokens * heads * (headDim / 2)), 'rope backward');
   }
 
   attentionBackward(rec: Recorder, a: {
