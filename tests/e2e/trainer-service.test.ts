@@ -3,7 +3,7 @@
 // metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
+import type { RunOptions, UiStepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
@@ -14,12 +14,12 @@ import { E2E_RUN_CONFIG } from './run-config.ts';
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 interface Recorded {
-  steps: StepEvent[];
+  steps: UiStepEvent[];
   statuses: string[];
   events: WorkerEvents;
 }
 
-function recorder(onStep?: (e: StepEvent) => void): Recorded {
+function recorder(onStep?: (e: UiStepEvent) => void): Recorded {
   const r: Recorded = {
     steps: [],
     statuses: [],

@@ -15,7 +15,7 @@ import { pageSeed } from '../../env-server/envs/browsergym/seed.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { Session } from './browsergym-session.ts';
 import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
-import { resolveEnv } from '../../src/cli/tasks.ts';
+import { resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { run as train } from '../../src/cli/train.ts';
 
 const FOLDER = new URL('../fixtures/miniwob/html/miniwob', import.meta.url).pathname;
@@ -104,7 +104,7 @@ describe('browsergym over a MiniWoB++ folder', () => {
 describe('the browsergym task over a folder (train --env browsergym:click-test,enter-text --miniwob DIR)', () => {
   it("takes the folder's task names, and its episodes are the folder's pages in BrowserGym's tree form", async () => {
     const folder = await miniwobFolder(FOLDER);
-    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, folder);
+    const { task } = await resolveTask({ env: 'browsergym:click-test,enter-text', miniwobNames: folder.names });
     expect(task.dataset(3).map((row) => row.task_name)).toEqual(['click-test', 'enter-text', 'click-test']);
     expect(browsergymTask(parseBrowserGymMix('mix', folder.names)).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
     const env = task.envFactory({ browsergym: `${server.url}/envs/browsergym` })();

@@ -114,7 +114,7 @@ async function scoreUnderState(engine: Engine, reference: EngineState, seqs: Sco
   }
 }
 
-export interface StepEvent {
+export interface GrpoStepEvent {
   step: number;
   totalSteps: number;
   epoch: number;
@@ -263,7 +263,7 @@ interface Generation {
   next: GenerationRequest | null;
 }
 
-export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
+export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
   // A resumed run keeps the reference it started with (stored in its checkpoints).
@@ -412,7 +412,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
  * gradient_accumulation_steps micro-batches one AdamW step and one event. Checkpoints sit on
  * generation boundaries (or the last step), so a resume never replays half a generation.
  */
-async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<StepEvent, void> {
+async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<GrpoStepEvent, void> {
   const { opts, c, plan, counters } = run;
   const { engine } = opts;
   const GAS = c.gradient_accumulation_steps;
@@ -497,7 +497,7 @@ function stepEvent(
   run: RunState,
   gen: Generation,
   step: { loss: number; lossMetrics: LossMetrics[]; gradNorm: number; learningRate: number; stepTime: number },
-): StepEvent {
+): GrpoStepEvent {
   const { c, plan, counters } = run;
   const metrics = stepMetrics({
     rollouts: gen.stats,
@@ -516,7 +516,7 @@ function stepEvent(
   });
   metrics.epoch = (gen.g + 1) / plan.generationsPerEpoch;
   if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
-  const event: StepEvent = {
+  const event: GrpoStepEvent = {
     step: counters.step,
     totalSteps: counters.totalSteps,
     epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(gen.g / plan.generationsPerEpoch) : 0,
