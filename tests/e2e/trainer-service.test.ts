@@ -197,7 +197,7 @@ describe('trainer worker API (Node)', () => {
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {
-    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/no tool environment for 'chess'/);
+    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
     await expect(service.loadModel({ kind: 'hub', repo: 'not a repo', revision: 'main' }, { onProgress: () => undefined })).rejects.toThrow(/not a Hugging Face model id/);
   });
 });

@@ -129,7 +129,7 @@ describe('example envs over the built-in env-server', () => {
     const rows = task.dataset(3);
     const rollouts = await runRollouts({
       engine, tokenizer: tok, rows, envFactory: task.envFactory({ catch: `${server.url}/envs/catch` }, open),
-      config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } }, seed: 1,
+      config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' }, seed: 1,
     });
     const rewards = task.rewardFuncs[0]({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
     expect(rewards).toEqual([1, 1, 1]);

@@ -24,7 +24,7 @@ let double: McpEchoDouble;
 let failing: McpEchoDouble;
 let proxy: EnvServer;
 const open = openEnvEpisodes({ timeoutMs: 10_000 });
-const CONFIG = { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } };
+const CONFIG = { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' as const };
 
 beforeAll(async () => {
   double = await startMcpEchoDouble();

@@ -21,11 +21,12 @@ import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
+import type { RolloutSchedulerName } from '../config.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
 export type { RolloutProgress } from './progress.ts';
 
-export type RolloutScheduler = 'lockstep' | 'continuous';
+export type { RolloutSchedulerName };
 
 /** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys). */
 export interface RolloutConfig {
@@ -36,8 +37,8 @@ export interface RolloutConfig {
   top_p: number;
   top_k: number;
   chat_template_kwargs?: Record<string, unknown> | null;
-  /** Default 'lockstep'. */
-  rollout_scheduler?: RolloutScheduler;
+  /** No default here: config.ts's (continuous) is the one. */
+  rollout_scheduler: RolloutSchedulerName;
   /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
   /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
@@ -282,7 +283,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   const callMs = seconds(config.env_call_timeout_s, 'env_call_timeout_s');
   const stubbornThreshold = config.stubborn_threshold ?? 2;
   if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
-  const scheduler = config.rollout_scheduler ?? 'lockstep';
+  const scheduler = config.rollout_scheduler;
   if (scheduler !== 'lockstep' && scheduler !== 'continuous') throw new Error(`rollout_scheduler must be 'lockstep' or 'continuous', got '${String(scheduler)}'`);
   const maxModelLen = engine.config.maxPositionEmbeddings;
   const kwargs = config.chat_template_kwargs ?? null;
