@@ -6,7 +6,7 @@ import type { EvalRow } from '../src/app/worker-api.ts';
 import type { Engine } from '../src/engine/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { GRPOConfig } from '../src/rl/config.ts';
-import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
+import { rewardWeights, rolloutRewards, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
 import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
 import { bindTask, resolveTask } from '../src/rl/tasks/resolve-task.ts';
 import type { ModelTier } from '../src/rl/tasks/presets.ts';
@@ -54,16 +54,7 @@ async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): 
     seed: EVAL_SEED_BASE,
     template: task.template,
   });
-  const R = await computeRewardMatrix(task.rewardFuncs, {
-    prompts: rollouts.map((r) => r.prompt),
-    completions: rollouts.map((r) => r.completion),
-    completion_ids: rollouts.map((r) => r.completionIds),
-    environments: rollouts.map((r) => r.env),
-    trainer_state: { global_step: 0 },
-  });
-  rollouts.forEach((r, i) => {
-    if (r.error) for (const column of R) column[i] = NaN;
-  });
+  const R = await rolloutRewards(task.rewardFuncs, rollouts, { globalStep: 0 });
   const rewards = [...weightedRewardSum(R, rewardWeights(input.config.reward_weights, task.rewardFuncs))];
   const scored = rewards.filter((x) => Number.isFinite(x));
   return {

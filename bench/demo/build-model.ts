@@ -19,7 +19,7 @@ import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { DEMO_MODEL_FILES, DEMO_MODEL_OPTIONS, DEMO_RECIPE } from '../../src/model/demo-model.ts';
-import { computeRewardMatrix } from '../../src/rl/grpo/rewards.ts';
+import { rolloutRewards } from '../../src/rl/grpo/rewards.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { tokenizeTranscript, trainSft, type SftExample } from '../../src/rl/grpo/sft.ts';
 import { compactCatchTranscripts, echoTranscripts } from '../../src/rl/tasks/solvers.ts';
@@ -63,13 +63,7 @@ async function measure(episodes: number): Promise<{ catchRate: number; echoRewar
     const config = configFromObject({ ...DEMO_RECIPE.rollout[env], seed: DEMO_RECIPE.evalSeed });
     const rows = Array.from({ length: episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
     const rollouts = await runRollouts({ engine, tokenizer, rows, envFactory: task.envFactory, config, seed: DEMO_RECIPE.evalSeed, template: task.template });
-    const R = await computeRewardMatrix(task.rewardFuncs, {
-      prompts: rollouts.map((r) => r.prompt),
-      completions: rollouts.map((r) => r.completion),
-      completion_ids: rollouts.map((r) => r.completionIds),
-      environments: rollouts.map((r) => r.env),
-      trainer_state: { global_step: 0 },
-    });
+    const R = await rolloutRewards(task.rewardFuncs, rollouts, { globalStep: 0 });
     const first = [...R[0]!].map((x) => (Number.isFinite(x) ? x : 0));
     if (env === 'catch') result.catchRate = first.filter((x) => x > 0).length / first.length;
     else {

@@ -12,7 +12,7 @@ import type { DatasetRow } from '../rollout/env.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
 import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
 import { hashInts, permutation, Purpose } from '../random.ts';
-import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
+import { rewardWeights, rolloutRewards, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
 import { MetricsWindow } from './logging.ts';
 
@@ -192,14 +192,6 @@ function scoreSequence(r: TrainerRollout): ScoreSequence {
   return { ids: [...r.promptIds, ...r.completionIds], scoreFrom: r.promptIds.length };
 }
 
-function columnsOf(rows: DatasetRow[]): Record<string, unknown[]> {
-  const keys = new Set<string>();
-  for (const row of rows) for (const k of Object.keys(row)) if (k !== 'prompt' && k !== 'completion' && k !== 'completion_ids') keys.add(k);
-  const out: Record<string, unknown[]> = {};
-  for (const k of keys) out[k] = rows.map((row) => row[k]);
-  return out;
-}
-
 /** Told the sequences scored so far, before the first chunk and after each. */
 type ScoredSoFar = (done: number) => void;
 
@@ -348,15 +340,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const tokens = rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
 
   // Rewards and advantages. An env failure makes every reward of that rollout NaN.
-  const R = await computeRewardMatrix(opts.rewardFuncs, {
-    prompts: rollouts.map((r) => [...r.prompt]),
-    completions: rollouts.map((r) => [...r.completion]),
-    completion_ids: rollouts.map((r) => [...r.completionIds]),
-    environments: rollouts.map((r) => r.env),
-    trainer_state: { global_step: counters.step },
-    ...columnsOf(rows),
-  });
-  for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
+  const R = await rolloutRewards(opts.rewardFuncs, rollouts, { globalStep: counters.step, rows });
   const rewards = weightedRewardSum(R, run.weights);
   // The rewards have read the envs' final state: the next generation's resets may start now.
   let next: GenerationRequest | null = null;
