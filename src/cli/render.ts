@@ -8,7 +8,7 @@ import { REPO_ID } from '../model/checkpoint.ts';
 import type { CheckpointFiles } from '../model/files.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { envTools } from '../rl/rollout/env.ts';
-import { openEnvEpisodes } from '../rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../rl/tasks/envs/episode-session.ts';
 import { promptWithObservation, renderPrompt } from '../rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../rl/rollout/templates/select.ts';
 import { parseCli, str } from './args.ts';

@@ -5,7 +5,7 @@ import { trainSft } from '../../src/rl/grpo/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
 import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
 import { groupAdvantages } from '../../src/rl/grpo/advantages.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { rewardSources, type RewardFunction } from '../../src/rl/grpo/rewards.ts';
 import type { DatasetRow } from '../../src/rl/rollout/env.ts';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
 import { prepareResets, runRollouts, type Rollout, type RolloutConfig, type RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
 import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 import { SamplingFakeEngine, type CandidatePolicy } from './sampling-engine.ts';

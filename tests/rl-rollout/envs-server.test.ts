@@ -7,7 +7,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';

@@ -9,7 +9,7 @@ import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { envProtocol } from '../../src/openenv/index.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
 import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
 import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/grpo/metrics.ts';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
 import { emptyRolloutStats } from '../../src/rl/rollout/episode.ts';
 import { runRollouts, type Rollout, type RolloutConfig, type RolloutProgress, type RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 import { SamplingFakeEngine, type CandidatePolicy } from './sampling-engine.ts';

@@ -11,7 +11,7 @@ import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfi
 import type { DatasetRow } from '../rollout/env.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
 import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
-import { hashInts, permutation, Purpose } from '../random.ts';
+import { hashInts, permutation, Purpose } from '../seeds.ts';
 import { rewardWeights, rolloutRewards, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
 import { MetricsWindow } from './logging.ts';
