@@ -6,9 +6,10 @@ import type { EvalRow } from '../src/app/worker-api.ts';
 import type { Engine } from '../src/engine/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { GRPOConfig } from '../src/rl/config.ts';
-import { computeRewardMatrix, rewardWeights, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
+import { rewardWeights, rolloutRewards, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
 import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
-import { runTask } from './run-task.ts';
+import { bindTask, resolveTask } from '../src/rl/tasks/resolve-task.ts';
+import type { ModelTier } from '../src/rl/tasks/presets.ts';
 import type { DatasetRow } from '../src/rl/rollout/env.ts';
 
 /** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */
@@ -17,7 +18,8 @@ export const EVAL_SEED_BASE = 1_000_000;
 export interface EvaluateInput {
   engine: Engine;
   tokenizer: TextTokenizer;
-  tinyModel: boolean;
+  /** The model's size (tiny models play catch in its compact form, as in training). */
+  tier: ModelTier;
   config: GRPOConfig;
   envName: string;
   envUrl: string;
@@ -38,7 +40,8 @@ function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
 
 async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
   // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
-  const task = await runTask({ envName: input.envName, envUrl: input.envUrl, tokenizer: input.tokenizer, tinyModel: input.tinyModel, prompts: input.prompts });
+  const resolved = await resolveTask({ env: input.envName, url: input.envUrl, tier: input.tier, prompts: async () => input.prompts ?? [] });
+  const task = bindTask(resolved, { tokenizer: input.tokenizer });
   task.episodes.reseed(EVAL_SEED_BASE);
   const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
   const rollouts = await runRollouts({
@@ -51,16 +54,7 @@ async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): 
     seed: EVAL_SEED_BASE,
     template: task.template,
   });
-  const R = await computeRewardMatrix(task.rewardFuncs, {
-    prompts: rollouts.map((r) => r.prompt),
-    completions: rollouts.map((r) => r.completion),
-    completion_ids: rollouts.map((r) => r.completionIds),
-    environments: rollouts.map((r) => r.env),
-    trainer_state: { global_step: 0 },
-  });
-  rollouts.forEach((r, i) => {
-    if (r.error) for (const column of R) column[i] = NaN;
-  });
+  const R = await rolloutRewards(task.rewardFuncs, rollouts, { globalStep: 0 });
   const rewards = [...weightedRewardSum(R, rewardWeights(input.config.reward_weights, task.rewardFuncs))];
   const scored = rewards.filter((x) => Number.isFinite(x));
   return {

@@ -2,16 +2,10 @@
 // crashed tab can continue the run: IndexedDB in the browser (available in workers, survives reloads,
 // stores Uint8Arrays as they are), a Map in Node tests. Only the newest checkpoint of a run is kept.
 
-/** One stored checkpoint: the trainer's files (rl/checkpoint.ts) and where the run stood. */
-export interface StoredCheckpoint {
-  /** Steps of the run done when it was taken (SFT steps included). */
-  runStep: number;
-  /** SFT warm-up steps the run planned (fixed when it started: resuming keeps the step numbering). */
-  sftSteps: number;
-  /** SFT warm-up steps done (all of them once GRPO started). */
-  sftStepsDone: number;
-  files: Map<string, Uint8Array>;
-}
+import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
+
+/** One stored checkpoint: the run's (src/rl/run-checkpoint.ts). */
+export type StoredCheckpoint = RunCheckpoint;
 
 export interface RunCheckpoints {
   save(runId: string, ckpt: StoredCheckpoint): Promise<void>;

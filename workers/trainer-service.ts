@@ -1,32 +1,30 @@
 // The trainer worker's API (src/app/worker-api.ts) as a plain class, so Node tests can drive it
-// without a browser. A thin handler over src/: it loads the model and engine, wires the task, SFT
-// warm-up and GRPO loop of src/rl together, turns their events into the page's StepEvents, and keeps
-// checkpoints per run. No training logic lives here.
+// without a browser: comlink's target (workers/trainer.worker.ts), the model and engine it holds,
+// per-run checkpoint storage, and the run's events mapped to the page's. The run itself — task,
+// warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
-import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, StepEvent, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
+import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
-import { stoppableEngine } from '../src/engine/stoppable.ts';
 import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf } from '../src/engine/weight-precision.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
-import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from '../src/rl/grpo/checkpoint.ts';
+import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import { configFromObject, DEFAULT_CONFIG, type GRPOConfig } from '../src/rl/config.ts';
 import { jsonSafe } from '../src/rl/grpo/metrics.ts';
-import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { rewardWeights } from '../src/rl/grpo/rewards.ts';
-import { adapterFiles, grpo, plannedWorkload, trainableMode, warmUp } from '../src/rl/run.ts';
-import { referenceAfterWarmup, runPlan, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/grpo/trainer.ts';
+import { parseTranscripts } from '../src/rl/grpo/sft.ts';
+import { adapterFiles, plannedWorkload, Run, trainableMode, type RunEvent } from '../src/rl/run.ts';
+import { RunControl } from '../src/rl/run-control.ts';
+import { bindTask, resolveTask, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
+import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
-import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
-import { RunControl } from './run-control.ts';
-import type { RunCheckpoints, StoredCheckpoint } from './run-checkpoints.ts';
+import type { RunCheckpoints } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
 import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
-import { runTask, sftExamples, type RunTask } from './run-task.ts';
 
 const MIB = 1024 * 1024;
 
@@ -41,8 +39,6 @@ interface ReadyModel {
   engine: Engine;
   /** The weight storage the engine was loaded with (a reload uses the same). */
   weightDtype: 'f16' | 'f32';
-  /** The sequence count the load-time memory plan was checked for: every run's decode-slot cap. */
-  plannedSequences: number;
   /**
    * Full fine-tuning trained the engine's base weights in place since they were uploaded: the next
    * run must not start from them (see TrainerService.startingPoint).
@@ -53,11 +49,6 @@ interface ReadyModel {
 /** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
 function defaultRunConfig(model: LoadedModel): GRPOConfig {
   return configFromObject(presetConfig('catch', modelTierOf(model.checkpoint.config)));
-}
-
-/** Tiny-tier models (the built-in ones) play catch through its compact variant. */
-function isTiny(model: LoadedModel): boolean {
-  return modelTierOf(model.checkpoint.config) === 'tiny';
 }
 
 function memoryPlanFor(model: LoadedModel, gpu: Gpu, weightDtype: 'f16' | 'f32', config: GRPOConfig): MemoryPlan {
@@ -153,7 +144,7 @@ export class TrainerService implements TrainerWorkerApi {
       return info;
     }
     const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
-    this.model = { loaded, engine, weightDtype: plannedDtype, plannedSequences: plannedWorkload(planned).numSequences, baseTrained: false };
+    this.model = { loaded, engine, weightDtype: plannedDtype, baseTrained: false };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -184,7 +175,7 @@ export class TrainerService implements TrainerWorkerApi {
    * `mode`. A LoRA run leaves the base weights alone and setTrainable makes new adapters and a new
    * optimizer, so only after full fine-tuning are the weights uploaded again (from the checkpoint
    * already in memory, the same upload as a clean load, so the run equals one in a fresh tab bit for
-   * bit). A resumed run then loads its checkpoint over this.
+   * bit). The run then sets the trainable mode (and a resumed one loads its checkpoint over it).
    */
   private async startingPoint(model: ReadyModel, mode: TrainableMode): Promise<void> {
     if (model.baseTrained) {
@@ -197,8 +188,7 @@ export class TrainerService implements TrainerWorkerApi {
       }
       model.baseTrained = false;
     }
-    model.engine.setTrainable(mode);
-    // Marked as soon as the mode is set: a run that fails mid-step has trained the weights just the same.
+    // Marked before the run starts: a run that fails mid-step has trained the weights just the same.
     if (mode.kind === 'full') model.baseTrained = true;
   }
 
@@ -207,12 +197,38 @@ export class TrainerService implements TrainerWorkerApi {
     if (this.control) throw new Error('A run is already training in this tab');
     const control = (this.control = new RunControl());
     try {
-      const config = configFromObject(withoutUnknownKeys(opts.config));
-      const task = await runTask({ envName: opts.envName, envUrl: opts.envUrl, tokenizer: model.loaded.tokenizer, tinyModel: isTiny(model.loaded), prompts: opts.prompts });
-      const session = new RunSession(model, config, task, opts, events, control, this.options.checkpoints, this.meter);
+      if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
+      const config = configFromObject({ ...withoutUnknownKeys(opts.config), sft_steps: opts.sftSteps });
+      const { tokenizer } = model.loaded;
+      const resolved = await resolveTask({ env: opts.envName, url: opts.envUrl, tier: modelTierOf(model.loaded.checkpoint.config), prompts: async () => opts.prompts ?? [] });
+      const task = bindTask(resolved, { tokenizer });
+      const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
+      if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
       await this.startingPoint(model, trainableMode(config));
-      const outcome = await session.run();
-      events.onStatus({ status: outcome });
+      const run = new Run({
+        engine: model.engine,
+        tokenizer,
+        config,
+        task,
+        sftTranscripts: async () => (opts.sftJsonl !== undefined ? parseTranscripts(opts.sftJsonl, 'uploaded SFT data') : solverTranscripts(task, solverEpisodes(config), config.seed)),
+        store: {
+          save: async (ckpt) => {
+            await this.options.checkpoints.save(opts.runId, ckpt);
+            return `browser storage: run ${opts.runId}, step ${ckpt.runStep}`;
+          },
+        },
+        resume,
+        control,
+      });
+      const toUi = uiEvents({ events, config, task, tokenizer, meter: this.meter });
+      const steps = run.events();
+      for (let r = await steps.next(); ; r = await steps.next()) {
+        if (r.done) {
+          events.onStatus({ status: r.value });
+          break;
+        }
+        toUi(r.value);
+      }
     } catch (err) {
       events.onStatus({ status: 'failed', message: (err as Error).message });
       throw err;
@@ -251,7 +267,7 @@ export class TrainerService implements TrainerWorkerApi {
     const { engine, loaded } = this.ready();
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, tinyModel: isTiny(loaded), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
 }
 
@@ -260,181 +276,29 @@ function withoutUnknownKeys(config: Record<string, unknown>): Record<string, unk
   return Object.fromEntries(Object.entries(config).filter(([k]) => k in DEFAULT_CONFIG));
 }
 
-type Outcome = 'finished' | 'stopped';
-
-/** One train() call: SFT warm-up, then GRPO, with pause/stop and per-run checkpoints. */
-class RunSession {
-  /** SFT steps of the run: from the options, or from the checkpoint when resuming. */
-  private sftTotal: number;
-  private readonly grpoTotal: number;
-  /** The latest generation's rollouts, until their step is reported. */
-  private pendingRollouts: Rollout[] | null = null;
-  private lastNumTokens = 0;
-
-  /** `model`'s engine is at the run's starting point already (TrainerService.startingPoint). */
-  constructor(
-    private readonly model: ReadyModel,
-    private readonly config: GRPOConfig,
-    private readonly task: RunTask,
-    private readonly opts: RunOptions,
-    private readonly events: WorkerEvents,
-    private readonly control: RunControl,
-    private readonly checkpoints: RunCheckpoints,
-    private readonly meter: GpuMemoryMeter | null,
-  ) {
-    if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
-    this.sftTotal = opts.sftSteps;
-    this.grpoTotal = runPlan(this.config, this.task.dataset.length).totalSteps;
-  }
-
-  private get totalSteps(): number {
-    return this.sftTotal + this.grpoTotal;
-  }
-
-  async run(): Promise<Outcome> {
-    const { engine } = this.model;
-    let stored: StoredCheckpoint | null = null;
-    if (this.opts.resume) {
-      stored = await this.checkpoints.load(this.opts.runId);
-      if (!stored) throw new Error(`No checkpoint is kept in this browser for run ${this.opts.runId}: it cannot be resumed here`);
-      // The run's own plan, whatever the resuming page asked: its steps keep their numbers.
-      this.sftTotal = stored.sftSteps;
-    }
-    this.events.onStatus({ status: 'running', message: stored ? `resuming from step ${stored.runStep}` : undefined });
-    const checkpoint = stored ? deserializeCheckpoint(stored.files) : undefined;
-    const sftDone = stored?.sftStepsDone ?? 0;
-    if (sftDone < this.sftTotal) {
-      // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
-      if (checkpoint) await engine.loadState(checkpoint.engine);
-      if ((await this.sftPhase(sftDone)) === 'stopped') return 'stopped';
-      return this.grpoPhase(undefined, await referenceAfterWarmup(engine, this.config, this.sftTotal > 0));
-    }
-    return this.grpoPhase(checkpoint);
-  }
-
-  private gpuMemoryMib(): number | null {
-    return this.meter ? this.meter.takePeak() / MIB : null;
-  }
-
-  private async saveSftCheckpoint(sftDone: number): Promise<void> {
-    const files = serializeCheckpoint({
-      counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal },
-      config: this.config,
-      engine: await this.model.engine.saveState(),
-    });
-    await this.checkpoints.save(this.opts.runId, { runStep: sftDone, sftSteps: this.sftTotal, sftStepsDone: sftDone, files });
-  }
-
-  private async sftPhase(alreadyDone: number): Promise<'stopped' | 'done'> {
-    const { engine, loaded } = this.model;
-    const c = this.config;
-    const examples = await sftExamples({ task: this.task, envUrl: this.opts.envUrl, config: c, tokenizer: loaded.tokenizer, jsonl: this.opts.sftJsonl });
-    let done = alreadyDone;
-    while (done < this.sftTotal) {
-      let t0 = performance.now();
-      const steps = warmUp({ engine, config: c, examples, steps: this.sftTotal, done, signal: this.control.signal });
-      for await (const e of steps) {
-        const stepTime = (performance.now() - t0) / 1000;
-        t0 = performance.now();
-        this.events.onStep({
-          step: done,
-          totalSteps: this.totalSteps,
-          phase: 'sft',
-          metrics: jsonSafe({
-            loss: e.loss,
-            grad_norm: e.grad_norm,
-            learning_rate: e.learning_rate,
-            step_time: stepTime,
-            tokens_per_second: e.tokens / stepTime,
-            gpu_memory_mib: this.gpuMemoryMib() ?? NaN,
-          }),
-          rollouts: [],
-        });
-        done++;
-      }
-      // warmUp() reset the optimizer for GRPO when the warm-up completed.
-      if (done === this.sftTotal) return 'done';
-      await this.saveSftCheckpoint(done);
-      if (!(await this.pausedThenResumed())) return 'stopped';
-    }
-    return 'done';
-  }
-
-  /** After a segment stopped early: reports the pause and waits; false = the user stopped the run. */
-  private async pausedThenResumed(): Promise<boolean> {
-    if (this.control.request === 'pause') this.events.onStatus({ status: 'paused' });
-    const resumed = await this.control.waitWhilePaused();
-    if (resumed) this.events.onStatus({ status: 'running' });
-    return resumed;
-  }
-
-  private checkpointStore(): CheckpointStore {
-    return {
-      save: async (step, files) => {
-        await this.checkpoints.save(this.opts.runId, { runStep: this.sftTotal + step, sftSteps: this.sftTotal, sftStepsDone: this.sftTotal, files });
-        return `browser storage: run ${this.opts.runId}, step ${this.sftTotal + step}`;
-      },
-    };
-  }
-
-  private async grpoPhase(resumeFrom: TrainerCheckpoint | undefined, reference?: EngineState): Promise<Outcome> {
-    const { engine, loaded } = this.model;
-    const c = this.config;
-    const weights = rewardWeights(c.reward_weights, this.task.rewardFuncs);
-    let resume = resumeFrom;
-    if (resume) this.lastNumTokens = resume.counters.numTokens;
-    // The end of the warm-up is a checkpoint too: a reload during the first GRPO step keeps the SFT.
-    else await this.checkpointStore().save(0, serializeCheckpoint({ counters: { step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoTotal }, config: c, engine: await engine.saveState(), reference }));
-    for (;;) {
-      // The same orchestrator as the CLI (src/rl/run.ts): reseeded games, prefetched resets, trainGRPO.
-      const steps = grpo({
-        // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
-        engine: stoppableEngine(engine, () => this.control.request === 'stop'),
-        tokenizer: loaded.tokenizer,
-        config: c,
-        task: this.task,
-        onRollouts: (rollouts) => (this.pendingRollouts = rollouts),
-        // The sequence count the load-time memory plan was checked for: a larger generation plays in
-        // waves / refilled slots of this many.
-        maxBatchSize: this.model.plannedSequences,
-        checkpointStore: this.checkpointStore(),
-        resume,
-        reference,
-        signal: this.control.signal,
+/**
+ * The run's events as the page sees them: steps as 0-based rows of the run store (run step − 1)
+ * with throughput, GPU memory and readable rollouts added; statuses as they are.
+ */
+function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; tokenizer: TextTokenizer; meter: GpuMemoryMeter | null }): (e: RunEvent) => void {
+  const weights = rewardWeights(o.config.reward_weights, o.task.rewardFuncs);
+  const gpuMemoryMib = () => (o.meter ? o.meter.takePeak() / MIB : NaN);
+  return (e) => {
+    if (e.phase === 'status') {
+      o.events.onStatus({ status: e.status, ...(e.message ? { message: e.message } : {}) });
+    } else if (e.phase === 'sft') {
+      const metrics = { loss: e.loss, grad_norm: e.grad_norm, learning_rate: e.learning_rate, step_time: e.step_time, tokens_per_second: e.tokens / e.step_time, gpu_memory_mib: gpuMemoryMib() };
+      o.events.onStep({ step: e.step - 1, totalSteps: e.totalSteps, phase: 'sft', metrics: jsonSafe(metrics), rollouts: [] });
+    } else {
+      o.events.onStep({
+        step: e.step - 1,
+        totalSteps: e.totalSteps,
+        phase: 'grpo',
+        metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib() }),
+        rollouts: e.rollouts
+          ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer })
+          : [],
       });
-      let last = resume?.counters.step ?? 0;
-      for await (const e of steps) {
-        this.events.onStep(this.grpoStepEvent(e, weights));
-        last = e.step;
-      }
-      if (last >= this.grpoTotal || !this.control.signal.aborted) return 'finished';
-      if (!(await this.pausedThenResumed())) return 'stopped';
-      const stored = await this.checkpoints.load(this.opts.runId);
-      if (!stored) throw new Error(`the checkpoint of run ${this.opts.runId} taken at the pause is gone`);
-      resume = deserializeCheckpoint(stored.files);
     }
-  }
-
-  private grpoStepEvent(e: TrainerStepEvent, weights: number[]): StepEvent {
-    const numTokens = e.metrics.num_tokens ?? this.lastNumTokens;
-    const stepTime = e.metrics.step_time ?? NaN;
-    const metrics = jsonSafe({
-      ...e.metrics,
-      tokens_per_second: (numTokens - this.lastNumTokens) / stepTime,
-      gpu_memory_mib: this.gpuMemoryMib() ?? NaN,
-    });
-    this.lastNumTokens = numTokens;
-    // A generation can span several optimizer steps: its rollouts are shown with the first of them.
-    const rollouts = this.pendingRollouts;
-    this.pendingRollouts = null;
-    return {
-      step: this.sftTotal + e.step - 1,
-      totalSteps: this.totalSteps,
-      phase: 'grpo',
-      metrics,
-      rollouts: rollouts
-        ? rolloutViews({ rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: this.config.num_generations, rewardWeights: weights, tokenizer: this.model.loaded.tokenizer })
-        : [],
-    };
-  }
+  };
 }

@@ -19,11 +19,11 @@ import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { DEMO_MODEL_FILES, DEMO_MODEL_OPTIONS, DEMO_RECIPE } from '../../src/model/demo-model.ts';
-import { computeRewardMatrix } from '../../src/rl/grpo/rewards.ts';
+import { rolloutRewards } from '../../src/rl/grpo/rewards.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { tokenizeTranscript, trainSft, type SftExample } from '../../src/rl/grpo/sft.ts';
 import { compactCatchTranscripts, echoTranscripts } from '../../src/rl/tasks/solvers.ts';
-import { runTask } from '../../workers/run-task.ts';
+import { bindTask, resolveTask, type RunTask } from '../../src/rl/tasks/resolve-task.ts';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,22 +49,21 @@ const server = await createEnvServer({ port: 0 });
 const urls = { catch: `${server.url}/envs/catch`, echo: `${server.url}/envs/echo` };
 console.error(`build:demo-model — ${engine.gpu.adapterInfo.description || engine.gpu.adapterInfo.vendor || 'WebGPU'}, ${tiny.config.numLayers} layers, hidden ${tiny.config.hiddenSize}, writing ${out}`);
 
+/** The demo model's task for `env` (catch plays as compact catch, as for every tiny model). */
+async function demoTask(env: 'catch' | 'echo'): Promise<RunTask> {
+  return bindTask(await resolveTask({ env, url: urls[env], tier: 'tiny' }), { tokenizer });
+}
+
 /** The mean catch rate and echo reward of the current weights, sampled as GRPO samples (temperature 1). */
 async function measure(episodes: number): Promise<{ catchRate: number; echoReward: number; echoFull: number }> {
   const result = { catchRate: NaN, echoReward: NaN, echoFull: NaN };
   for (const env of ['catch', 'echo'] as const) {
-    const task = await runTask({ envName: env, envUrl: urls[env], tokenizer, tinyModel: true });
+    const task = await demoTask(env);
     task.episodes.reseed(DEMO_RECIPE.evalSeed);
     const config = configFromObject({ ...DEMO_RECIPE.rollout[env], seed: DEMO_RECIPE.evalSeed });
     const rows = Array.from({ length: episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
     const rollouts = await runRollouts({ engine, tokenizer, rows, envFactory: task.envFactory, config, seed: DEMO_RECIPE.evalSeed, template: task.template });
-    const R = await computeRewardMatrix(task.rewardFuncs, {
-      prompts: rollouts.map((r) => r.prompt),
-      completions: rollouts.map((r) => r.completion),
-      completion_ids: rollouts.map((r) => r.completionIds),
-      environments: rollouts.map((r) => r.env),
-      trainer_state: { global_step: 0 },
-    });
+    const R = await rolloutRewards(task.rewardFuncs, rollouts, { globalStep: 0 });
     const first = [...R[0]!].map((x) => (Number.isFinite(x) ? x : 0));
     if (env === 'catch') result.catchRate = first.filter((x) => x > 0).length / first.length;
     else {
@@ -80,8 +79,8 @@ try {
   engine.setTrainable({ kind: 'full' });
   const catchRuns = await compactCatchTranscripts({ baseUrl: urls.catch, episodes: DEMO_RECIPE.catchEpisodes, seed: DEMO_RECIPE.seed, randomActions: DEMO_RECIPE.catchRandomActions });
   const echoRuns = await echoTranscripts({ baseUrl: urls.echo, episodes: DEMO_RECIPE.echoEpisodes, seed: DEMO_RECIPE.seed, partial: DEMO_RECIPE.echoPartial });
-  const catchTask = await runTask({ envName: 'catch', envUrl: urls.catch, tokenizer, tinyModel: true });
-  const echoTask = await runTask({ envName: 'echo', envUrl: urls.echo, tokenizer, tinyModel: true });
+  const catchTask = await demoTask('catch');
+  const echoTask = await demoTask('echo');
   const examples: SftExample[] = [
     ...catchRuns.map((t) => tokenizeTranscript(t, { tokenizer, template: catchTask.template, tools: catchTask.tools, chatTemplateKwargs: DEMO_RECIPE.rollout.catch.chat_template_kwargs })),
     ...echoRuns.map((t) => tokenizeTranscript(t, { tokenizer, template: echoTask.template, tools: echoTask.tools, chatTemplateKwargs: DEMO_RECIPE.rollout.echo.chat_template_kwargs })),

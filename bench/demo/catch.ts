@@ -11,11 +11,11 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import { folderCheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
-import { runExample } from '../../src/rl/run-example.ts';
-import { plannedWorkload } from '../../src/rl/run.ts';
+import { plannedWorkload, Run } from '../../src/rl/run.ts';
+import { folderRunCheckpoints } from '../../src/rl/run-checkpoint.ts';
+import { RunControl } from '../../src/rl/run-control.ts';
+import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 function flag(name: string, fallback: number): number {
@@ -78,7 +78,10 @@ console.log(`demo:catch — tiny Qwen3 (${engine.gpu.software ? 'software WebGPU
 try {
   const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 48, seed });
   const catchRates: number[] = [];
-  for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, checkpointStore: folderCheckpointStore(out), maxBatchSize: plan.numSequences })) {
+  const task = bindTask(await resolveTask({ env: 'catch-compact' }), { builtinUrls: builtinEnvUrls(server.url), tokenizer });
+  const run = new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, store: folderRunCheckpoints(out), control: new RunControl() });
+  for await (const e of run.events()) {
+    if (e.phase === 'status') continue;
     if (e.phase === 'sft') {
       console.log(`sft  ${String(e.step).padStart(3)}/${e.totalSteps}  loss ${e.loss.toFixed(3)}`);
       continue;

@@ -3,7 +3,7 @@
 // need. Apart from run.ts so that a bad option is caught, and a task chosen, without an engine.
 
 import type { Transcript } from '../../src/rl/grpo/sft.ts';
-import type { RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
+import type { RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
 import { browsergymTranscripts } from '../../src/rl/tasks/browsergym-solver.ts';
 import { browsergymTask, parseBrowserGymMix, type BrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
@@ -61,7 +61,7 @@ export interface BenchRolloutsOptions {
   seed: number;
   sftSteps: number;
   sftLearningRate: number;
-  schedulers: RolloutScheduler[];
+  schedulers: RolloutSchedulerName[];
   latency: boolean;
   latencySeed: number;
   maxBatch: number;
@@ -102,7 +102,7 @@ export function parseBenchRolloutsOptions(opts: Record<string, string>): BenchRo
     seed: int(opts, 'seed', 42),
     sftSteps: int(opts, 'sft-steps', task.sftSteps),
     sftLearningRate: positive(opts, 'sft-lr', task.sftLearningRate),
-    schedulers: which === 'both' ? ['lockstep', 'continuous'] : [which as RolloutScheduler],
+    schedulers: which === 'both' ? ['lockstep', 'continuous'] : [which as RolloutSchedulerName],
     latency: latency === 'on',
     latencySeed: int(opts, 'latency-seed', 1),
     maxBatch,

@@ -30,7 +30,7 @@ import { loadCheckpointTokenizer, loadTokenizer, type TextTokenizer } from '../.
 import type { Checkpoint } from '../../src/model/types.ts';
 import { envToolSchemas } from '../../src/rl/rollout/env.ts';
 import { emptyRolloutStats, type RolloutStats } from '../../src/rl/rollout/episode.ts';
-import { runRollouts, type Rollout, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
+import { runRollouts, type Rollout, type RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { trainSft, tokenizeTranscript } from '../../src/rl/grpo/sft.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
@@ -43,7 +43,7 @@ function histogram(sizes: number[]): Record<string, number> {
   return h;
 }
 
-function report(scheduler: RolloutScheduler, rollouts: Rollout[], stats: RolloutStats) {
+function report(scheduler: RolloutSchedulerName, rollouts: Rollout[], stats: RolloutStats) {
   const wallS = stats.wallMs / 1000;
   const turns = rollouts.map((r) => r.completion.filter((m) => m.role === 'assistant').length);
   const sequencesDecoded = stats.decodeBatchSizes.reduce((a, b) => a + b, 0);

@@ -33,7 +33,7 @@
 //   runs             Monte Carlo runs, relay seeds 1..runs (default 1000)
 //   target           a ratio to report the share of runs reaching (default 3, the target)
 
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { DEFAULT_LATENCY, replyDelayMs, type LatencyProfile } from './latency-relay.ts';
 
 export interface DecodeCost {

@@ -1,16 +1,10 @@
 // The contract between the env-server (transport: HTTP, /ws, /mcp, caps, proxy) and a built-in
 // environment (rules only). Environments know nothing about sockets.
 
-/** One pydantic-style validation error, as OpenEnv sends it (specs/openenv-protocol.md §3.3). */
-export interface ValidationIssue {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-  input?: unknown;
-  ctx?: Record<string, unknown>;
-  /** pydantic's documentation link, e.g. `https://errors.pydantic.dev/2.13/v/missing`. */
-  url?: string;
-}
+import type { WireValidationIssue } from '../../src/openenv/types.ts';
+
+/** One pydantic-style validation error, as OpenEnv sends it (specs/openenv-protocol.md §3.3; the wire type of src/openenv). */
+export type ValidationIssue = WireValidationIssue;
 
 /** An observation as it goes on the wire: env fields (declaration order), reward, done. */
 export interface WireObservation {

@@ -8,7 +8,7 @@ import { claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts'
 import { successRate } from './run-metrics.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
-import type { RunOptions, StepEvent } from './worker-api.ts';
+import type { RunOptions, UiStepEvent } from './worker-api.ts';
 
 /**
  * What the run store keeps per run by default (env-server/runs.ts): bigger files are not even encoded
@@ -19,7 +19,7 @@ const KEEP_LIMIT_BYTES = 40 * 1024 * 1024;
 /** The store calls a run interrupted after minutes of silence; a step can take longer on a software GPU. */
 const HEARTBEAT_MS = 60_000;
 
-function withSuccessRate(e: StepEvent): StepEvent {
+function withSuccessRate(e: UiStepEvent): UiStepEvent {
   const rate = e.phase === 'grpo' ? successRate(e.rollouts) : null;
   return rate === null ? e : { ...e, metrics: { ...e.metrics, success_rate: rate } };
 }

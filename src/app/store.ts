@@ -1,7 +1,7 @@
 // UI state (zustand). The page holds only what it shows; the worker owns the model and the trainer.
 import { create } from 'zustand';
 import type { LoadProgress } from '../model/types.ts';
-import type { ModelInfo, ProbeResult, RolloutView, StepEvent } from './worker-api.ts';
+import type { ModelInfo, ProbeResult, RolloutView, UiStepEvent } from './worker-api.ts';
 
 import type { StepRecord } from './api.ts';
 
@@ -29,7 +29,7 @@ export interface UiState {
   stepStartedAt: number[];
   rollouts: { step: number; rollouts: RolloutView[] }[];
   set(patch: Partial<UiState>): void;
-  addStep(e: StepEvent): void;
+  addStep(e: UiStepEvent): void;
   resetRun(runId: string | null): void;
 }
 

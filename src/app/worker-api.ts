@@ -50,7 +50,7 @@ export interface ModelInfo {
 }
 
 /** One training step as the UI and the run store see it. */
-export interface StepEvent {
+export interface UiStepEvent {
   step: number;
   totalSteps: number;
   phase: 'sft' | 'grpo';
@@ -89,7 +89,7 @@ export interface RunOptions {
 
 export interface WorkerEvents {
   onProgress(p: LoadProgress): void;
-  onStep(e: StepEvent): void;
+  onStep(e: UiStepEvent): void;
   onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string }): void;
 }
 

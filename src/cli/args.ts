@@ -1,6 +1,7 @@
 // Argument parsing shared by every `webgrpo` command: Node's util.parseArgs (strict), with its
 // errors rewritten to name the flag the way our help texts do ("--model needs a value",
-// "unknown option '--bogus' (see --help)"), and number helpers that say which flag was wrong.
+// "unknown option '--bogus' (see --help)", "… (did you mean --learning_rate?)"), and number helpers
+// that say which flag was wrong.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -15,12 +16,20 @@ export interface Parsed {
   help: boolean;
 }
 
-function rewrite(err: unknown): Error {
+/** `--learning-rate` → ` (did you mean --learning_rate?)`: a known flag spelled with other separators or case. */
+function suggestion(flag: string | undefined, options: OptionTable): string {
+  if (!flag) return '';
+  const norm = (k: string) => k.replace(/^-+/, '').replace(/[-_]/g, '').toLowerCase();
+  const close = Object.keys(options).find((k) => norm(k) === norm(flag));
+  return close ? ` (did you mean --${close}?)` : '';
+}
+
+function rewrite(err: unknown, options: OptionTable): Error {
   const e = err as Error & { code?: string };
   const flag = /'(?:-\w, )?(-{1,2}[^' <]+)/.exec(e.message)?.[1];
   switch (e.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return new Error(`unknown option '${flag ?? e.message}' (see --help)`);
+      return new Error(`unknown option '${flag ?? e.message}' (see --help)${suggestion(flag, options)}`);
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
       if (/does not take an argument/.test(e.message)) return new Error(`${flag} takes no value`);
       if (/ambiguous/.test(e.message)) return new Error(`${flag} needs a value (write ${flag}=VALUE for a value starting with '-')`);
@@ -48,14 +57,32 @@ function joinNegativeNumbers(argv: string[], options: OptionTable): string[] {
   return out;
 }
 
+/** `--log_completions` standing alone → `--log_completions=true`, for the string options named in `bare`. */
+function bareTrue(argv: string[], bare: ReadonlySet<string>): string[] {
+  return argv.map((a, i) => {
+    const name = /^--([^=]+)$/.exec(a)?.[1];
+    const next = argv[i + 1];
+    return name && bare.has(name) && (next === undefined || next.startsWith('--')) ? `${a}=true` : a;
+  });
+}
+
+export interface ParseCliOptions {
+  positionals?: boolean;
+  /**
+   * String options that may also stand alone, meaning `true` (TRL's bool flags: `--log_completions`
+   * and `--log_completions false` both parse, as with TRL's argument parser).
+   */
+  bareTrue?: ReadonlySet<string>;
+}
+
 /** Strict parse of `argv` against `options` (+ --help); unknown flags and missing values throw by name. */
-export function parseCli(argv: string[], options: OptionTable, opts: { positionals?: boolean } = {}): Parsed {
+export function parseCli(argv: string[], options: OptionTable, opts: ParseCliOptions = {}): Parsed {
   let out;
   try {
-    const args = joinNegativeNumbers(argv, options);
+    const args = joinNegativeNumbers(opts.bareTrue ? bareTrue(argv, opts.bareTrue) : argv, options);
     out = parseArgs({ args, options: { ...options, ...HELP_OPTION }, strict: true, allowPositionals: opts.positionals ?? false });
   } catch (err) {
-    throw rewrite(err);
+    throw rewrite(err, options);
   }
   const { help, ...values } = out.values as Record<string, string | boolean | undefined>;
   return { values, positionals: out.positionals, help: help === true };

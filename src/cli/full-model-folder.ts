@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { fullModelFiles } from '../export/full-model.ts';
 import type { Checkpoint } from '../model/types.ts';
-import type { CheckpointStore } from '../rl/grpo/checkpoint.ts';
+import type { RunCheckpointStore } from '../rl/run-checkpoint.ts';
 import type { RunEvent } from '../rl/run.ts';
 
 export const MODEL_FOLDER = 'model';
 
 export interface FullModelFolder {
   /** `inner`, also writing OUT/model at every save (the engine holds the saved weights then). */
-  saving(inner: CheckpointStore): CheckpointStore;
+  saving(inner: RunCheckpointStore): RunCheckpointStore;
   /** Told every run event: a step with no checkpoint leaves OUT/model behind the engine. */
   observe(e: RunEvent): void;
   /** Writes OUT/model unless the last save already holds the engine's weights; returns its path. */
@@ -37,13 +37,15 @@ export function fullModelFolder(engine: Pick<Engine, 'saveState'>, checkpoint: C
   };
   return {
     saving: (inner) => ({
-      async save(step, files) {
-        const where = await inner.save(step, files);
+      async save(ckpt) {
+        const where = await inner.save(ckpt);
         await write();
         return where;
       },
     }),
     observe(e) {
+      if (e.phase === 'status') return;
+      // Any step moves the weights past OUT/model, unless its own checkpoint (saved before the event) rewrote it.
       current = e.phase === 'grpo' && e.checkpoint !== undefined;
     },
     async finish() {

@@ -8,7 +8,7 @@ import type { LoadEngineOptions, WebGpuEngine } from '../engine/engine.ts';
 import { ADAPTER_CONFIG_FILE } from '../engine/peft-adapter.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { latestCheckpointFolder, readCheckpointFolder, TRAINER_STATE_FILE, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
-import { trainableMode } from '../rl/run-example.ts';
+import { trainableMode } from '../rl/run.ts';
 import { choiceOption, str, type OptionTable, type Parsed } from './args.ts';
 
 export const MODEL_OPTIONS: OptionTable = {

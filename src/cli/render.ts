@@ -8,12 +8,13 @@ import { REPO_ID } from '../model/checkpoint.ts';
 import type { CheckpointFiles } from '../model/files.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { envTools } from '../rl/rollout/env.ts';
-import { openEnvEpisodes } from '../rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../rl/tasks/envs/episode-session.ts';
 import { promptWithObservation, renderPrompt } from '../rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../rl/rollout/templates/select.ts';
 import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
-import { builtinEnvUrls, inProcessEnvs, resolveEnv, TASKS } from './tasks.ts';
+import { builtinEnvUrls, resolveTask, TASKS } from '../rl/tasks/resolve-task.ts';
+import { inProcessEnvs } from './in-process-envs.ts';
 
 const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 
@@ -53,7 +54,7 @@ export async function run(argv: string[]): Promise<number> {
   const envArg = str(p, 'env');
   if (!envArg) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL)`);
   const args = await modelArgs(p, HELP);
-  const { name, task, url: taskUrl } = await resolveEnv(envArg);
+  const { name, task, url: taskUrl } = await resolveTask({ env: envArg });
   const tokenizer = await loadCheckpointTokenizer(await tokenizerFiles(args.model), args.model);
   const row = task.dataset(1)[0]!;
   const prompt = str(p, 'prompt');

@@ -1,59 +1,8 @@
-// What `train` shows on stderr while it works, and how Ctrl-C reaches the engine: the run reports
-// where each step is (run.ts RunProgress) and a ticker writes it; the engine handed to the run is a
-// thin wrapper that, once the run is aborted, stops a generation at its next decode step (so a stop
-// takes seconds, not a batch).
+// What `train` shows on stderr while it works: the run reports where each step is (run.ts
+// RunProgress) and a ticker writes it. Steps are the run's (1-based, SFT first, then GRPO).
 
-import type { Engine } from '../engine/types.ts';
-import type { RunEvent, RunProgress } from '../rl/run-example.ts';
+import type { RunEvent, RunProgress } from '../rl/run.ts';
 import { eta, formatDuration, Progress, type ProgressTask } from './progress.ts';
-
-function abortError(): Error {
-  const err = new Error('stopped');
-  err.name = 'AbortError';
-  return err;
-}
-
-export interface EngineHooks {
-  signal: AbortSignal;
-}
-
-/** `engine` with generation stoppable by `hooks.signal`; everything else passes through. */
-export function watchedEngine(engine: Engine, hooks: EngineHooks): Engine {
-  return {
-    get config() {
-      return engine.config;
-    },
-    get gpu() {
-      return engine.gpu;
-    },
-    get weightDtype() {
-      return engine.weightDtype;
-    },
-    newSequence: () => engine.newSequence(),
-    releaseSequence: (seq) => engine.releaseSequence(seq),
-    generate: (req) => {
-      if (hooks.signal.aborted) return Promise.reject(abortError());
-      return engine.generate({
-        ...req,
-        onStep: (info) => {
-          req.onStep?.(info);
-          if (hooks.signal.aborted) throw abortError();
-        },
-      });
-    },
-    score: (req) => engine.score(req),
-    backward: (req) => engine.backward(req),
-    zeroGrad: () => engine.zeroGrad(),
-    step: (opt) => engine.step(opt),
-    setTrainable: (mode) => engine.setTrainable(mode),
-    saveState: () => engine.saveState(),
-    loadState: (state) => engine.loadState(state),
-    exportAdapter: (name) => engine.exportAdapter(name),
-    loadAdapter: (source) => engine.loadAdapter(source),
-    readGrads: () => engine.readGrads(),
-    destroy: () => engine.destroy(),
-  };
-}
 
 function plural(n: number, word: string): string {
   return `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
@@ -82,12 +31,13 @@ export function describeProgress(p: RunProgress): string {
  */
 export class TrainProgress {
   private sft: ProgressTask | null = null;
+  private sftSteps = 0;
   private grpoStart = 0;
   private grpoStepsDone = 0;
   private stepStart = 0;
   private inGrpo = false;
   private nextStep = 1;
-  private totalSteps: number | null = null;
+  private totalSteps = 0;
   private current: RunProgress | null = null;
   private moved = false;
   private lastLine = 0;
@@ -110,16 +60,23 @@ export class TrainProgress {
     this.ticker = null;
   }
 
-  sftStarting(steps: number): void {
-    this.out.line(`SFT warm-up: ${steps} steps`);
+  /** A warm-up of `steps` steps begins (a resumed one at step `done` + 1); GRPO follows its last step. */
+  sftStarting(steps: number, done = 0): void {
+    this.out.line(`SFT warm-up: ${steps - done} steps`);
+    this.sftSteps = steps;
     this.sft = this.out.task('SFT warm-up', steps);
+    if (done > 0) this.sft.update(done);
   }
 
   /** Call with each run event, after it was printed on stdout. */
   event(e: RunEvent): void {
+    if (e.phase === 'status') return;
     if (e.phase === 'sft') {
       this.sft?.update(e.step, `loss ${e.loss.toFixed(4)}`);
-      if (e.step === e.totalSteps) this.sft?.end();
+      if (e.step === this.sftSteps) {
+        this.sft?.end();
+        this.grpoStarting(e.totalSteps, e.step + 1);
+      }
       return;
     }
     const now = performance.now();
@@ -135,15 +92,14 @@ export class TrainProgress {
     this.moved = false;
   }
 
-  /** totalSteps: null until the trainer says (num_train_epochs runs). */
-  grpoStarting(totalSteps: number | null, firstStep: number): void {
+  grpoStarting(totalSteps: number, firstStep: number): void {
     this.inGrpo = true;
     this.totalSteps = totalSteps;
     this.nextStep = firstStep;
     this.stepStart = performance.now();
   }
 
-  /** The run's progress within a step (RunOptions.onProgress). */
+  /** The run's progress within a step (RunSpec.onProgress). */
   onProgress(p: RunProgress): void {
     this.current = p;
     this.moved = true;
@@ -158,7 +114,7 @@ export class TrainProgress {
     const inStep = (now - this.stepStart) / 1000;
     const mean = this.grpoStepsDone > 0 ? (this.stepStart - this.grpoStart) / 1000 / this.grpoStepsDone : null;
     const typical = mean !== null ? `; steps take ~${formatDuration(mean)}` : '';
-    this.line(`GRPO step ${this.nextStep}/${this.totalSteps ?? '?'}: ${describeProgress(this.current)} (${formatDuration(inStep)} into the step${typical})`);
+    this.line(`GRPO step ${this.nextStep}/${this.totalSteps}: ${describeProgress(this.current)} (${formatDuration(inStep)} into the step${typical})`);
   }
 
   private line(text: string): void {

@@ -7,23 +7,24 @@ import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
-import { readCheckpointFolder, folderCheckpointStore, latestCheckpointFolder, type CheckpointStore, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
-import { applyConfigFlags, CONFIG_KEYS, configFromObject, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
+import { latestCheckpointFolder } from '../rl/grpo/checkpoint.ts';
+import { BOOL_KEYS, CONFIG_KEYS, configFromObject, configFromText, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
 import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
-import { runExample, type ChatTemplateTask, type RunEvent } from '../rl/run-example.ts';
-import { adapterFiles, plannedWorkload } from '../rl/run.ts';
+import { adapterFiles, plannedWorkload, Run, type RunEvent } from '../rl/run.ts';
+import { folderRunCheckpoints, readRunCheckpointFolder, type RunCheckpoint, type RunCheckpointStore } from '../rl/run-checkpoint.ts';
+import { RunControl } from '../rl/run-control.ts';
 import { runLimitErrors, runLimitMessage } from '../rl/run-limits.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
-import { SOLVERS } from '../rl/tasks/solvers.ts';
+import { bindTask, builtinEnvUrls, resolveTask, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
-import { builtinEnvUrls, inProcessEnvs, miniwobOption, resolveEnv } from './tasks.ts';
+import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
 import { parseAxtreeForm, type AxtreeForm } from '../../env-server/envs/browsergym/axtree.ts';
-import { TrainProgress, watchedEngine } from './train-progress.ts';
+import { TrainProgress } from './train-progress.ts';
 import { fullModelFolder } from './full-model-folder.ts';
-import { isPresetEnv, modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
+import { modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
 import { isDirectory } from '../model/node-files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
@@ -35,7 +36,7 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --model DIR|REPO        Qwen3 checkpoint folder (config.json, model.safetensors, tokenizer files)
                           or a Hugging Face repo id (downloaded with progress, cached)
   --env NAME|URL          task: echo, catch, wordle, multi, browsergym (TRL's examples), catch-compact
-                          (catch with one-word observations for tiny models), browsergym:TASK[,TASK…]
+                          (catch with one-word observations; tiny models play catch so), browsergym:TASK[,TASK…]
                           or browsergym:mix (web tasks, easy-biased mix); built-in env-server
                           in-process, or any OpenEnv base URL (the task is told by its /metadata)
   --miniwob DIR|URL       browsergym over a real MiniWoB++ html/miniwob/ folder (or an http(s) URL
@@ -43,20 +44,22 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --axtree browsergym|classic  the page tree's form (default: classic over the built-in tasks,
                           browsergym — the real server's — over a MiniWoB++ folder)
   --sft FILE              SFT warm-up transcripts (JSONL: message lists or {"messages","tools"})
-  --sft-solver NAME       make warm-up transcripts with the scripted solver (catch, catch-compact, echo, wordle,
+  --sft-solver NAME       make warm-up transcripts with the task's scripted solver (catch, catch-compact, echo, wordle,
                           browsergym; default: the task's own when sft_steps > 0 and no --sft is given)
   --sft-episodes N        episodes the solver plays (default 64)
   --config FILE           run.json with GRPOConfig keys (over the task preset, the same as the app's)
-  --output DIR            checkpoints (every save_steps) and the final PEFT adapter (LoRA) or
-                          model/ (full fine-tuning: a Hugging Face model folder, also at every save)
-  --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output)
+  --output DIR            checkpoints (when GRPO starts, every save_steps, on a stop) and the final PEFT adapter
+                          (LoRA) or model/ (full fine-tuning: a Hugging Face model folder, also at every save)
+  --resume DIR|latest     continue from a checkpoint folder (latest = newest under --output), in the
+                          warm-up or in GRPO, wherever it was taken
   --dataset-size N        rows of the example dataset (default: the example's)
   --weight-dtype auto|f16|f32  storage of the frozen weights (full fine-tuning needs f32)
   --prompt TEXT           prompt for an MCP env that none of the tasks knows (repeatable); the
                           model gets the env's tools (tools/list) and the env's own rewards
   --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
 
-Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}; progress
+Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}, steps numbered
+once for the whole run (1-based: the warm-up's, then GRPO's); progress
 with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
 the adapter (or model/) are saved under --output, their paths printed on stderr, and the exit code is 130/143.
 Completions are printed only with --log_completions (TRL's key; also accepted in --config).`;
@@ -76,7 +79,8 @@ interface Args {
   dataset: string | null;
   miniwob: string | undefined;
   axtree: AxtreeForm | undefined;
-  flags: string[];
+  /** GRPOConfig flags as given (key → text), coerced by config.ts. */
+  configFlags: Record<string, string>;
 }
 
 const OWN_OPTIONS: OptionTable = {
@@ -96,35 +100,11 @@ const OWN_OPTIONS: OptionTable = {
   axtree: { type: 'string' },
 };
 
-/** Every GRPOConfig key is a `--KEY value` flag (TRL's names), validated by applyConfigFlags. */
+/** Every GRPOConfig key is a `--KEY value` flag (TRL's names); bool keys may stand alone. */
 const CONFIG_OPTIONS: OptionTable = Object.fromEntries(Object.keys(CONFIG_KEYS).map((k) => [k, { type: 'string' }]));
 
-/** A bool GRPOConfig flag may stand alone (`--log_completions`), as with TRL's argument parser. */
-function bareBoolsTrue(argv: string[]): string[] {
-  return argv.map((a, i) => {
-    const key = /^--([a-z0-9_]+)$/.exec(a)?.[1];
-    const next = argv[i + 1];
-    const bare = next === undefined || next.startsWith('--');
-    return key && CONFIG_KEYS[key as keyof GRPOConfig]?.kind === 'bool' && bare ? `${a}=true` : a;
-  });
-}
-
-/** `--learning-rate` → ` (did you mean --learning_rate?)` */
-function suggestion(message: string): string {
-  const flag = /unknown option '--([^']+)'/.exec(message)?.[1];
-  if (!flag) return '';
-  const norm = (k: string) => k.replace(/[-_]/g, '').toLowerCase();
-  const close = [...Object.keys(OWN_OPTIONS), ...Object.keys(CONFIG_KEYS)].find((k) => norm(k) === norm(flag));
-  return close ? ` (did you mean --${close}?)` : '';
-}
-
 function parseArgs(argv: string[]): Args & { help: boolean } {
-  let p;
-  try {
-    p = parseCli(bareBoolsTrue(argv), { ...OWN_OPTIONS, ...CONFIG_OPTIONS });
-  } catch (err) {
-    throw new Error(`${(err as Error).message}${suggestion((err as Error).message)}`);
-  }
+  const p = parseCli(argv, { ...OWN_OPTIONS, ...CONFIG_OPTIONS }, { bareTrue: BOOL_KEYS });
   // With --help, --model and --env are optional: given, the help shows the values they would get.
   const model = str(p, 'model') ?? '';
   const env = str(p, 'env') ?? '';
@@ -146,7 +126,7 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
     dataset: str(p, 'dataset') ?? null,
     miniwob: str(p, 'miniwob'),
     axtree: str(p, 'axtree') === undefined ? undefined : parseAxtreeForm(str(p, 'axtree'), '--axtree'),
-    flags: Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [`--${k}=${str(p, k)}`])),
+    configFlags: Object.fromEntries(Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [[k, str(p, k)!]]))),
   };
 }
 
@@ -182,32 +162,25 @@ async function modelSizeOf(model: string): Promise<ModelSize> {
   }
 }
 
-/** The preset's env name for a task name (catch-compact plays catch), or null for a task without a preset. */
-function presetEnvOf(name: string): string | null {
-  const env = name === 'catch-compact' ? 'catch' : name;
-  return isPresetEnv(env) ? env : null;
-}
-
 /**
  * The built-in task's preset (the app's, src/rl/tasks/presets.ts) or, for others, the example script's
  * settings. The app's presets turn log_completions on for its rollout viewer; on stdout TRL's default
  * (off) holds, so each line stays a line of metrics unless --log_completions asks for the completions.
  */
-function taskDefaults(name: string, task: ChatTemplateTask, tier: ModelTier): Record<string, unknown> {
-  const env = presetEnvOf(name);
-  const { log_completions: _appOnly, ...defaults } = env && isPresetEnv(env) ? presetConfig(env, tier) : task.config;
+function taskDefaults(task: ResolvedTask, tier: ModelTier): Record<string, unknown> {
+  const { log_completions: _appOnly, ...defaults } = task.preset ? presetConfig(task.preset, tier) : task.task.config;
   return defaults;
 }
 
 /** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags, and where each value came from. */
-async function buildConfig(name: string, task: ChatTemplateTask, args: Args, tier: ModelTier): Promise<{ config: GRPOConfig; from: ConfigSources }> {
+async function buildConfig(task: ResolvedTask, args: Args, tier: ModelTier): Promise<{ config: GRPOConfig; from: ConfigSources }> {
   const from: ConfigSources = {};
   const mark = (obj: Record<string, unknown>, label: string) => {
     for (const k of Object.keys(obj)) from[k as keyof GRPOConfig] = label;
   };
-  const defaults = taskDefaults(name, task, tier);
+  const defaults = taskDefaults(task, tier);
   let config = configFromObject(defaults);
-  mark(defaults, presetEnvOf(name) ? 'preset' : 'task');
+  mark(defaults, task.preset ? 'preset' : 'task');
   if (args.config) {
     const text = await readFile(args.config, 'utf8').catch(() => {
       throw new Error(`--config: cannot read ${args.config}`);
@@ -221,9 +194,8 @@ async function buildConfig(name: string, task: ChatTemplateTask, args: Args, tie
     config = configFromObject(obj, config);
     mark(obj, '--config');
   }
-  const { config: withFlags, rest } = applyConfigFlags(args.flags, config);
-  if (rest.length > 0) throw new Error(`unknown option ${rest[0]} (see --help for GRPOConfig keys)`);
-  mark(Object.fromEntries(args.flags.map((f) => [/^--([a-z0-9_]+)=/.exec(f)![1], true])), 'flag');
+  const withFlags = configFromText(args.configFlags, config);
+  mark(args.configFlags, 'flag');
   if (args.output) {
     withFlags.output_dir = args.output;
     from.output_dir = '--output';
@@ -246,12 +218,12 @@ ${configHelp()}`;
   const size = await modelSizeOf(args.model);
   let resolved;
   try {
-    resolved = await resolveEnv(args.env, undefined, await miniwobOption(args.miniwob));
+    resolved = await resolveTask({ env: args.env, tier: size.tier, miniwobNames: (await miniwobOption(args.miniwob))?.names });
   } catch (err) {
     return `${HELP}\n\n--env ${args.env}: ${(err as Error).message}; GRPOConfig flags with TRL's defaults:\n${configHelp()}`;
   }
-  const applied = await buildConfig(resolved.name, resolved.task, args, size.tier);
-  const preset = presetEnvOf(resolved.name);
+  const applied = await buildConfig(resolved, args, size.tier);
+  const preset = resolved.preset;
   const model = size.unknown
     ? `${args.model} (its config.json could not be read: ${size.unknown}; taken as full-size)`
     : `${args.model} (${size.params!.toLocaleString('en-US')} parameters: ${size.tier} tier)`;
@@ -267,6 +239,7 @@ ${configHelp(applied)}`;
 }
 
 function printEvent(e: RunEvent, logCompletions: boolean): void {
+  if (e.phase === 'status') return;
   if (e.phase === 'sft') {
     // Same key style as the GRPO lines (snake_case, like TRL's logs).
     const { totalSteps, ...rest } = e;
@@ -302,11 +275,11 @@ async function exportAdapter(engine: Engine, model: string, dir: string): Promis
 const SIGNAL_EXIT: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
 
 /** Remembers where the last checkpoint went, to say so when the run is stopped. */
-function recordingStore(store: CheckpointStore): CheckpointStore & { last: string | null } {
+function recordingStore(store: RunCheckpointStore): RunCheckpointStore & { last: string | null } {
   const recording = {
     last: null as string | null,
-    async save(step: number, files: Map<string, Uint8Array>) {
-      recording.last = await store.save(step, files);
+    async save(ckpt: RunCheckpoint) {
+      recording.last = await store.save(ckpt);
       return recording.last;
     },
   };
@@ -315,10 +288,10 @@ function recordingStore(store: CheckpointStore): CheckpointStore & { last: strin
 
 /**
  * The scripted solver that makes the warm-up's transcripts: --sft-solver's, else, as the app does,
- * the task's own when a warm-up (e.g. the browsergym preset's sft_steps) has no --sft transcripts.
+ * the task's own (`solver`) when a warm-up (e.g. the browsergym preset's sft_steps) has no --sft transcripts.
  */
-export function warmUpSolver(task: string, args: Pick<Args, 'sft' | 'sftSolver' | 'resume'>, sftSteps: number): string | null {
-  return args.sftSolver ?? (!args.sft && !args.resume && sftSteps > 0 && SOLVERS[task] ? task : null);
+export function warmUpSolver(solver: string | null, args: Pick<Args, 'sft' | 'sftSolver' | 'resume'>, sftSteps: number): string | null {
+  return args.sftSolver ?? (!args.sft && !args.resume && sftSteps > 0 ? solver : null);
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -333,31 +306,34 @@ export async function run(argv: string[]): Promise<number> {
   ];
   if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
   const miniwob = await miniwobOption(args.miniwob);
-  const { name, task, url } = await resolveEnv(args.env, prompts, miniwob);
-  if (name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
-    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${name}' task, which has its own prompts`);
+  const tier = (await modelSizeOf(args.model)).tier;
+  const resolved = await resolveTask({ env: args.env, tier, prompts, miniwobNames: miniwob?.names });
+  if (resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
   }
-  const { config } = await buildConfig(name, task, args, (await modelSizeOf(args.model)).tier);
-  const sftSolver = warmUpSolver(name, args, config.sft_steps);
+  if (args.sftSolver && args.sftSolver !== resolved.solver) {
+    throw new Error(`--sft-solver ${args.sftSolver}: the '${resolved.name}' task's scripted solver is ${resolved.solver ?? 'none'}`);
+  }
+  const { config } = await buildConfig(resolved, args, tier);
+  const sftSolver = warmUpSolver(resolved.solver, args, config.sft_steps);
 
-  let resume: TrainerCheckpoint | undefined;
+  let resume: RunCheckpoint | undefined;
   if (args.resume) {
     const dir = args.resume === 'latest' ? (args.output ? await latestCheckpointFolder(args.output) : null) : args.resume;
     if (!dir) throw new Error(`--resume latest: no checkpoint-<step> folder under ${args.output ?? '(no --output given)'}`);
-    resume = await readCheckpointFolder(dir);
+    resume = await readRunCheckpointFolder(dir);
   }
 
-  let transcripts: Transcript[] | undefined;
+  let transcripts: Transcript[] = [];
   if (args.sft) transcripts = parseTranscripts(await readFile(args.sft, 'utf8'), args.sft);
 
   // Heavy modules load only now, so `train --help` and argument errors stay instant.
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadEngine } = await import('../engine/engine.ts');
-  const server = url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob, axtree: args.axtree }) });
-  const envUrls = url ? { [name]: url } : builtinEnvUrls(server!.url);
+  const server = resolved.url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob, axtree: args.axtree }) });
   const progress = new Progress();
   const watch = new TrainProgress(progress);
-  const ctrl = new AbortController();
+  const control = new RunControl();
   let stoppedBy: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     if (stoppedBy) {
@@ -367,7 +343,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     stoppedBy = signal;
     progress.line(`webgrpo train: ${signal}: stopping the current step and saving${args.output ? ` under ${args.output}` : ' (nothing to save: no --output)'}…`);
-    ctrl.abort();
+    control.stop();
   };
   const onInt = () => onSignal('SIGINT');
   const onTerm = () => onSignal('SIGTERM');
@@ -375,18 +351,6 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGTERM', onTerm);
   let engine: Engine | null = null;
   try {
-    if (sftSolver) {
-      const solve = SOLVERS[sftSolver];
-      const solverUrl = envUrls[(sftSolver === 'catch-compact' ? 'catch' : sftSolver) as keyof typeof envUrls];
-      if (!solve || !solverUrl) throw new Error(`--sft-solver: no scripted solver '${sftSolver}' for this env (have ${Object.keys(SOLVERS).join(', ')})`);
-      progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
-      const rows = task.dataset(args.datasetSize);
-      transcripts = [...(transcripts ?? []), ...(await solve({ baseUrl: solverUrl, episodes: args.sftEpisodes, seed: config.seed, rows }))];
-      if (args.output) {
-        await mkdir(args.output, { recursive: true });
-        await writeFile(join(args.output, 'transcripts.jsonl'), transcriptsToJsonl(transcripts));
-      }
-    }
     let download: ProgressTask | null = null;
     const ckpt = await openCheckpoint(args.model, {
       onProgress: (pr) => {
@@ -397,6 +361,15 @@ export async function run(argv: string[]): Promise<number> {
     });
     (download as ProgressTask | null)?.end();
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
+    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize });
+    if (sftSolver) {
+      progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
+      transcripts = [...transcripts, ...(await solverTranscripts(task, args.sftEpisodes, config.seed))];
+      if (args.output) {
+        await mkdir(args.output, { recursive: true });
+        await writeFile(join(args.output, 'transcripts.jsonl'), transcriptsToJsonl(transcripts));
+      }
+    }
     const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
     // The config against the adapter's limits before any weight is uploaded (the setup page's check; a software adapter's memory is RAM).
     const limits = await (await import('../engine/gpu.ts')).adapterLimits();
@@ -409,37 +382,25 @@ export async function run(argv: string[]): Promise<number> {
     engine = loaded;
     upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${loaded.weightDtype} weights`);
     console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
-    if (ctrl.signal.aborted) {
+    if (control.request === 'stop') {
       progress.line('webgrpo train: stopped before training started; nothing to save');
       return SIGNAL_EXIT[stoppedBy!];
     }
-    watch.start();
-    const store = args.output ? recordingStore(folderCheckpointStore(args.output)) : undefined;
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output) : null;
-    const sft = !resume && config.sft_steps > 0;
-    if (sft) watch.sftStarting(config.sft_steps);
-    else watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, (resume?.counters.step ?? 0) + 1);
-    const events = runExample({
-      engine: watchedEngine(engine, { signal: ctrl.signal }),
-      tokenizer,
-      task,
-      envUrls,
-      config,
-      transcripts,
-      datasetSize: args.datasetSize,
-      checkpointStore: store && fullModel ? fullModel.saving(store) : store,
-      resume,
-      signal: ctrl.signal,
-      maxBatchSize: plan.numSequences,
-      onProgress: (p) => watch.onProgress(p),
-    });
+    const folder = args.output ? folderRunCheckpoints(args.output) : undefined;
+    const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
+    const run = new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
+    watch.start();
+    const sftSteps = resume?.sftSteps ?? config.sft_steps;
+    const sftDone = resume?.sftStepsDone ?? 0;
+    if (sftDone < sftSteps) watch.sftStarting(sftSteps, sftDone);
+    else watch.grpoStarting(run.totalSteps, (resume?.runStep ?? 0) + 1);
     // A run where every tool call failed trained on env errors: it must not look like success.
     const tally = new ToolFailureTally();
-    for await (const e of events) {
+    for await (const e of run.events()) {
       printEvent(e, config.log_completions);
       watch.event(e);
       fullModel?.observe(e);
-      if (e.phase === 'sft' && e.step === e.totalSteps) watch.grpoStarting(config.max_steps > 0 ? config.max_steps : null, 1);
       if (e.phase !== 'grpo') continue;
       for (const warning of e.warnings ?? []) progress.line(`webgrpo train: warning: step ${e.step}: ${warning}`);
       tally.add(e.metrics);
@@ -449,7 +410,7 @@ export async function run(argv: string[]): Promise<number> {
       if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
       if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output)}`);
       if (fullModel) saved.push(`model ${await fullModel.finish()}`);
-      if (!store?.last && args.output) saved.push('no trainer checkpoint (stopped during the SFT warm-up; a resume would skip the rest of it)');
+      if (!store?.last && args.output) saved.push('no checkpoint (stopped before the first one)');
       progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
       return SIGNAL_EXIT[stoppedBy];
     }
@@ -459,7 +420,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));
     if (tally.everyCallFailed) {
-      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${url ?? name} never gave the model a result.`);
+      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${resolved.url ?? resolved.name} never gave the model a result.`);
       return 1;
     }
     return 0;

@@ -29,7 +29,7 @@ export const DEMO_RECIPE = {
   sftAnnealLearningRate: 2e-3,
   /** Env reset seeds of the measurement after the build (apart from training's). */
   evalSeed: 2_000_000,
-  /** Rollout settings of the measurement: those of the demo presets (src/app/presets.ts). */
+  /** Rollout settings of the measurement: those of the demo presets (src/app/setup-presets.ts). */
   rollout: {
     catch: { max_completion_length: 400, max_tool_calling_iterations: 10, temperature: 1, chat_template_kwargs: null },
     echo: { max_completion_length: 128, max_tool_calling_iterations: 1, temperature: 1, chat_template_kwargs: { enable_thinking: false } },

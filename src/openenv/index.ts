@@ -1,6 +1,6 @@
-// Public entry of the OpenEnv client: `import { connect, withEpisode } from '../openenv/index.ts'`.
+// Public entry of the OpenEnv client: `import { connect, withEpisode } from './index.ts'`.
 export { connect, OpenEnvSession, type ConnectOptions } from './client.ts';
-export { withEpisode, type EpisodeOptions } from './episode.ts';
+export { withEpisode, type EpisodeOptions } from './with-episode.ts';
 export { OpenEnvError, type OpenEnvErrorCode } from './errors.ts';
 export { wsUrl } from './url.ts';
 export type * from './types.ts';

@@ -1,8 +1,6 @@
 // OpenEnv wire types (specs/openenv-protocol.md §1, §3, §6), shared by the client (browser and Node)
 // and the env-server. Pure types: importing this module costs nothing at run time.
 
-import type { ValidationIssue as WireValidationIssue } from '../../env-server/envs/types.ts';
-
 /** An observation as it goes on the wire: env fields (declaration order), reward, done. */
 export interface StepResult<O = Record<string, unknown>> {
   observation: O;
@@ -21,8 +19,16 @@ export type WSErrorCode =
   | 'FACTORY_ERROR'
   | 'SESSION_ERROR';
 
-/** One pydantic-style validation error (§3.3): the same shape the env-server's envs produce. */
-export type { WireValidationIssue };
+/** One pydantic-style validation error (§3.3): the shape the env-server's envs produce. */
+export interface WireValidationIssue {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+  /** pydantic's documentation link, e.g. `https://errors.pydantic.dev/2.13/v/missing`. */
+  url?: string;
+}
 
 export interface ErrorFrameData {
   message: string;

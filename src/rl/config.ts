@@ -1,6 +1,7 @@
 // GRPOConfig: TRL's GRPOConfig/TrainingArguments keys with TRL's defaults (specs/grpo-semantics.md §12),
 // plus webgrpo's own keys (LoRA, SFT warm-up, checkpoints). One table drives the defaults, the
-// validation, the `--TRLNAME value` flags and the one-line help the UI shows, so they never drift.
+// validation, the `--TRLNAME value` flags (split by the CLI's util.parseArgs, coerced here) and the
+// one-line help the UI shows, so they never drift.
 
 import type { LoraTarget } from '../engine/types.ts';
 
@@ -358,38 +359,23 @@ export function configFromJson(text: string, base?: GRPOConfig): GRPOConfig {
 }
 
 /**
- * Applies `--TRLNAME value` / `--TRLNAME=value` flags over `base`. Returns the config and the
- * arguments that are not config keys (for the caller's own flags). A boolean key may be given bare.
+ * Applies flag values (`--TRLNAME value`, already split by the CLI's parser) over `base`: each text is
+ * coerced to its key's type (`null`/`None` for nullable keys, `true`/`false` for bools, a comma list
+ * for lists), then the whole config is validated.
  */
-export function applyConfigFlags(argv: string[], base: GRPOConfig): { config: GRPOConfig; rest: string[] } {
+export function configFromText(values: Readonly<Record<string, string>>, base: GRPOConfig): GRPOConfig {
   const out: Record<string, unknown> = { ...base };
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const m = /^--([a-z0-9_]+)(?:=(.*))?$/s.exec(arg);
-    if (!m || !isKey(m[1]!)) {
-      rest.push(arg);
-      continue;
-    }
-    const key = m[1] as keyof GRPOConfig;
-    let text = m[2];
-    if (text === undefined) {
-      const next = argv[i + 1];
-      if (CONFIG_KEYS[key].kind === 'bool' && (next === undefined || next.startsWith('--'))) {
-        text = 'true';
-      } else if (next === undefined) {
-        throw new ConfigError(`--${key}: missing value`);
-      } else {
-        text = next;
-        i++;
-      }
-    }
+  for (const [key, text] of Object.entries(values)) {
+    if (!isKey(key)) throw new ConfigError(`unknown config key '${key}'${suggest(key)}`);
     out[key] = coerce(key, text, true);
   }
   const config = out as unknown as GRPOConfig;
   validateConfig(config);
-  return { config, rest };
+  return config;
 }
+
+/** The bool keys: as flags they may stand alone (`--log_completions`). */
+export const BOOL_KEYS: ReadonlySet<string> = new Set(Object.keys(CONFIG_KEYS).filter((k) => CONFIG_KEYS[k as keyof GRPOConfig].kind === 'bool'));
 
 /** Where a key's value came from, for `train --help` (absent: TRL's default). */
 export type ConfigSources = Partial<Record<keyof GRPOConfig, string>>;

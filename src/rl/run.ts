@@ -1,36 +1,74 @@
-// The run orchestrator, shared by the `train` CLI (run-example.ts) and the app's worker
-// (workers/trainer-service.ts): trainable mode → SFT warm-up → optimizer reset → GRPO over the task's
-// envs (games reseeded per generation, resets prefetched) → PEFT adapter files. Front ends add only
-// transport: the CLI prints JSON lines and writes folders; the worker adds comlink events, pause/resume
-// segments and IndexedDB checkpoints, calling warmUp() and grpo() per segment.
+// The one owner of a training run, for the `train` CLI and the app's worker alike: a Run is built
+// from a spec (engine, tokenizer, config, the task from tasks/resolve-task.ts, a checkpoint store, a
+// control) and runs trainable mode → SFT warm-up → reference capture → GRPO, with a checkpoint when
+// the warm-up pauses or stops, one when GRPO starts (the warmed-up policy and its KL reference) and
+// the trainer's own. Steps are numbered once for the whole run: 1-based, SFT first, GRPO after.
+// Pause and stop come through the injected control; the decode-slot plan is the run's own config's.
+// Front ends add only transport: the CLI prints JSON lines, the worker maps events to the page.
 
 import type { Engine, TrainableMode } from '../engine/types.ts';
 import { peftAdapterFiles } from '../engine/peft-adapter.ts';
+import { stoppableEngine } from '../engine/stoppable.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import type { CheckpointStore, TrainerCheckpoint } from './grpo/checkpoint.ts';
+import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
-import type { DatasetRow, EnvFactory } from './rollout/env.ts';
-import type { RewardFunction } from './grpo/rewards.ts';
+import { trainSft, type Transcript } from './grpo/sft.ts';
+import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
+import type { RunCheckpoint, RunCheckpointStore } from './run-checkpoint.ts';
+import type { RunControlPort } from './run-control.ts';
+import { plannedWorkload } from './run-limits.ts';
 import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
-import { trainSft, type SftEvent, type SftExample } from './grpo/sft.ts';
-import { referenceAfterWarmup, trainGRPO, type EngineState, type StepEvent, type TrainerProgress } from './grpo/trainer.ts';
+import { sftExamples, type RunTask } from './tasks/resolve-task.ts';
 
-export type RunEvent = SftEvent | ({ phase: 'grpo' } & StepEvent);
+/** One SFT warm-up step, numbered in the run (1-based). */
+export interface SftStepEvent {
+  phase: 'sft';
+  step: number;
+  totalSteps: number;
+  /** Mean NLL per trained token of the step's batch (before the update). */
+  loss: number;
+  /** Trained tokens of the step's batch. */
+  tokens: number;
+  grad_norm: number;
+  learning_rate: number;
+  /** Wall-clock seconds of the step. */
+  step_time: number;
+}
+
+/** One GRPO optimizer step, numbered in the run (SFT steps first), with its generation's rollouts. */
+export type GrpoRunStepEvent = { phase: 'grpo'; rollouts: Rollout[] | null } & GrpoStepEvent;
+
+/** The run started (or resumed), paused, or went on after a pause. */
+export interface RunStatusEvent {
+  phase: 'status';
+  status: 'running' | 'paused';
+  message?: string;
+}
+
+export type RunEvent = SftStepEvent | GrpoRunStepEvent | RunStatusEvent;
+
+export type RunOutcome = 'finished' | 'stopped';
 
 /** Where a GRPO step is: its rollouts' live counts, then the trainer's log-prob passes and micro-batches. */
 export type RunProgress = ({ phase: 'rollouts' } & RolloutProgress) | TrainerProgress;
 
-/** What a run trains on (one task, over its env's URL). */
-export interface RunTaskSpec {
-  dataset: DatasetRow[];
-  envFactory: EnvFactory;
-  /** Seeded env episodes (solvers.ts seededEpisodes): a run's games are a function of (seed, generation). */
-  episodes: { reseed(next: number): void };
-  /** Every reward source (the task's functions, plus the env's own getReward if it has one). */
-  rewardFuncs: RewardFunction[];
-  /** The template rollouts and SFT examples render with. */
-  template: string;
+export interface RunSpec {
+  /** The engine at the run's starting weights; the run sets its trainable mode. */
+  engine: Engine;
+  tokenizer: TextTokenizer;
+  /** The run's config; sft_steps is its warm-up length (a resumed run keeps its checkpoint's). */
+  config: GRPOConfig;
+  task: RunTask;
+  /** The warm-up transcripts, asked for only when a warm-up runs. */
+  sftTranscripts: () => Promise<Transcript[]>;
+  /** Where checkpoints go; without one nothing is saved (and a pause cannot be resumed). */
+  store?: RunCheckpointStore;
+  /** The checkpoint to continue from. */
+  resume?: RunCheckpoint;
+  control: RunControlPort;
+  /** Progress within each GRPO step (counts only; the CLI shows it on stderr). */
+  onProgress?: (p: RunProgress) => void;
 }
 
 export { plannedWorkload } from './run-limits.ts';
@@ -54,117 +92,177 @@ export async function resetOptimizer(engine: Engine): Promise<void> {
   await engine.loadState({ tensors: state.tensors, step: 0 });
 }
 
-export interface WarmUpOptions {
-  engine: Engine;
-  config: GRPOConfig;
-  examples: SftExample[];
-  /** Warm-up steps of the whole run. */
-  steps: number;
-  /** Steps already done (a resumed warm-up draws fresh batches rather than replaying the first ones). */
-  done?: number;
-  signal?: AbortSignal;
-}
+export class Run {
+  private readonly c: GRPOConfig;
+  /** SFT steps of the run: the config's, or the checkpoint's when resuming. */
+  private readonly sftSteps: number;
+  private readonly grpoSteps: number;
+  /** The newest checkpoint's files: a GRPO segment after a pause continues from them. */
+  private lastSaved: Map<string, Uint8Array> | null = null;
+  private pendingRollouts: Rollout[] | null = null;
+  /** num_tokens at the previous GRPO step (tokens_per_second is the step's share). */
+  private lastNumTokens = 0;
 
-/**
- * The SFT warm-up from step `done` to `steps`; when it completes (not aborted) the optimizer is reset
- * for GRPO. An aborted warm-up just stops after its last step (the caller checkpoints it).
- */
-export async function* warmUp(o: WarmUpOptions): AsyncGenerator<SftEvent, void> {
-  const c = o.config;
-  const done = o.done ?? 0;
-  let ran = done;
-  for await (const e of trainSft({
-    engine: o.engine,
-    examples: o.examples,
-    steps: o.steps - done,
-    batchSize: c.sft_batch_size,
-    learningRate: c.sft_learning_rate,
-    seed: c.seed + done,
-    optimizer: { beta1: c.adam_beta1, beta2: c.adam_beta2, eps: c.adam_epsilon, weightDecay: c.weight_decay, maxGradNorm: c.max_grad_norm },
-    signal: o.signal,
-  })) {
-    ran++;
-    yield e;
+  constructor(private readonly spec: RunSpec) {
+    this.c = spec.config;
+    this.sftSteps = spec.resume?.sftSteps ?? spec.config.sft_steps;
+    this.grpoSteps = runPlan(this.c, spec.task.dataset.length).totalSteps;
   }
-  if (ran === o.steps) await resetOptimizer(o.engine);
-}
 
-export interface GrpoOptions {
-  engine: Engine;
-  tokenizer: TextTokenizer;
-  config: GRPOConfig;
-  task: RunTaskSpec;
-  checkpointStore?: CheckpointStore;
-  resume?: TrainerCheckpoint;
-  signal?: AbortSignal;
-  /** Each generation's rollouts as soon as they are played (the app shows them with the next step). */
-  onRollouts?: (rollouts: Rollout[]) => void;
-  /**
-   * Decode slots: the sequence count the engine's memory plan was checked for (plannedWorkload's
-   * numSequences). A generation larger than this plays in waves (lockstep) or refills freed slots
-   * (continuous); no engine batch exceeds it.
-   */
-  maxBatchSize: number;
-  /** The KL reference when GRPO starts from a warmed-up policy (referenceAfterWarmup); default: the base model. */
-  reference?: EngineState;
-  /** Progress within each step, as it changes (counts only; the CLI shows it on stderr). */
-  onProgress?: (p: RunProgress) => void;
-}
-
-/** GRPO over the task's envs: one rollout source (reseeded games, prefetched resets) feeding trainGRPO. */
-export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
-  const { engine, tokenizer, config, task } = o;
-  const onProgress = o.onProgress;
-  const source = envRolloutSource({
-    engine, tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template, maxBatchSize: o.maxBatchSize,
-    onProgress: onProgress && ((p) => onProgress({ phase: 'rollouts', ...p })),
-  });
-  try {
-    yield* trainGRPO({
-      engine,
-      config,
-      dataset: task.dataset,
-      rollouts: async (req) => {
-        const rollouts = await source.rollouts(req);
-        o.onRollouts?.(rollouts);
-        return rollouts;
-      },
-      prefetch: source.prefetch,
-      rewardFuncs: task.rewardFuncs,
-      checkpointStore: o.checkpointStore,
-      resume: o.resume,
-      reference: o.reference,
-      signal: o.signal,
-      decode: (ids) => tokenizer.decode(ids),
-      onProgress,
-    });
-  } finally {
-    // A stopped run may leave a prefetched generation's sessions open: closed in the background (a
-    // reset without a timeout may never answer, and stopping must not wait for it).
-    void source.close();
+  get totalSteps(): number {
+    return this.sftSteps + this.grpoSteps;
   }
-}
 
-export interface RunOptions extends GrpoOptions {
-  /** SFT warm-up examples; needed when config.sft_steps > 0 (the warm-up is skipped on resume). */
-  sftExamples?: () => SftExample[] | Promise<SftExample[]>;
-}
-
-/** A whole run in one call: trainable mode, warm-up (unless resuming), GRPO. */
-export async function* runTraining(o: RunOptions): AsyncGenerator<RunEvent, void> {
-  const { engine, config: c } = o;
-  engine.setTrainable(trainableMode(c));
-  let warmedUp = false;
-  if (!o.resume && c.sft_steps > 0) {
-    const examples = o.sftExamples ? await o.sftExamples() : [];
-    if (examples.length === 0) throw new Error('sft_steps > 0 needs transcripts (--sft FILE or --sft-solver)');
-    yield* warmUp({ engine, config: c, examples, steps: c.sft_steps, signal: o.signal });
-    if (o.signal?.aborted) return;
-    warmedUp = true;
+  /** The run's events; returns how it ended. */
+  async *events(): AsyncGenerator<RunEvent, RunOutcome> {
+    const { engine, resume } = this.spec;
+    engine.setTrainable(trainableMode(this.c));
+    yield { phase: 'status', status: 'running', ...(resume ? { message: `resuming from step ${resume.runStep}` } : {}) };
+    const checkpoint = resume ? deserializeCheckpoint(resume.files) : undefined;
+    const sftDone = resume?.sftStepsDone ?? 0;
+    if (sftDone < this.sftSteps) {
+      // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
+      if (checkpoint) await engine.loadState(checkpoint.engine);
+      if ((yield* this.sftPhase(sftDone)) === 'stopped') return 'stopped';
+      // KL is measured against the policy GRPO starts from: the warmed-up one.
+      return yield* this.grpoPhase(undefined, await referenceAfterWarmup(engine, this.c, true));
+    }
+    return yield* this.grpoPhase(checkpoint);
   }
-  // KL is measured against the policy GRPO starts from: the warmed-up one after a warm-up.
-  const reference = o.reference ?? (await referenceAfterWarmup(engine, c, warmedUp));
-  for await (const e of grpo({ ...o, reference })) yield { phase: 'grpo', ...e };
+
+  /** The SFT warm-up from step `done`, in segments split by pauses; the optimizer is reset when it completes. */
+  private async *sftPhase(alreadyDone: number): AsyncGenerator<RunEvent, 'done' | 'stopped'> {
+    const { engine, control, tokenizer, task } = this.spec;
+    const c = this.c;
+    const transcripts = await this.spec.sftTranscripts();
+    if (transcripts.length === 0) throw new Error('sft_steps > 0 needs warm-up transcripts (--sft FILE, --sft-solver, or the task\'s scripted solver)');
+    const examples = sftExamples(task, transcripts, tokenizer, c);
+    let done = alreadyDone;
+    while (done < this.sftSteps) {
+      let t0 = performance.now();
+      for await (const e of trainSft({
+        engine,
+        examples,
+        steps: this.sftSteps - done,
+        batchSize: c.sft_batch_size,
+        learningRate: c.sft_learning_rate,
+        // A resumed warm-up draws fresh batches rather than replaying the first ones.
+        seed: c.seed + done,
+        optimizer: { beta1: c.adam_beta1, beta2: c.adam_beta2, eps: c.adam_epsilon, weightDecay: c.weight_decay, maxGradNorm: c.max_grad_norm },
+        signal: control.signal,
+      })) {
+        const now = performance.now();
+        done++;
+        yield { phase: 'sft', step: done, totalSteps: this.totalSteps, loss: e.loss, tokens: e.tokens, grad_norm: e.grad_norm, learning_rate: e.learning_rate, step_time: (now - t0) / 1000 };
+        t0 = now;
+      }
+      if (done === this.sftSteps) {
+        await resetOptimizer(engine);
+        return 'done';
+      }
+      if (this.spec.store) await this.save({ runStep: done, sftSteps: this.sftSteps, sftStepsDone: done, files: this.trainerFiles({ step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoSteps }, await engine.saveState()) });
+      if (!(yield* this.pausedThenResumed())) return 'stopped';
+    }
+    return 'done';
+  }
+
+  /** GRPO from `resumeFrom` (or its start), in segments split by pauses. */
+  private async *grpoPhase(resumeFrom: TrainerCheckpoint | undefined, reference?: EngineState): AsyncGenerator<RunEvent, RunOutcome> {
+    const { engine, tokenizer, task, control } = this.spec;
+    const c = this.c;
+    // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
+    const stoppable = stoppableEngine(engine, () => control.request === 'stop');
+    const trainerStore: CheckpointStore = {
+      save: (step, files) => this.save({ runStep: this.sftSteps + step, sftSteps: this.sftSteps, sftStepsDone: this.sftSteps, files }),
+    };
+    let resume = resumeFrom;
+    this.lastNumTokens = resume?.counters.numTokens ?? 0;
+    // GRPO's start is a checkpoint too: a reload during the first GRPO step keeps the warm-up and its reference.
+    if (!resume && this.spec.store) await trainerStore.save(0, this.trainerFiles({ step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoSteps }, await engine.saveState(), reference));
+    for (;;) {
+      const source = envRolloutSource({
+        engine: stoppable,
+        tokenizer,
+        envFactory: task.envFactory,
+        episodes: task.episodes,
+        config: c,
+        template: task.template,
+        // The run's own plan: no decode batch exceeds the sequence count its memory plan was checked for.
+        maxBatchSize: plannedWorkload(c).numSequences,
+        onProgress: this.spec.onProgress && ((p) => this.spec.onProgress!({ phase: 'rollouts', ...p })),
+      });
+      let last = resume?.counters.step ?? 0;
+      try {
+        for await (const e of trainGRPO({
+          engine: stoppable,
+          config: c,
+          dataset: task.dataset,
+          rollouts: async (req) => {
+            const rollouts = await source.rollouts(req);
+            this.pendingRollouts = rollouts;
+            return rollouts;
+          },
+          prefetch: source.prefetch,
+          rewardFuncs: task.rewardFuncs,
+          checkpointStore: this.spec.store ? trainerStore : undefined,
+          resume,
+          reference,
+          signal: control.signal,
+          decode: (ids) => tokenizer.decode(ids),
+          onProgress: this.spec.onProgress,
+        })) {
+          last = e.step;
+          yield this.grpoEvent(e);
+        }
+      } finally {
+        // A stopped run may leave a prefetched generation's sessions open: closed in the background (a
+        // reset without a timeout may never answer, and stopping must not wait for it).
+        void source.close();
+      }
+      if (last >= this.grpoSteps || !control.signal.aborted) return 'finished';
+      if (!(yield* this.pausedThenResumed())) return 'stopped';
+      if (!this.lastSaved) throw new Error('the run was paused with no checkpoint store to continue from');
+      resume = deserializeCheckpoint(this.lastSaved);
+    }
+  }
+
+  /** A GRPO step in the run's numbering, with its throughput; a generation's rollouts go with the first of its steps. */
+  private grpoEvent(e: GrpoStepEvent): GrpoRunStepEvent {
+    const rollouts = this.pendingRollouts;
+    this.pendingRollouts = null;
+    const numTokens = e.metrics.num_tokens ?? this.lastNumTokens;
+    const tokensPerSecond = (numTokens - this.lastNumTokens) / (e.metrics.step_time ?? NaN);
+    this.lastNumTokens = numTokens;
+    return {
+      phase: 'grpo',
+      ...e,
+      metrics: { ...e.metrics, tokens_per_second: tokensPerSecond },
+      step: this.sftSteps + e.step,
+      totalSteps: this.sftSteps + e.totalSteps,
+      completions: e.completions.map((s) => ({ ...s, step: this.sftSteps + s.step })),
+      rollouts,
+    };
+  }
+
+  /** After a segment stopped early: reports the pause and waits; false = the run was stopped. */
+  private async *pausedThenResumed(): AsyncGenerator<RunEvent, boolean> {
+    const { control } = this.spec;
+    if (control.request === 'pause') yield { phase: 'status', status: 'paused' };
+    const resumed = await control.waitWhilePaused();
+    if (resumed) yield { phase: 'status', status: 'running' };
+    return resumed;
+  }
+
+  private trainerFiles(counters: TrainerCheckpoint['counters'], engine: EngineState, reference?: EngineState): Map<string, Uint8Array> {
+    return serializeCheckpoint({ counters, config: this.c, engine, ...(reference ? { reference } : {}) });
+  }
+
+  /** Only with a store: serializing the engine state is a full read-back, not worth doing for nothing. */
+  private async save(ckpt: RunCheckpoint): Promise<string> {
+    if (!this.spec.store) throw new Error('Run.save: no checkpoint store');
+    this.lastSaved = ckpt.files;
+    return this.spec.store.save(ckpt);
+  }
 }
 
 /** The PEFT adapter as files (adapter_config.json, adapter_model.safetensors), the same from every front end. */

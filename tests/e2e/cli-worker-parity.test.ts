@@ -1,66 +1,75 @@
-// The CLI path (src/rl/run-example.ts, what `webgrpo train` runs) and the app's worker path
-// (workers/trainer-service.ts) train the same run — same model, seed, config, env and scripted SFT
-// data — and must report the same metrics, step for step (wall-clock metrics aside).
+// The two front ends of one Run (src/rl/run.ts): `webgrpo train` (src/cli/train.ts, in-process,
+// stdout captured) and the app's worker API (workers/trainer-service.ts) train the built-in tiny model
+// with the same seed, config and env — the task resolved by the one resolver (tiny tier: catch plays
+// as compact catch in both), the warm-up on the scripted solver's games — and emit the same steps with
+// the same numbers: the same SFT losses and GRPO metrics, step for step (wall-clock metrics aside).
 
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { StepEvent } from '../../src/app/worker-api.ts';
-import { loadEngine } from '../../src/engine/engine.ts';
-import type { Engine } from '../../src/engine/types.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
+import type { UiStepEvent } from '../../src/app/worker-api.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { configFromObject } from '../../src/rl/config.ts';
-import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
-import { plannedWorkload } from '../../src/rl/run.ts';
-import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
-import { loadModelChoice } from '../../workers/load-model.ts';
+import { solverEpisodes } from '../../src/rl/tasks/resolve-task.ts';
+import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
-import { solverEpisodes } from '../../workers/run-task.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
+import { runTrainCli } from '../rl-learn/train-cli-run.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
 const WALL_CLOCK = new Set(['step_time', 'tokens_per_second', 'gpu_memory_mib']);
 
-function comparable(metrics: Record<string, number | null>): Record<string, number | null> {
-  return Object.fromEntries(Object.entries(metrics).filter(([k]) => !WALL_CLOCK.has(k)));
+function comparable(metrics: Record<string, unknown>): Record<string, unknown> {
+  // JSON on both sides: a non-finite metric is null in the worker's events and on the CLI's lines.
+  return JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(metrics).filter(([k]) => !WALL_CLOCK.has(k)))));
 }
 
-describe('one run, two front ends', () => {
+describe('one Run, two front ends', () => {
   let server: EnvServer;
-  let engine: Engine | null = null;
+  let dir = '';
   beforeAll(async () => {
     server = await createEnvServer({});
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-parity-'));
   });
   afterAll(async () => {
-    engine?.destroy();
     await server?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('the CLI path and the worker path report the same metrics for the same seed and config', async () => {
-    const envUrl = `${server.url}/envs/catch`;
-    const runConfig: Record<string, unknown> = { ...E2E_RUN_CONFIG, max_steps: 3 };
-
+  it('the CLI and the worker emit the same steps and metrics for the same seed and config', async () => {
+    // Every key spelled out: the CLI's task preset layer then has nothing left to set.
+    const config = configFromObject(E2E_RUN_CONFIG);
     const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
-    await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
-    const workerSteps: StepEvent[] = [];
+    const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
+    const worker: UiStepEvent[] = [];
     await service.train(
-      { runId: 'parity', config: runConfig, envUrl, envName: 'catch', sftSteps: Number(runConfig.sft_steps), resume: false },
-      { onProgress: () => undefined, onStep: (e) => workerSteps.push(e), onStatus: () => undefined },
+      { runId: 'parity', config: { ...config }, envUrl: `${server.url}/envs/catch`, envName: 'catch', sftSteps: config.sft_steps, resume: false },
+      { onProgress: () => undefined, onStep: (e) => worker.push(e), onStatus: () => undefined },
     );
 
-    const config = configFromObject(runConfig);
-    const loaded = await loadModelChoice({ kind: 'tiny' }, () => undefined);
-    engine = await loadEngine(loaded.checkpoint);
-    const transcripts = await compactCatchTranscripts({ baseUrl: envUrl, episodes: solverEpisodes(config), seed: config.seed });
-    const cliEvents: RunEvent[] = [];
-    for await (const e of runExample({ engine, tokenizer: loaded.tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: envUrl }, config, transcripts, maxBatchSize: plannedWorkload(config).numSequences })) cliEvents.push(e);
+    const modelDir = join(dir, 'model');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(modelDir);
+    for (const [name, bytes] of await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS)) await writeFile(join(modelDir, name), bytes);
+    await writeFile(join(dir, 'run.json'), JSON.stringify(config));
+    const cli = await runTrainCli([
+      '--model', modelDir, '--env', `${server.url}/envs/catch`, '--config', join(dir, 'run.json'), '--weight-dtype', info.weightDtype,
+      '--sft-solver', 'catch-compact', '--sft-episodes', String(solverEpisodes(config)),
+    ]);
+    expect(cli.code).toBe(0);
+    const cliSteps = cli.lines.filter((l) => l.phase === 'sft' || l.phase === 'grpo');
 
-    const workerSft = workerSteps.filter((s) => s.phase === 'sft').map((s) => s.metrics.loss);
-    const cliSft = cliEvents.flatMap((e) => (e.phase === 'sft' ? [e.loss] : []));
-    expect(cliSft).toHaveLength(config.sft_steps);
-    expect(workerSft).toEqual(cliSft);
-    const workerGrpo = workerSteps.filter((s) => s.phase === 'grpo').map((s) => comparable(s.metrics));
-    const cliGrpo = cliEvents.flatMap((e) => (e.phase === 'grpo' ? [comparable(Object.fromEntries(Object.entries(e.metrics).map(([k, v]) => [k, Number.isFinite(v) ? v : null])))] : []));
-    expect(cliGrpo).toHaveLength(3);
-    expect(workerGrpo).toEqual(cliGrpo);
-  }, 300_000);
+    const sft = config.sft_steps;
+    const total = sft + config.max_steps;
+    // One numbering: the CLI's 1-based run steps are the run store's rows 0… in the worker.
+    expect(cliSteps.map((l) => [l.phase, l.step, l.total_steps])).toEqual(worker.map((e) => [e.phase, e.step + 1, e.totalSteps]));
+    expect(worker.map((e) => e.step)).toEqual([...Array(total).keys()]);
+    expect(cliSteps.filter((l) => l.phase === 'sft').map((l) => l.loss)).toEqual(worker.filter((e) => e.phase === 'sft').map((e) => e.metrics.loss));
+    const cliGrpo = cliSteps.filter((l) => l.phase === 'grpo').map(({ phase: _p, step: _s, total_steps: _t, logs: _l, completions: _c, checkpoint: _k, unscorable: _u, ...metrics }) => comparable(metrics));
+    const workerGrpo = worker.filter((e) => e.phase === 'grpo').map((e) => comparable(e.metrics));
+    expect(cliGrpo).toHaveLength(config.max_steps);
+    expect(cliGrpo).toEqual(workerGrpo);
+  }, 400_000);
 });

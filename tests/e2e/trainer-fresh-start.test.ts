@@ -4,7 +4,7 @@
 // in a freshly loaded service. The demo model (it plays both tasks partly right, so echo's step moves the weights), no warm-up, one GRPO step each.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { RunOptions, StepEvent } from '../../src/app/worker-api.ts';
+import type { RunOptions, UiStepEvent } from '../../src/app/worker-api.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
@@ -14,7 +14,7 @@ vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 /** What differs between two identical runs: wall-clock and the memory meter. */
 const MEASURED = new Set(['step_time', 'tokens_per_second', 'gpu_memory_mib']);
 
-function reproducible(e: StepEvent): unknown {
+function reproducible(e: UiStepEvent): unknown {
   return { ...e, metrics: Object.fromEntries(Object.entries(e.metrics).filter(([k]) => !MEASURED.has(k))) };
 }
 
@@ -35,7 +35,7 @@ describe('a run starts from its model, not from the previous run of the tab', ()
     return s;
   };
   const firstStep = async (s: TrainerService, opts: RunOptions, onStep?: () => void): Promise<unknown> => {
-    const steps: StepEvent[] = [];
+    const steps: UiStepEvent[] = [];
     await s.train(opts, { onProgress: () => undefined, onStep: (e) => (steps.push(e), onStep?.()), onStatus: () => undefined });
     expect(steps.length).toBeGreaterThan(0);
     return reproducible(steps[0]!);
@@ -50,7 +50,7 @@ describe('a run starts from its model, not from the previous run of the tab', ()
 
   it('catch after echo (full) in one service equals catch in a fresh one, LoRA and full', async () => {
     const used = await service();
-    const echo = (await firstStep(used, run('echo-full', 'echo', 'full'))) as StepEvent;
+    const echo = (await firstStep(used, run('echo-full', 'echo', 'full'))) as UiStepEvent;
     // The echo step must move the weights, or the catch runs after it would prove nothing.
     expect(echo.metrics.grad_norm).toBeGreaterThan(0);
     const loraAfter = await firstStep(used, run('catch-lora', 'catch', 'lora'));
@@ -71,7 +71,7 @@ describe('a run starts from its model, not from the previous run of the tab', ()
     await used.importCheckpoint('resumed', (await first.exportCheckpoint('resumed'))!);
     const resumed = await firstStep(used, run('resumed', 'catch', 'lora', { config: twoSteps, resume: true }));
 
-    const whole: StepEvent[] = [];
+    const whole: UiStepEvent[] = [];
     await (await service()).train(run('whole', 'catch', 'lora', { config: twoSteps }), { onProgress: () => undefined, onStep: (e) => whole.push(e), onStatus: () => undefined });
     expect(resumed).toMatchObject({ step: 1 });
     expect(resumed).toEqual(reproducible(whole[1]!));

@@ -3,7 +3,7 @@
 // metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { RunOptions, StepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
+import type { RunOptions, UiStepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
@@ -14,12 +14,12 @@ import { E2E_RUN_CONFIG } from './run-config.ts';
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 interface Recorded {
-  steps: StepEvent[];
+  steps: UiStepEvent[];
   statuses: string[];
   events: WorkerEvents;
 }
 
-function recorder(onStep?: (e: StepEvent) => void): Recorded {
+function recorder(onStep?: (e: UiStepEvent) => void): Recorded {
   const r: Recorded = {
     steps: [],
     statuses: [],
@@ -197,7 +197,7 @@ describe('trainer worker API (Node)', () => {
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {
-    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/no tool environment for 'chess'/);
+    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
     await expect(service.loadModel({ kind: 'hub', repo: 'not a repo', revision: 'main' }, { onProgress: () => undefined })).rejects.toThrow(/not a Hugging Face model id/);
   });
 });

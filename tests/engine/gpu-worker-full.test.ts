@@ -4,7 +4,7 @@
 // the browser tab drives, in Node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { StepEvent } from '../../src/app/worker-api.ts';
+import type { UiStepEvent } from '../../src/app/worker-api.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from '../e2e/run-config.ts';
@@ -22,7 +22,7 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
     const info = await service.loadModel({ kind: 'tiny', weightDtype: probe.f16 ? 'f16' : 'auto' }, { onProgress: () => undefined });
     expect(info.weightDtype).toBe(probe.f16 ? 'f16' : 'f32');
     if (ADAPTER === 'lavapipe') expect(info.weightDtype).toBe('f16');
-    const steps: StepEvent[] = [];
+    const steps: UiStepEvent[] = [];
     const statuses: string[] = [];
     await service.train({
       runId: 'full-ft',

@@ -18,7 +18,7 @@ import { pageSeed } from '../../env-server/envs/browsergym/seed.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { Session } from './browsergym-session.ts';
 import { browsergymTask, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
-import { resolveEnv } from '../../src/cli/tasks.ts';
+import { resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { run as train, warmUpSolver } from '../../src/cli/train.ts';
 import { SOLVERS } from '../../src/rl/tasks/solvers.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
@@ -108,7 +108,7 @@ describe('browsergym over a MiniWoB++ folder', () => {
 describe('the browsergym task over a folder (train --env browsergym:click-test,enter-text --miniwob DIR)', () => {
   it("takes the folder's task names, and its episodes are the folder's pages in BrowserGym's tree form", async () => {
     const folder = await miniwobFolder(FOLDER);
-    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, folder);
+    const { task } = await resolveTask({ env: 'browsergym:click-test,enter-text', miniwobNames: folder.names });
     expect(task.dataset(3).map((row) => row.task_name)).toEqual(['click-test', 'enter-text', 'click-test']);
     expect(browsergymTask(parseBrowserGymMix('mix', folder.names)).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
     const env = task.envFactory({ browsergym: `${server.url}/envs/browsergym` })();
@@ -148,9 +148,9 @@ describe('the browsergym task over a folder (train --env browsergym:click-test,e
     expect(warmUpSolver('browsergym', { sft: null, sftSolver: null, resume: null }, 10)).toBe('browsergym');
     expect(warmUpSolver('browsergym', { sft: 'mine.jsonl', sftSolver: null, resume: null }, 10)).toBeNull();
     expect(warmUpSolver('browsergym', { sft: null, sftSolver: null, resume: null }, 0)).toBeNull();
-    expect(warmUpSolver('mcp', { sft: null, sftSolver: null, resume: null }, 10)).toBeNull();
+    expect(warmUpSolver(null, { sft: null, sftSolver: null, resume: null }, 10)).toBeNull(); // a task with no solver (mcp)
     // The rows of browsergym:click-test,enter-text, not the default mix (its first tasks are not in this folder).
-    const { task } = await resolveEnv('browsergym:click-test,enter-text', undefined, await miniwobFolder(FOLDER));
+    const { task } = await resolveTask({ env: 'browsergym:click-test,enter-text', miniwobNames: (await miniwobFolder(FOLDER)).names });
     const transcripts = await SOLVERS.browsergym!({ baseUrl: `${server.url}/envs/browsergym`, episodes: 1, seed: 0, rows: task.dataset(4) });
     expect(transcripts).toHaveLength(1);
     expect(JSON.stringify(transcripts[0])).toContain(`url='${FOLDER_BASE_URL}click-test.html'`);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyConfigFlags, ConfigError, configFromJson, configFromObject, configHelp, DEFAULT_CONFIG, generationBatchSize } from '../../src/rl/config.ts';
+import { parseCli, type OptionTable } from '../../src/cli/args.ts';
+import { BOOL_KEYS, CONFIG_KEYS, ConfigError, configFromJson, configFromObject, configFromText, configHelp, DEFAULT_CONFIG, generationBatchSize } from '../../src/rl/config.ts';
 import { stepMetrics, toolMetrics, type RolloutStats } from '../../src/rl/grpo/metrics.ts';
 import { learningRateAt } from '../../src/rl/grpo/schedule.ts';
 import { MetricsWindow } from '../../src/rl/grpo/logging.ts';
@@ -16,12 +17,20 @@ describe('GRPOConfig', () => {
     expect(generationBatchSize(configFromObject({ per_device_train_batch_size: 4, gradient_accumulation_steps: 4, num_generations: 8 }))).toBe(16);
   });
 
-  it('parses --TRLNAME value flags and leaves other arguments alone', () => {
-    const { config, rest } = applyConfigFlags(
+  // The CLI's one parser (util.parseArgs) splits the flags; configFromText coerces the values.
+  const OPTIONS: OptionTable = { model: { type: 'string' }, ...Object.fromEntries(Object.keys(CONFIG_KEYS).map((k) => [k, { type: 'string' as const }])) };
+  const fromFlags = (argv: string[]) => {
+    const { model, ...values } = parseCli(argv, OPTIONS, { bareTrue: BOOL_KEYS }).values;
+    return { model, config: configFromText(values as Record<string, string>, configFromObject({})) };
+  };
+
+  it('parses --TRLNAME value flags beside other options; a bool flag may stand alone', () => {
+    const { config, model } = fromFlags(
       ['--model', 'm', '--learning_rate', '3e-5', '--loss_type=grpo', '--mask_truncated_completions', '--scale_rewards', 'false', '--chat_template_kwargs', '{"enable_thinking": false}', '--lora_target_modules', 'q_proj,v_proj', '--epsilon_high', 'None'],
-      configFromObject({}),
     );
-    expect(rest).toEqual(['--model', 'm']);
+    expect(model).toBe('m');
+    expect(fromFlags(['--log_completions', 'false']).config.log_completions).toBe(false);
+    expect(() => fromFlags(['--learning-rate', '1'])).toThrow("unknown option '--learning-rate' (see --help) (did you mean --learning_rate?)");
     expect(config).toMatchObject({ learning_rate: 3e-5, loss_type: 'grpo', mask_truncated_completions: true, scale_rewards: 'none', chat_template_kwargs: { enable_thinking: false }, lora_target_modules: ['q_proj', 'v_proj'], epsilon_high: null });
   });
 
@@ -33,13 +42,13 @@ describe('GRPOConfig', () => {
     expect(() => configFromObject({ num_generations: 3, per_device_train_batch_size: 4 })).toThrow(/divisible by num_generations/);
     expect(() => configFromObject({ lora_target_modules: ['qkv'] })).toThrow(/unknown module 'qkv'/);
     expect(() => configFromJson('{oops')).toThrow(ConfigError);
-    expect(() => applyConfigFlags(['--beta'], configFromObject({}))).toThrow(/--beta: missing value/);
+    expect(() => fromFlags(['--beta'])).toThrow(/--beta needs a value/);
   });
 
   it('max_concurrent_envs: null by default (as many as decode slots), an integer ≥ 1 from a flag', () => {
     expect(DEFAULT_CONFIG.max_concurrent_envs).toBeNull();
-    expect(applyConfigFlags(['--max_concurrent_envs', '8'], configFromObject({})).config.max_concurrent_envs).toBe(8);
-    expect(() => applyConfigFlags(['--max_concurrent_envs', '0'], configFromObject({}))).toThrow('max_concurrent_envs: must be ≥ 1, got 0');
+    expect(fromFlags(['--max_concurrent_envs', '8']).config.max_concurrent_envs).toBe(8);
+    expect(() => fromFlags(['--max_concurrent_envs', '0'])).toThrow('max_concurrent_envs: must be ≥ 1, got 0');
     expect(() => configFromObject({ max_concurrent_envs: 2.5 })).toThrow('max_concurrent_envs: expected an integer, got 2.5');
   });
 

@@ -9,10 +9,10 @@ import type { Engine } from '../../src/engine/types.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
-import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { configFromObject } from '../../src/rl/config.ts';
-import { runExample, type RunEvent } from '../../src/rl/run-example.ts';
-import { plannedWorkload } from '../../src/rl/run.ts';
+import { Run, type RunEvent } from '../../src/rl/run.ts';
+import { RunControl } from '../../src/rl/run-control.ts';
+import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 // Minutes on a CPU adapter: longer than the suite's 30 s default.
@@ -38,8 +38,9 @@ describe('learning', () => {
     const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 48, seed: SEED });
     const config = configFromObject(LEARNING_CONFIG);
 
+    const task = bindTask(await resolveTask({ env: 'catch-compact' }), { builtinUrls: builtinEnvUrls(server.url), tokenizer });
     const events: RunEvent[] = [];
-    for await (const e of runExample({ engine, tokenizer, task: COMPACT_CATCH_TASK, envUrls: { catch: catchUrl }, config, transcripts, maxBatchSize: plannedWorkload(config).numSequences })) events.push(e);
+    for await (const e of new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, control: new RunControl() }).events()) events.push(e);
 
     const sft = events.filter((e) => e.phase === 'sft');
     expect(sft).toHaveLength(config.sft_steps);

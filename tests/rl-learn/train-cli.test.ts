@@ -70,17 +70,19 @@ describe('webgrpo train', () => {
     ];
     const first = await runCli([...common, '--sft-solver', 'catch-compact', '--sft-episodes', '2', '--sft_steps', '2', '--sft_batch_size', '1', '--max_steps', '1']);
     expect(first.code).toBe(0);
-    expect(first.lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['sft', 1], ['sft', 2], ['grpo', 1], ['done', undefined]]);
+    // One numbering for the whole run: the warm-up's steps 1–2, then GRPO's step 3 (of 3).
+    expect(first.lines.map((l) => [l.phase, l.step, l.total_steps])).toEqual([['load', undefined, undefined], ['sft', 1, 3], ['sft', 2, 3], ['grpo', 3, 3], ['done', undefined, undefined]]);
     const step = first.lines[3]!;
     expect(first.lines[0]).toMatchObject({ weight_dtype: expect.stringMatching(/^f(16|32)$/), adapter: expect.any(String) });
     for (const key of ['reward', 'rewards/caught/mean', 'rewards/progress/mean', 'completions/mean_length', 'tools/call_frequency', 'entropy', 'grad_norm', 'learning_rate', 'num_tokens']) {
       expect(step, key).toHaveProperty([key]);
     }
-    expect(step.checkpoint).toBe(join(output, 'checkpoint-1'));
+    expect(step.checkpoint).toBe(join(output, 'checkpoint-3'));
     // A line of metrics: the completions only with --log_completions (below).
     expect(step).not.toHaveProperty('completions');
     expect(JSON.stringify(step).length).toBeLessThan(4000);
-    expect((await readdir(output)).sort()).toEqual(['adapter', 'checkpoint-1', 'transcripts.jsonl']);
+    // checkpoint-2: GRPO's start (the warmed-up policy), checkpoint-3: its first step.
+    expect((await readdir(output)).sort()).toEqual(['adapter', 'checkpoint-2', 'checkpoint-3', 'transcripts.jsonl']);
 
     const adapterDir = join(output, 'adapter');
     const adapterConfig = JSON.parse(await readFile(join(adapterDir, 'adapter_config.json'), 'utf8'));
@@ -89,10 +91,11 @@ describe('webgrpo train', () => {
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
     const resumed = await runCli([...common, '--resume', 'latest', '--max_steps', '2', '--log_completions']);
-    expect(resumed.lines.map((l) => [l.phase, l.step])).toEqual([['load', undefined], ['grpo', 2], ['done', undefined]]);
+    // The checkpoint keeps the run's numbering: the warm-up's 2 steps, then GRPO's 2.
+    expect(resumed.lines.map((l) => [l.phase, l.step, l.total_steps])).toEqual([['load', undefined, undefined], ['grpo', 4, 4], ['done', undefined, undefined]]);
     // --log_completions (TRL's key): every completion of the step, with its rewards and advantage.
     expect(resumed.lines[1]!.completions).toHaveLength(2);
-    expect((resumed.lines[1]!.completions as Record<string, unknown>[])[0]).toMatchObject({ step: 2, completion: expect.any(String), advantage: expect.any(Number) });
+    expect((resumed.lines[1]!.completions as Record<string, unknown>[])[0]).toMatchObject({ step: 4, completion: expect.any(String), advantage: expect.any(Number) });
     expect(resumed.lines[1]!.num_tokens).toBeGreaterThan(step.num_tokens as number);
   });
 });

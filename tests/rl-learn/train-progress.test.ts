@@ -14,7 +14,7 @@ describe('train progress on stderr', () => {
   it('names each phase with counts that move, and writes only what moved', () => {
     const { watch, lines } = capture(3_600_000);
     watch.sftStarting(2);
-    for (const step of [1, 2]) watch.event({ phase: 'sft', step, totalSteps: 2, loss: 0.5, tokens: 10, grad_norm: 1, learning_rate: 1e-3 });
+    for (const step of [1, 2]) watch.event({ phase: 'sft', step, totalSteps: 2, loss: 0.5, tokens: 10, grad_norm: 1, learning_rate: 1e-3, step_time: 1 });
     watch.grpoStarting(3, 1);
     lines.length = 0;
     watch.tick();

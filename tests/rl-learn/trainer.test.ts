@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { FakeEngine, type Call } from './fake-engine.ts';
-import { referenceAfterWarmup, trainGRPO, TrainingError, type StepEvent, type TrainerProgress, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
+import { referenceAfterWarmup, trainGRPO, TrainingError, type GrpoStepEvent, type TrainerProgress, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
 import { trainSft } from '../../src/rl/grpo/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
 import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
 import { groupAdvantages } from '../../src/rl/grpo/advantages.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { rewardSources, type RewardFunction } from '../../src/rl/grpo/rewards.ts';
 import type { DatasetRow } from '../../src/rl/rollout/env.ts';
@@ -62,8 +62,8 @@ function config(over: Partial<GRPOConfig>): GRPOConfig {
   });
 }
 
-async function collect(gen: AsyncGenerator<StepEvent, void>): Promise<StepEvent[]> {
-  const out: StepEvent[] = [];
+async function collect(gen: AsyncGenerator<GrpoStepEvent, void>): Promise<GrpoStepEvent[]> {
+  const out: GrpoStepEvent[] = [];
   for await (const e of gen) out.push(e);
   return out;
 }
@@ -316,7 +316,7 @@ describe('trainer loop with a fake engine', () => {
     const ckpt = deserializeCheckpoint(store.saved.get(2)!);
     const rest = await collect(trainGRPO({ engine: resumed.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(resumed), rewardFuncs: [fracOnes], resume: ckpt }));
     expect(rest.map((e) => e.step)).toEqual([3, 4]);
-    const strip = (e: StepEvent) => {
+    const strip = (e: GrpoStepEvent) => {
       const { step_time: _t, ...m } = e.metrics;
       // The logging window restarts on resume, as TRL's does: averaged logs may span fewer steps.
       return { ...e, metrics: m, checkpoint: undefined, logs: undefined };
@@ -341,7 +341,7 @@ describe('trainer loop with a fake engine', () => {
     const fake = new FakeEngine();
     const store = memoryStore();
     const ctrl = new AbortController();
-    const events: StepEvent[] = [];
+    const events: GrpoStepEvent[] = [];
     for await (const e of trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 5 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], checkpointStore: store, signal: ctrl.signal })) {
       events.push(e);
       if (e.step === 2) ctrl.abort();
@@ -399,7 +399,7 @@ describe('trainer loop with a fake engine', () => {
         rewardFuncs: [fracOnes],
       }),
     );
-    const mean = (es: StepEvent[]) => es.reduce((s, e) => s + e.metrics.reward!, 0) / es.length;
+    const mean = (es: GrpoStepEvent[]) => es.reduce((s, e) => s + e.metrics.reward!, 0) / es.length;
     expect(mean(events.slice(-8))).toBeGreaterThan(mean(events.slice(0, 8)) + 0.2);
   });
 });

@@ -15,7 +15,7 @@ import { browsergymTranscripts, planWebTask } from '../../src/rl/tasks/browsergy
 import { BROWSERGYM_TASK_NAMES, browsergymTask, mixTaskAt, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
 import { envToolSchemas } from '../../src/rl/rollout/env.ts';
 import { BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, formatObservation } from '../../src/rl/tasks/envs/browsergym.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { TASK_BY_METADATA } from '../../src/rl/tasks/env-task.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';

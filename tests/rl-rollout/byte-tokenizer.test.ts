@@ -37,7 +37,7 @@ describe('byte-level tokenizer', () => {
     const engine = new FakeEngine(tok, (context) => turns[context.split('<|im_start|>assistant\n').length - 2]);
     const [r] = await runRollouts({
       engine, tokenizer: tok, rows: [{ prompt: [{ role: 'user', content: 'say hi' }] }], envFactory: () => env,
-      config: { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } }, seed: 0,
+      config: { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' }, seed: 0,
     });
     expect(tok.decode(r.completionIds)).toBe(
       turns[0] + '\n<|im_start|>user\n<tool_response>\nhi\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n' + turns[1],

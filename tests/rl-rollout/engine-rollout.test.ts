@@ -32,7 +32,7 @@ describe('runRollouts on the WebGPU engine', () => {
       tools: [{ declaration: { name: 'echo', description: 'Echo.', parameters: [{ name: 'message', type: 'string', description: 'm' }] }, call: (a) => a.message }],
     };
     const rows = [0, 1, 2].map(() => ({ prompt: [{ role: 'user' as const, content: 'say hi' }] }));
-    const config = { max_completion_length: 16, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } };
+    const config = { max_completion_length: 16, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' as const };
     const rollouts = await runRollouts({ engine, tokenizer: tok, rows, envFactory: () => env, config, seed: 3 });
     expect(rollouts).toHaveLength(3);
     for (const r of rollouts) {

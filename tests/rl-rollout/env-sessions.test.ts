@@ -6,9 +6,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
-import { prepareResets, runRollouts, type Rollout, type RolloutConfig, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
+import { prepareResets, runRollouts, type Rollout, type RolloutConfig, type RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
 import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 import { SamplingFakeEngine, type CandidatePolicy } from './sampling-engine.ts';
@@ -100,10 +100,10 @@ const policy: CandidatePolicy = (context) => {
 };
 
 function config(overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  return { max_completion_length: 200, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, ...overrides };
+  return { max_completion_length: 200, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep', ...overrides };
 }
 
-async function play(scheduler: RolloutScheduler, o: { rows: DatasetRow[]; serverCap: number; maxBatchSize: number; config?: Partial<RolloutConfig> }) {
+async function play(scheduler: RolloutSchedulerName, o: { rows: DatasetRow[]; serverCap: number; maxBatchSize: number; config?: Partial<RolloutConfig> }) {
   const server = new SessionServer(o.serverCap);
   const engine = new SamplingFakeEngine(tok, policy, { maxBatch: o.maxBatchSize });
   const rollouts = await runRollouts({

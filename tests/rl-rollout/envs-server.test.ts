@@ -7,7 +7,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
@@ -129,7 +129,7 @@ describe('example envs over the built-in env-server', () => {
     const rows = task.dataset(3);
     const rollouts = await runRollouts({
       engine, tokenizer: tok, rows, envFactory: task.envFactory({ catch: `${server.url}/envs/catch` }, open),
-      config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } }, seed: 1,
+      config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' }, seed: 1,
     });
     const rewards = task.rewardFuncs[0]({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
     expect(rewards).toEqual([1, 1, 1]);

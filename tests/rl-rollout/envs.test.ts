@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/tasks/envs/catch.ts';
-import { classifyEnvError } from '../../src/rl/tasks/envs/episode.ts';
+import { classifyEnvError } from '../../src/rl/tasks/envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from '../../src/rl/tasks/envs/multi.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';

@@ -3,7 +3,7 @@
 
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import type { StepResult } from '../../src/openenv/index.ts';
-import type { EpisodeSession, OpenEpisode } from '../../src/rl/tasks/envs/episode.ts';
+import type { EpisodeSession, OpenEpisode } from '../../src/rl/tasks/envs/episode-session.ts';
 
 export type ScriptedStep = StepResult | OpenEnvError | ((action: Record<string, unknown>) => StepResult);
 

@@ -9,7 +9,7 @@ import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { envProtocol } from '../../src/openenv/index.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
 import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
 import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/grpo/metrics.ts';
@@ -24,7 +24,7 @@ let double: McpEchoDouble;
 let failing: McpEchoDouble;
 let proxy: EnvServer;
 const open = openEnvEpisodes({ timeoutMs: 10_000 });
-const CONFIG = { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } };
+const CONFIG = { max_completion_length: 256, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' as const };
 
 beforeAll(async () => {
   double = await startMcpEchoDouble();

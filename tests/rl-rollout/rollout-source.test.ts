@@ -32,7 +32,7 @@ function seededWorld() {
 }
 
 const rows = (tag: string): DatasetRow[] => [0, 1].map(() => ({ prompt: [{ role: 'user' as const, content: 'play' }], tag }));
-const config = { max_completion_length: 8, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false } };
+const config = { max_completion_length: 8, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep' as const };
 
 describe('envRolloutSource', () => {
   it('prefetch starts the resets at once; rollouts then use them without resetting again', async () => {

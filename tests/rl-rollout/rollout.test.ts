@@ -15,7 +15,7 @@ const KWARGS = { enable_thinking: false };
 const HELLO_SUFFIX = [198, 151644, 872, 198, 151665, 198, 9707, 4337, 4894, 151666, 151645, 198, 151644, 77091, 198, 151667, 271, 151668, 271];
 
 function config(overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  return { max_completion_length: 512, max_tool_calling_iterations: null, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: KWARGS, ...overrides };
+  return { max_completion_length: 512, max_tool_calling_iterations: null, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: KWARGS, rollout_scheduler: 'lockstep', ...overrides };
 }
 
 /** A local env: `echo(message)` returns the message, `fail()` raises, `die()` is an env failure. */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LATENCY, replyDelayMs } from '../../bench/rollouts/latency-relay.ts';
 import { continuousMs, lockstepMs, relayDelays, simulateBound, type BatchShape } from '../../bench/rollouts/simulate.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 
 const FREE = { fixedMs: 0, perSequenceMs: 0 };
 const shape = (over: Partial<BatchShape>): BatchShape => ({ turns: [1], slots: 16, tokensPerTurn: 1, decode: FREE, delay: () => 0, resets: true, ...over });

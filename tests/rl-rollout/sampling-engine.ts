@@ -7,7 +7,7 @@
 import type { GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
 import type { TextTokenizer } from '../../src/model/tokenizer.ts';
 import type { RolloutEngine } from '../../src/rl/rollout/rollout.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 
 /** The texts the policy may answer with in this context (one is drawn per turn). */
 export type CandidatePolicy = (context: string) => string[];

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DatasetRow, Tool, ToolEnv } from '../../src/rl/rollout/env.ts';
 import { emptyRolloutStats } from '../../src/rl/rollout/episode.ts';
-import { runRollouts, type Rollout, type RolloutConfig, type RolloutProgress, type RolloutScheduler } from '../../src/rl/rollout/rollout.ts';
-import { hashInts } from '../../src/rl/random.ts';
+import { runRollouts, type Rollout, type RolloutConfig, type RolloutProgress, type RolloutSchedulerName } from '../../src/rl/rollout/rollout.ts';
+import { hashInts } from '../../src/rl/seeds.ts';
 import { callText } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 import { SamplingFakeEngine, type CandidatePolicy } from './sampling-engine.ts';
@@ -16,7 +16,7 @@ const tok = qwen3Tokenizer();
 const EOS = '<|im_end|>';
 
 function config(overrides: Partial<RolloutConfig> = {}): RolloutConfig {
-  return { max_completion_length: 400, max_tool_calling_iterations: null, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, ...overrides };
+  return { max_completion_length: 400, max_tool_calling_iterations: null, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: 'lockstep', ...overrides };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -84,7 +84,7 @@ function comparable(r: Rollout) {
 }
 
 async function play(
-  scheduler: RolloutScheduler,
+  scheduler: RolloutSchedulerName,
   opts: { policy: CandidatePolicy; rows: DatasetRow[]; maxDelayMs: number; config?: Partial<RolloutConfig>; maxBatchSize?: number; onProgress?: (p: RolloutProgress) => void },
 ) {
   // The engine enforces the cap it was planned for: a batch or a live sequence past it throws.

@@ -1,7 +1,7 @@
 // Presets are values: the same keys whatever was clicked before, chosen by task and model size; the
 // CLI and the app start from the same ones.
 import { describe, expect, it } from 'vitest';
-import { presetValues, tierFor } from '../../src/app/presets.ts';
+import { presetValues, tierFor } from '../../src/app/setup-presets.ts';
 import { parseConfig } from '../../src/model/config.ts';
 import { qwen3ParamCount } from '../../src/model/qwen3-tensors.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';

@@ -7,7 +7,7 @@ import { api, ownedRuns } from '../api.ts';
 import { parsePromptText } from '../../rl/tasks/mcp-task.ts';
 import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
-import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../presets.ts';
+import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../setup-presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
 import { ConfigForm, formValuesOf } from './ConfigForm.tsx';

@@ -3,7 +3,7 @@
 // the env lists and the rewards it gives (src/rl/tasks/mcp-task.ts, the CLI's `--env URL --prompt`).
 import { useEffect, useState, type ReactNode } from 'react';
 import { envProtocol, type McpTool } from '../../openenv/index.ts';
-import { openEnvEpisodes } from '../../rl/tasks/envs/episode.ts';
+import { openEnvEpisodes } from '../../rl/tasks/envs/episode-session.ts';
 import { listEnvTools } from '../../rl/tasks/envs/mcp.ts';
 import { envUnreachable, taskForEnv } from '../api.ts';
 import type { EnvSelection } from './EnvPicker.tsx';

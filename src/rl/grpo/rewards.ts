@@ -85,6 +85,45 @@ export async function computeRewardMatrix(funcs: RewardFunction[], args: RewardA
   );
 }
 
+/** What the reward functions read of one played rollout. */
+export interface ScoredRollout {
+  prompt: readonly RewardMessage[];
+  completion: readonly RewardMessage[];
+  completionIds: readonly number[];
+  env: unknown;
+  /** Set when the environment failed: every reward of the rollout is NaN (unscorable). */
+  error?: string | null;
+}
+
+/** Dataset columns other than prompt/completion, one entry per rollout (TRL passes them as kwargs). */
+function columnsOf(rows: readonly Record<string, unknown>[]): Record<string, unknown[]> {
+  const keys = new Set<string>();
+  for (const row of rows) for (const k of Object.keys(row)) if (k !== 'prompt' && k !== 'completion' && k !== 'completion_ids') keys.add(k);
+  const out: Record<string, unknown[]> = {};
+  for (const k of keys) out[k] = rows.map((row) => row[k]);
+  return out;
+}
+
+/**
+ * R for played rollouts: the reward functions' arguments built from them (and from their dataset rows'
+ * columns, when given), every reward of a rollout whose env failed set to NaN. The trainer, the
+ * worker's evaluation and the demo build all score through here.
+ */
+export async function rolloutRewards(funcs: RewardFunction[], rollouts: readonly ScoredRollout[], o: { globalStep: number; rows?: readonly Record<string, unknown>[] }): Promise<Float64Array[]> {
+  const R = await computeRewardMatrix(funcs, {
+    prompts: rollouts.map((r) => [...r.prompt]),
+    completions: rollouts.map((r) => [...r.completion]),
+    completion_ids: rollouts.map((r) => [...r.completionIds]),
+    environments: rollouts.map((r) => r.env),
+    trainer_state: { global_step: o.globalStep },
+    ...(o.rows ? columnsOf(o.rows) : {}),
+  });
+  rollouts.forEach((r, i) => {
+    if (r.error) for (const col of R) col[i] = NaN;
+  });
+  return R;
+}
+
 /** Checks reward_weights against the reward sources; null → all 1. */
 export function rewardWeights(weights: number[] | null, funcs: RewardFunction[]): number[] {
   if (weights === null) return funcs.map(() => 1);

@@ -6,7 +6,7 @@
 import type { Engine, OptimizerConfig } from '../../engine/types.ts';
 import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
-import { hashInts, permutation, Purpose } from '../random.ts';
+import { hashInts, permutation, Purpose } from '../seeds.ts';
 import type { ToolSchema } from '../rollout/schema.ts';
 import { templateSpecialTokens } from '../rollout/templates/select.ts';
 

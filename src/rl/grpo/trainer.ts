@@ -11,8 +11,8 @@ import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfi
 import type { DatasetRow } from '../rollout/env.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
 import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
-import { hashInts, permutation, Purpose } from '../random.ts';
-import { computeRewardMatrix, rewardWeights, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
+import { hashInts, permutation, Purpose } from '../seeds.ts';
+import { rewardWeights, rolloutRewards, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
 import { MetricsWindow } from './logging.ts';
 
@@ -114,7 +114,7 @@ async function scoreUnderState(engine: Engine, reference: EngineState, seqs: Sco
   }
 }
 
-export interface StepEvent {
+export interface GrpoStepEvent {
   step: number;
   totalSteps: number;
   epoch: number;
@@ -192,14 +192,6 @@ function scoreSequence(r: TrainerRollout): ScoreSequence {
   return { ids: [...r.promptIds, ...r.completionIds], scoreFrom: r.promptIds.length };
 }
 
-function columnsOf(rows: DatasetRow[]): Record<string, unknown[]> {
-  const keys = new Set<string>();
-  for (const row of rows) for (const k of Object.keys(row)) if (k !== 'prompt' && k !== 'completion' && k !== 'completion_ids') keys.add(k);
-  const out: Record<string, unknown[]> = {};
-  for (const k of keys) out[k] = rows.map((row) => row[k]);
-  return out;
-}
-
 /** Told the sequences scored so far, before the first chunk and after each. */
 type ScoredSoFar = (done: number) => void;
 
@@ -263,7 +255,7 @@ interface Generation {
   next: GenerationRequest | null;
 }
 
-export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<StepEvent, void> {
+export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepEvent, void> {
   const { engine, config: c } = opts;
   validateConfig(c);
   // A resumed run keeps the reference it started with (stored in its checkpoints).
@@ -348,15 +340,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const tokens = rollouts.reduce((n, r) => n + r.promptIds.length + r.completionIds.length, 0);
 
   // Rewards and advantages. An env failure makes every reward of that rollout NaN.
-  const R = await computeRewardMatrix(opts.rewardFuncs, {
-    prompts: rollouts.map((r) => [...r.prompt]),
-    completions: rollouts.map((r) => [...r.completion]),
-    completion_ids: rollouts.map((r) => [...r.completionIds]),
-    environments: rollouts.map((r) => r.env),
-    trainer_state: { global_step: counters.step },
-    ...columnsOf(rows),
-  });
-  for (const { rollout } of unscorable) for (const col of R) col[rollout] = NaN;
+  const R = await rolloutRewards(opts.rewardFuncs, rollouts, { globalStep: counters.step, rows });
   const rewards = weightedRewardSum(R, run.weights);
   // The rewards have read the envs' final state: the next generation's resets may start now.
   let next: GenerationRequest | null = null;
@@ -412,7 +396,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
  * gradient_accumulation_steps micro-batches one AdamW step and one event. Checkpoints sit on
  * generation boundaries (or the last step), so a resume never replays half a generation.
  */
-async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<StepEvent, void> {
+async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<GrpoStepEvent, void> {
   const { opts, c, plan, counters } = run;
   const { engine } = opts;
   const GAS = c.gradient_accumulation_steps;
@@ -497,7 +481,7 @@ function stepEvent(
   run: RunState,
   gen: Generation,
   step: { loss: number; lossMetrics: LossMetrics[]; gradNorm: number; learningRate: number; stepTime: number },
-): StepEvent {
+): GrpoStepEvent {
   const { c, plan, counters } = run;
   const metrics = stepMetrics({
     rollouts: gen.stats,
@@ -516,7 +500,7 @@ function stepEvent(
   });
   metrics.epoch = (gen.g + 1) / plan.generationsPerEpoch;
   if (!Number.isFinite(metrics.epoch)) delete metrics.epoch;
-  const event: StepEvent = {
+  const event: GrpoStepEvent = {
     step: counters.step,
     totalSteps: counters.totalSteps,
     epoch: Number.isFinite(plan.generationsPerEpoch) ? Math.floor(gen.g / plan.generationsPerEpoch) : 0,

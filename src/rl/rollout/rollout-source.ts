@@ -6,7 +6,7 @@
 
 import type { TextTokenizer } from '../../model/tokenizer.ts';
 import type { EnvFactory } from './env.ts';
-import { hashInts } from '../random.ts';
+import { hashInts } from '../seeds.ts';
 import { prepareResets, runRollouts, type PreparedResets, type Rollout, type RolloutConfig, type RolloutEngine, type RolloutProgress } from './rollout.ts';
 import type { GenerationRequest } from '../grpo/trainer.ts';
 

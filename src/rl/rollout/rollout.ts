@@ -10,6 +10,7 @@
 // episode records is decided here, and every episode samples from its own stream, so both schedulers,
 // and any slot count, give the same rollouts.
 
+import type { GenerateOutput } from '../../engine/types.ts';
 import type { ToolCall } from '../../model/chat-template.ts';
 import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
@@ -21,11 +22,12 @@ import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
+import type { RolloutSchedulerName } from '../config.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
 export type { RolloutProgress } from './progress.ts';
 
-export type RolloutScheduler = 'lockstep' | 'continuous';
+export type { RolloutSchedulerName };
 
 /** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys). */
 export interface RolloutConfig {
@@ -36,8 +38,8 @@ export interface RolloutConfig {
   top_p: number;
   top_k: number;
   chat_template_kwargs?: Record<string, unknown> | null;
-  /** Default 'lockstep'. */
-  rollout_scheduler?: RolloutScheduler;
+  /** No default here: config.ts's (continuous) is the one. */
+  rollout_scheduler: RolloutSchedulerName;
   /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
   /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
@@ -274,30 +276,177 @@ function callKey(call: ToolCall): string {
   return JSON.stringify([call.function.name, canonical(call.function.arguments)]);
 }
 
-export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> {
-  const t0 = performance.now();
-  const { engine, tokenizer, rows, config } = opts;
+/** The limits a batch plays under, read and checked once from its config. */
+interface EpisodeLimits {
+  /** episode_timeout_s in ms (Infinity = none). */
+  episodeMs: number;
+  /** env_call_timeout_s in ms (Infinity = none). */
+  callMs: number;
+  stubbornThreshold: number;
+  maxModelLen: number;
+}
+
+function episodeLimits(config: RolloutConfig, engine: RolloutEngine): EpisodeLimits {
   if (!(config.max_completion_length >= 1)) throw new Error(`max_completion_length must be ≥ 1, got ${config.max_completion_length}`);
-  const episodeMs = seconds(config.episode_timeout_s, 'episode_timeout_s');
-  const callMs = seconds(config.env_call_timeout_s, 'env_call_timeout_s');
   const stubbornThreshold = config.stubborn_threshold ?? 2;
   if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
-  const scheduler = config.rollout_scheduler ?? 'lockstep';
+  const scheduler = config.rollout_scheduler;
   if (scheduler !== 'lockstep' && scheduler !== 'continuous') throw new Error(`rollout_scheduler must be 'lockstep' or 'continuous', got '${String(scheduler)}'`);
-  const maxModelLen = engine.config.maxPositionEmbeddings;
-  const kwargs = config.chat_template_kwargs ?? null;
-  const stats = opts.stats ?? emptyRolloutStats();
-  const progress = new RolloutCounter(rows.length, opts.onProgress);
-
-  const templates = new Map<boolean, string>();
-  const templateFor = (hasTools: boolean): string => {
-    if (opts.template !== undefined) return opts.template;
-    let t = templates.get(hasTools);
-    if (t === undefined) templates.set(hasTools, (t = rolloutChatTemplate(tokenizer, { hasTools })));
-    return t;
+  return {
+    episodeMs: seconds(config.episode_timeout_s, 'episode_timeout_s'),
+    callMs: seconds(config.env_call_timeout_s, 'env_call_timeout_s'),
+    stubbornThreshold,
+    maxModelLen: engine.config.maxPositionEmbeddings,
   };
-  const suffixCtx = (): SuffixContext => ({ tokenizer, template: templateFor(true), chatTemplateKwargs: kwargs });
+}
 
+/**
+ * What the schedulers drive (EpisodeDriver): one batch's episodes admitted (reset, prompt rendered with
+ * the env's tools), folded turn by turn, their tool calls run under the timeouts, and their sessions
+ * closed. The schedulers (rollout-lockstep.ts, rollout-continuous.ts) only decide WHEN each plays.
+ */
+class EpisodeRunner implements EpisodeDriver {
+  readonly engine: RolloutEngine;
+  readonly sampling: EpisodeDriver['sampling'];
+  readonly stopIds: number[];
+  readonly maxIterations: number;
+  readonly stats: RolloutStats;
+  readonly progress: RolloutCounter;
+  private readonly templates = new Map<boolean, string>();
+  private readonly admitted = new Set<Episode>();
+  /** Resets taken and not yet over: their session, if one comes, is closed once it has. */
+  private readonly resetting = new Map<Episode, Promise<ResetOutcome>>();
+
+  constructor(
+    private readonly opts: RunRolloutsOptions,
+    private readonly resets: PreparedResets,
+    private readonly limits: EpisodeLimits,
+  ) {
+    const { config } = opts;
+    this.engine = opts.engine;
+    this.sampling = { temperature: config.temperature, topP: config.top_p, topK: config.top_k, seed: opts.seed >>> 0 };
+    this.stopIds = [opts.tokenizer.eosTokenId];
+    this.maxIterations = config.max_tool_calling_iterations ?? Infinity;
+    this.stats = opts.stats ?? emptyRolloutStats();
+    this.progress = new RolloutCounter(opts.rows.length, opts.onProgress);
+  }
+
+  /** The template for prompts with or without tools (the checkpoint's own, chosen once per kind). */
+  private templateFor(hasTools: boolean): string {
+    if (this.opts.template !== undefined) return this.opts.template;
+    let t = this.templates.get(hasTools);
+    if (t === undefined) this.templates.set(hasTools, (t = rolloutChatTemplate(this.opts.tokenizer, { hasTools })));
+    return t;
+  }
+
+  private suffixCtx(): SuffixContext {
+    return { tokenizer: this.opts.tokenizer, template: this.templateFor(true), chatTemplateKwargs: this.opts.config.chat_template_kwargs ?? null };
+  }
+
+  private closeEnv(episode: Episode): Promise<void> {
+    return (episode.closing ??= Promise.resolve().then(() => episode.rollout.env.close?.()).then(() => undefined, () => undefined));
+  }
+
+  /** The episode's reset, then its prompt: the observation folded in, rendered with the env's tools. */
+  private async admit(episode: Episode): Promise<boolean> {
+    const { rollout } = episode;
+    const { maxModelLen } = this.limits;
+    this.admitted.add(episode);
+    const pending = this.resets.take(episode.index);
+    this.resetting.set(episode, pending);
+    const outcome = await this.progress.envCall(pending);
+    this.resetting.delete(episode);
+    if (outcome.status === 'rejected') rollout.error = `reset failed: ${errorText(outcome.reason)}`;
+    else if (!outcome.value.done) {
+      rollout.error = `reset timed out after ${this.resets.resetLimit / 1000} s`;
+      rollout.timedOut = true;
+    }
+    const observation = outcome.status === 'fulfilled' && outcome.value.done ? (outcome.value.value ?? null) : null;
+    rollout.prompt = promptWithObservation(rollout.row, observation);
+    episode.tools = envTools(rollout.env);
+    rollout.promptIds = renderPrompt({
+      tokenizer: this.opts.tokenizer, template: this.templateFor(episode.tools.length > 0), prompt: rollout.prompt, tools: episode.tools, chatTemplateKwargs: this.opts.config.chat_template_kwargs ?? null,
+    }).ids;
+    if (!rollout.error && rollout.promptIds.length >= maxModelLen) {
+      rollout.error = `prompt of ${rollout.promptIds.length} tokens does not fit max_position_embeddings ${maxModelLen}`;
+    }
+    return !rollout.error;
+  }
+
+  async firstTurn(episode: Episode): Promise<TurnRequest | null> {
+    if (!(await this.admit(episode))) return null;
+    // The episode's clock starts with its first turn: its reset was bounded on its own.
+    episode.deadline = performance.now() + this.limits.episodeMs;
+    return {
+      episode,
+      append: episode.rollout.promptIds,
+      first: true,
+      maxNewTokens: Math.min(this.opts.config.max_completion_length, this.limits.maxModelLen - episode.rollout.promptIds.length),
+    };
+  }
+
+  fold(request: TurnRequest, out: Pick<GenerateOutput, 'tokens' | 'logprobs'>): void {
+    foldTurn(this.opts.tokenizer, request, out);
+  }
+
+  async toolTurn(episode: Episode): Promise<TurnRequest | null> {
+    const { callMs, episodeMs, maxModelLen, stubbornThreshold } = this.limits;
+    this.stats.envSteps++;
+    const limit = Math.min(callMs, episode.deadline - performance.now());
+    const result = await this.progress.envCall(bounded(runToolTurn(episode, this.suffixCtx(), this.opts.config, maxModelLen, stubbornThreshold), limit));
+    if (result.done) return result.value;
+    this.timeOut(episode, limit === callMs ? `an env call took over env_call_timeout_s = ${callMs / 1000}` : `episode_timeout_s = ${episodeMs / 1000}`);
+    return null;
+  }
+
+  timeOut(episode: Episode, what: string): void {
+    episode.rollout.error = `episode timed out: ${what}`;
+    episode.rollout.timedOut = true;
+    episode.pendingCalls = [];
+    // The env call may still be running: closing the session ends it, and nothing waits for it.
+    void this.closeEnv(episode);
+  }
+
+  releaseSequence(episode: Episode): void {
+    if (episode.seq) this.engine.releaseSequence(episode.seq);
+    episode.seq = undefined;
+  }
+
+  async endEpisode(episode: Episode): Promise<void> {
+    this.releaseSequence(episode);
+    // The slot is free once the server let the session go; a close that hangs holds it one env call at most.
+    await this.progress.envCall(bounded(this.closeEnv(episode), this.limits.callMs));
+    this.progress.episodeDone();
+  }
+
+  /**
+   * After the batch, played or failed: sequences back; only a failed batch leaves sessions here —
+   * prefetched resets never taken (discard closes them) and resets still running (closed once they
+   * are over, not awaited: one may never answer) are not waited for; episodes still playing are closed now.
+   */
+  async settle(episodes: readonly Episode[]): Promise<void> {
+    for (const e of episodes) this.releaseSequence(e);
+    void this.resets.discard();
+    for (const [episode, pending] of this.resetting) void pending.then(() => this.closeEnv(episode));
+    await Promise.all(episodes.filter((e) => this.admitted.has(e) && !this.resetting.has(e)).map((e) => this.closeEnv(e)));
+  }
+}
+
+function newEpisode(row: DatasetRow, i: number, env: ToolEnv): Episode {
+  return {
+    index: i,
+    rollout: {
+      row, prompt: promptWithObservation(row, null), promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
+      truncated: false, env, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
+    },
+    tools: [], pendingCalls: [], iterations: 0, deadline: Infinity, failedCalls: new Map(), lastTurn: [0, 0],
+  };
+}
+
+export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> {
+  const t0 = performance.now();
+  const { tokenizer, rows, config } = opts;
+  const limits = episodeLimits(config, opts.engine);
   // Episodes play (hold a decode slot and an env session) `slots` at a time; each one's reset starts
   // when it is admitted — or was started while the previous generation trained (prefetched) — and its
   // session is closed when it ends, so no more sessions are open than episodes playing.
@@ -305,102 +454,13 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config, slots);
   if (resets.rows !== rows) throw new Error('runRollouts: the prefetched resets were started for other rows');
   if (resets.slots > slots) throw new Error(`runRollouts: the resets were prefetched for ${resets.slots} episodes at once, over this batch's ${slots}`);
-  const { envs, resetLimit } = resets;
-  const episodes: Episode[] = rows.map((row, i) => ({
-    index: i,
-    rollout: {
-      row, prompt: promptWithObservation(row, null), promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
-      truncated: false, env: envs[i]!, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
-    },
-    tools: [], pendingCalls: [], iterations: 0, deadline: Infinity, failedCalls: new Map(), lastTurn: [0, 0],
-  }));
-
-  const admitted = new Set<Episode>();
-  /** Resets taken and not yet over: their session, if one comes, is closed once it has. */
-  const resetting = new Map<Episode, Promise<ResetOutcome>>();
-  const closeEnv = (episode: Episode): Promise<void> =>
-    (episode.closing ??= Promise.resolve().then(() => episode.rollout.env.close?.()).then(() => undefined, () => undefined));
-
-  /** The episode's reset, then its prompt: the observation folded in, rendered with the env's tools. */
-  const admit = async (episode: Episode): Promise<boolean> => {
-    const { rollout } = episode;
-    admitted.add(episode);
-    const pending = resets.take(episode.index);
-    resetting.set(episode, pending);
-    const outcome = await progress.envCall(pending);
-    resetting.delete(episode);
-    if (outcome.status === 'rejected') rollout.error = `reset failed: ${errorText(outcome.reason)}`;
-    else if (!outcome.value.done) {
-      rollout.error = `reset timed out after ${resetLimit / 1000} s`;
-      rollout.timedOut = true;
-    }
-    const observation = outcome.status === 'fulfilled' && outcome.value.done ? (outcome.value.value ?? null) : null;
-    rollout.prompt = promptWithObservation(rollout.row, observation);
-    episode.tools = envTools(rollout.env);
-    rollout.promptIds = renderPrompt({ tokenizer, template: templateFor(episode.tools.length > 0), prompt: rollout.prompt, tools: episode.tools, chatTemplateKwargs: kwargs }).ids;
-    if (!rollout.error && rollout.promptIds.length >= maxModelLen) {
-      rollout.error = `prompt of ${rollout.promptIds.length} tokens does not fit max_position_embeddings ${maxModelLen}`;
-    }
-    return !rollout.error;
-  };
-
-  const driver: EpisodeDriver = {
-    engine,
-    sampling: { temperature: config.temperature, topP: config.top_p, topK: config.top_k, seed: opts.seed >>> 0 },
-    stopIds: [tokenizer.eosTokenId],
-    maxIterations: config.max_tool_calling_iterations ?? Infinity,
-    stats,
-    progress,
-    firstTurn: async (episode) => {
-      if (!(await admit(episode))) return null;
-      // The episode's clock starts with its first turn: its reset was bounded on its own.
-      episode.deadline = performance.now() + episodeMs;
-      return {
-        episode,
-        append: episode.rollout.promptIds,
-        first: true,
-        maxNewTokens: Math.min(config.max_completion_length, maxModelLen - episode.rollout.promptIds.length),
-      };
-    },
-    fold: (request, out) => foldTurn(tokenizer, request, out),
-    toolTurn: async (episode) => {
-      stats.envSteps++;
-      const limit = Math.min(callMs, episode.deadline - performance.now());
-      const result = await progress.envCall(bounded(runToolTurn(episode, suffixCtx(), config, maxModelLen, stubbornThreshold), limit));
-      if (result.done) return result.value;
-      driver.timeOut(episode, limit === callMs ? `an env call took over env_call_timeout_s = ${callMs / 1000}` : `episode_timeout_s = ${episodeMs / 1000}`);
-      return null;
-    },
-    timeOut: (episode, what) => {
-      episode.rollout.error = `episode timed out: ${what}`;
-      episode.rollout.timedOut = true;
-      episode.pendingCalls = [];
-      // The env call may still be running: closing the session ends it, and nothing waits for it.
-      void closeEnv(episode);
-    },
-    releaseSequence: (episode) => {
-      if (episode.seq) engine.releaseSequence(episode.seq);
-      episode.seq = undefined;
-    },
-    endEpisode: async (episode) => {
-      driver.releaseSequence(episode);
-      // The slot is free once the server let the session go; a close that hangs holds it one env call at most.
-      await progress.envCall(bounded(closeEnv(episode), callMs));
-      progress.episodeDone();
-    },
-  };
-
+  const episodes = rows.map((row, i) => newEpisode(row, i, resets.envs[i]!));
+  const runner = new EpisodeRunner(opts, resets, limits);
   try {
-    if (scheduler === 'continuous') await runContinuous(episodes, driver, { maxBatchSize: slots, batchWindowMs: opts.batchWindowMs ?? 2 });
-    else await runLockstep(episodes, driver, { maxBatchSize: slots });
+    if (config.rollout_scheduler === 'continuous') await runContinuous(episodes, runner, { maxBatchSize: slots, batchWindowMs: opts.batchWindowMs ?? 2 });
+    else await runLockstep(episodes, runner, { maxBatchSize: slots });
   } finally {
-    for (const e of episodes) driver.releaseSequence(e);
-    // Only a failed batch leaves sessions here: prefetched resets never taken (discard closes them) and
-    // resets still running (closed once they are over, not awaited: one may never answer) are not
-    // waited for; episodes still playing are closed now.
-    void resets.discard();
-    for (const [episode, pending] of resetting) void pending.then(() => closeEnv(episode));
-    await Promise.all(episodes.filter((e) => admitted.has(e) && !resetting.has(e)).map(closeEnv));
+    await runner.settle(episodes);
   }
 
   const endIds = new Set([tokenizer.eosTokenId, ...(tokenizer.padTokenId === null ? [] : [tokenizer.padTokenId])]);
@@ -408,7 +468,7 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
     const last = rollout.completionIds[rollout.completionIds.length - 1];
     rollout.truncated = rollout.completionIds.length > 0 && !endIds.has(last);
   }
-  stats.wallMs += performance.now() - t0;
+  runner.stats.wallMs += performance.now() - t0;
   return episodes.map((e) => e.rollout);
 }
 

@@ -5,9 +5,9 @@
 
 import type { DatasetRow } from '../rollout/env.ts';
 import { BROWSERGYM_DATASET_PROMPT, BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
-import { openEnvEpisodes } from './envs/episode.ts';
+import { openEnvEpisodes } from './envs/episode-session.ts';
 import type { ExampleTask } from './task.ts';
-import { hashInts } from '../random.ts';
+import { hashInts } from '../seeds.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The env-server's tasks by difficulty with TRL's five tools (choose-list needs the combobox typed into). */

@@ -6,7 +6,7 @@
 
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import { catchActionId, catchReward, CATCH_COLS, CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from './envs/catch.ts';
-import { EpisodeSlot, type OpenEpisode } from './envs/episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './envs/episode-session.ts';
 import type { ChatTemplateTask } from './task.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 

@@ -4,9 +4,9 @@
 import type { ChatMessage } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { listEnvTools, McpToolEnv } from './envs/mcp.ts';
-import { openEnvEpisodes, type OpenEpisode } from './envs/episode.ts';
+import { openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
-import type { ChatTemplateTask } from '../run-example.ts';
+import type { ChatTemplateTask } from './task.ts';
 
 /** A JSONL prompt dataset: one object per line with `prompt` (a string, or a list of chat messages). */
 export function parsePromptDataset(text: string, source: string): DatasetRow[] {

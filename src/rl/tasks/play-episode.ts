@@ -4,7 +4,7 @@
 
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import { envToolSchemas, envTools, type DatasetRow, type ToolEnv } from '../rollout/env.ts';
-import { openEpisode, type OpenEpisode } from './envs/episode.ts';
+import { openEpisode, type OpenEpisode } from './envs/episode-session.ts';
 import type { Transcript } from '../grpo/sft.ts';
 import { executeToolCalls } from '../rollout/tools.ts';
 

@@ -5,7 +5,7 @@
 import type { DatasetRow } from '../rollout/env.ts';
 import { CatchEnv, catchReward } from './envs/catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
-import { openEnvEpisodes } from './envs/episode.ts';
+import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import { WordleEnv } from './envs/wordle.ts';
 import { browsergymTask } from './browsergym-task.ts';

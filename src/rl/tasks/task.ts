@@ -3,7 +3,7 @@
 // without importing each other.
 
 import type { DatasetRow, EnvFactory } from '../rollout/env.ts';
-import type { OpenEpisode } from './envs/episode.ts';
+import type { OpenEpisode } from './envs/episode-session.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The built-in envs a task may need a URL for. */

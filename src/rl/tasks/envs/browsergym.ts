@@ -8,7 +8,7 @@ import type { StepResult } from '../../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import { pyReprString } from '../../rollout/pyrepr.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
-import { EpisodeSlot, type OpenEpisode } from './episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 
 export const BROWSERGYM_SYSTEM_PROMPT = `You control a web browser to complete tasks.
 

@@ -4,7 +4,7 @@
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import { pyRepr } from '../../rollout/pyrepr.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
-import { EpisodeSlot, type OpenEpisode } from './episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 
 export const CATCH_ROWS = 10;
 export const CATCH_COLS = 5;

@@ -7,7 +7,7 @@
 import { rpcToolResult, toolCallValue } from '../../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
-import { EpisodeSlot, type OpenEpisode } from './episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 
 export const ECHO_TOOL: ToolDeclaration = {
   name: 'echo',

@@ -6,7 +6,7 @@
 import { parseToolList, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool } from '../../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import type { JsonSchema, ToolSchema } from '../../rollout/schema.ts';
-import { EpisodeSlot, type OpenEpisode } from './episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

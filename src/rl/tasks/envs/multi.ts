@@ -4,7 +4,7 @@
 
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import { CatchEnv, catchReward, MOVE_TOOL, STAY_TOOL } from './catch.ts';
-import type { OpenEpisode } from './episode.ts';
+import type { OpenEpisode } from './episode-session.ts';
 import { GUESS_TOOL, WordleEnv } from './wordle.ts';
 
 export type MultiEnvName = 'wordle' | 'catch';

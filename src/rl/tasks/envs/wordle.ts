@@ -3,7 +3,7 @@
 
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
-import { EpisodeSlot, type OpenEpisode } from './episode.ts';
+import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 import type { StepResult } from '../../../openenv/index.ts';
 
 export const GUESS_TOOL: ToolDeclaration = {

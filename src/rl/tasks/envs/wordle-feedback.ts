@@ -1,5 +1,6 @@
 // Wordle's per-letter feedback, kept free of Node imports so the env (env-server/envs/wordle.ts) and
-// the browser-side scripted solver (src/rl/tasks/wordle-solver.ts) compute it with the same code.
+// the browser-side scripted solver (src/rl/tasks/wordle-solver.ts) compute it with the same code. It
+// lives on the trainer's side: the env-server may import src/, src/rl never imports the env-server.
 
 export type WordleMark = 'G' | 'Y' | 'X';
 

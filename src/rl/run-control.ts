@@ -1,10 +1,20 @@
-// Pause / resume / stop of one run, as the trainer loop understands them: an AbortSignal asks the
-// current phase (SFT or GRPO) to return at its next boundary (GRPO saves a checkpoint there), and a
-// gate holds the worker between phases until the user resumes or stops.
+// Pause / resume / stop of one run, as the run (src/rl/run.ts) understands them: an AbortSignal asks
+// the current phase (SFT or GRPO) to return at its next boundary (a checkpoint is saved there), and a
+// gate holds the run between segments until the user resumes or stops. The worker pauses, resumes and
+// stops through it; the CLI only stops (SIGINT / SIGTERM).
 
 export type RunRequest = 'pause' | 'stop' | null;
 
-export class RunControl {
+/** What a Run (src/rl/run.ts) reads of its control. */
+export interface RunControlPort {
+  /** Aborted when the current segment should end (pause or stop). */
+  readonly signal: AbortSignal;
+  readonly request: RunRequest;
+  /** After a segment ended early: true once resumed (a fresh signal), false when stopped. */
+  waitWhilePaused(): Promise<boolean>;
+}
+
+export class RunControl implements RunControlPort {
   private controller = new AbortController();
   private pending: RunRequest = null;
   private release: ((r: 'resume' | 'stop') => void) | null = null;

@@ -1,0 +1,74 @@
+// A run's checkpoint: the trainer's files (grpo/checkpoint.ts) plus where the run stood in its SFT
+// warm-up, so a resume continues the warm-up or GRPO with the run's own step numbering. The run saves
+// through a RunCheckpointStore: checkpoint-<step>/ folders in Node (the CLI's --output), IndexedDB per
+// run id in the worker (workers/run-checkpoints.ts).
+
+import { folderCheckpointStore, deserializeCheckpoint } from './grpo/checkpoint.ts';
+
+/** The run's position, stored beside the trainer's files. */
+export const RUN_STATE_FILE = 'run_state.json';
+
+export interface RunCheckpoint {
+  /** Steps of the run done when it was taken (SFT steps included). */
+  runStep: number;
+  /** SFT warm-up steps the run planned (fixed when it started: resuming keeps the step numbering). */
+  sftSteps: number;
+  /** SFT warm-up steps done (all of them once GRPO started). */
+  sftStepsDone: number;
+  /** The trainer checkpoint's files (trainer_state.json, engine_state.safetensors, …). */
+  files: Map<string, Uint8Array>;
+}
+
+export interface RunCheckpointStore {
+  /** Keeps the checkpoint; returns where it went (for logs). */
+  save(ckpt: RunCheckpoint): Promise<string>;
+}
+
+/** Node: `<dir>/checkpoint-<runStep>/` with the trainer's files and run_state.json. */
+export function folderRunCheckpoints(dir: string): RunCheckpointStore {
+  const folder = folderCheckpointStore(dir);
+  return {
+    save: (c) => {
+      const state = { run_step: c.runStep, sft_steps: c.sftSteps, sft_steps_done: c.sftStepsDone };
+      return folder.save(c.runStep, new Map([...c.files, [RUN_STATE_FILE, new TextEncoder().encode(JSON.stringify(state, null, 2))]]));
+    },
+  };
+}
+
+function count(state: Record<string, unknown>, key: string, file: string): number {
+  const v = state[key];
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new Error(`checkpoint: ${file} has no valid '${key}'`);
+  return v;
+}
+
+/**
+ * Node: a checkpoint folder written by folderRunCheckpoints. One without run_state.json (written
+ * before runs numbered their steps across SFT and GRPO) is a GRPO checkpoint with no warm-up before it.
+ */
+export async function readRunCheckpointFolder(dir: string): Promise<RunCheckpoint> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    throw new Error(`checkpoint: cannot read the folder ${dir} (${(err as Error).message})`);
+  }
+  const files = new Map<string, Uint8Array>();
+  for (const name of names) if (name !== RUN_STATE_FILE) files.set(name, new Uint8Array(await readFile(join(dir, name))));
+  if (!names.includes(RUN_STATE_FILE)) {
+    const step = deserializeCheckpoint(files).counters.step;
+    return { runStep: step, sftSteps: 0, sftStepsDone: 0, files };
+  }
+  const file = join(dir, RUN_STATE_FILE);
+  let state: Record<string, unknown>;
+  try {
+    state = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`checkpoint: ${file} is not valid JSON (${(err as Error).message})`);
+  }
+  const sftSteps = count(state, 'sft_steps', file);
+  const sftStepsDone = count(state, 'sft_steps_done', file);
+  if (sftStepsDone > sftSteps) throw new Error(`checkpoint: ${file} has sft_steps_done ${sftStepsDone} > sft_steps ${sftSteps}`);
+  return { runStep: count(state, 'run_step', file), sftSteps, sftStepsDone, files };
+}
