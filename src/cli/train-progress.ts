@@ -41,6 +41,13 @@ export function watchedEngine(engine: Engine, hooks: EngineHooks): Engine {
         },
       });
     },
+    openDecode: (opts) => {
+      const session = engine.openDecode(opts);
+      return {
+        step: (items) => (hooks.signal.aborted ? Promise.reject(abortError()) : session.step(items)),
+        close: () => session.close(),
+      };
+    },
     score: (req) => engine.score(req),
     backward: (req) => engine.backward(req),
     zeroGrad: () => engine.zeroGrad(),

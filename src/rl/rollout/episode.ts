@@ -3,13 +3,13 @@
 // rollout-continuous.ts) only decide WHEN each episode decodes; everything an episode records is decided
 // here and in rollout.ts, so both schedulers produce the same rollouts.
 
-import type { Engine, GenerateOutput, SamplingParams, SequenceHandle } from '../../engine/types.ts';
+import type { DecodeItem, DecodeSession, Engine, GenerateOutput, SampledToken, SamplingParams, SequenceHandle } from '../../engine/types.ts';
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
 import type { RolloutCounter } from './progress.ts';
 
 /** The part of the engine a rollout drives. */
-export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate'> & {
+export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate' | 'openDecode'> & {
   readonly config: { maxPositionEmbeddings: number };
 };
 
@@ -141,6 +141,18 @@ export async function timedGenerate(driver: EpisodeDriver, req: Parameters<Rollo
   };
   try {
     return await driver.engine.generate({ ...req, onStep });
+  } finally {
+    driver.stats.generateMs += performance.now() - t0;
+  }
+}
+
+/** One step of a decode session, with its time counted as GPU-busy and the step counted for progress. */
+export async function timedStep(driver: EpisodeDriver, session: DecodeSession, items: DecodeItem[]): Promise<SampledToken[]> {
+  const t0 = performance.now();
+  try {
+    const sampled = await session.step(items);
+    driver.progress.decodeStep(items.length);
+    return sampled;
   } finally {
     driver.stats.generateMs += performance.now() - t0;
   }
