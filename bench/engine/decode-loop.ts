@@ -27,11 +27,18 @@ const QWEN3_0_6B = { hidden: '1024', layers: '28', heads: '16', kvHeads: '8', he
 
 type Scheduler = 'lockstep' | 'continuous';
 
-/** B single-turn episodes of `newTokens` sampled tokens each, no stop ids, no tools. */
-async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B: number, prompt: number, newTokens: number, counter: GpuCounter) {
+/**
+ * B single-turn episodes of `newTokens` sampled tokens each, no stop ids, no tools. `joinAfter(i)`:
+ * episode i's reset answers once that many decode steps ran (default 0: all start together), so the
+ * continuous scheduler's batch grows between steps.
+ */
+export async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B: number, prompt: number, newTokens: number, counter: GpuCounter,
+  joinAfter: (index: number) => number = () => 0) {
   const V = engine.config.vocabSize;
   const outputs: number[][] = Array.from({ length: B }, () => []);
   let steps = 0;
+  /** Resets that answer once `after` decode steps ran. */
+  const waiting: { after: number; resolve: () => void }[] = [];
   const episodes = Array.from({ length: B }, (_, index): Episode => ({
     index, rollout: {} as Rollout, tools: [], pendingCalls: [], iterations: 0, deadline: Infinity, failedCalls: new Map(), lastTurn: [0, 0],
   }));
@@ -40,9 +47,11 @@ async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B: numbe
     sampling: { temperature: 1, topP: 1, topK: 0, seed: 7 },
     stopIds: [],
     maxIterations: 1,
-    firstTurn: async (episode): Promise<TurnRequest> => ({
-      episode, first: true, maxNewTokens: newTokens, append: Array.from({ length: prompt }, (_, i) => (i * 31 + episode.index * 17 + 3) % V),
-    }),
+    firstTurn: async (episode): Promise<TurnRequest> => {
+      const after = joinAfter(episode.index);
+      if (steps < after) await new Promise<void>((resolve) => waiting.push({ after, resolve }));
+      return { episode, first: true, maxNewTokens: newTokens, append: Array.from({ length: prompt }, (_, i) => (i * 31 + episode.index * 17 + 3) % V) };
+    },
     fold: (request, out) => outputs[request.episode.index]!.push(...out.tokens),
     toolTurn: async () => null,
     timeOut: () => undefined,
@@ -55,6 +64,10 @@ async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B: numbe
   driver.progress.decodeStep = (n) => {
     steps++;
     decodeStep(n);
+    for (const w of waiting.filter((x) => x.after <= steps)) {
+      waiting.splice(waiting.indexOf(w), 1);
+      w.resolve();
+    }
   };
   counter.reset();
   if (scheduler === 'lockstep') await runLockstep(episodes, driver, { maxBatchSize: B });
@@ -72,7 +85,9 @@ async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B: numbe
     submits: c.submits,
     roundTripsPerToken: c.roundTrips / tokens,
     buffersCreatedPerStepAfterFirst: afterFirst / (steps - 1),
+    roundTripsPerStep: c.roundTrips / steps,
     hostMsPerStep: median(c.hostMsBeforeSubmit.slice(firstDecodeSubmit + 1)),
+    batchSizes: driver.stats.decodeBatchSizes,
     outputs,
   };
 }

@@ -2,7 +2,7 @@
 // place: buffers created, awaited host↔GPU round trips (every mapAsync, popErrorScope and
 // onSubmittedWorkDone promise: each is a reply the host waits for from the GPU process), submits,
 // and the host time between the last reply and the next submit (encoding and submitting a step).
-// Used by `webgrpo bench decode` and by tests/engine/decode-session.test.ts.
+// Used by `webgrpo bench decode` and by tests/engine/gpu-decode-session.test.ts.
 
 export interface GpuCounts {
   buffersCreated: number;
