@@ -44,7 +44,7 @@ export function watchedEngine(engine: Engine, hooks: EngineHooks): Engine {
     openDecode: (opts) => {
       const session = engine.openDecode(opts);
       return {
-        step: (items) => (hooks.signal.aborted ? Promise.reject(abortError()) : session.step(items)),
+        step: (items, steps) => (hooks.signal.aborted ? Promise.reject(abortError()) : session.step(items, steps)),
         close: () => session.close(),
       };
     },

@@ -117,7 +117,7 @@ export class WebGpuEngine implements Engine {
     const session = new CachedDecodeSession(this.internals, this.cache, this.lookup, opts, this.stats);
     // Each step takes its turn with the engine's other GPU work (scratch buffers are shared).
     return {
-      step: (items) => this.exclusive(() => session.step(items)),
+      step: (items, steps) => this.exclusive(() => session.step(items, steps)),
       close: () => this.exclusive(() => session.close()),
     };
   }

@@ -15,7 +15,7 @@
 
 import type { Qwen3Forward, PackedToken } from './forward.ts';
 import type { KvCache } from './kv-cache.ts';
-import type { DecodeItem, DecodeSession, DecodeSessionOptions, GenerateOutput, GenerateRequest, SampledToken, SamplingParams, SequenceHandle } from './types.ts';
+import { DECODE_CHAIN_MAX, type DecodeItem, type DecodeSession, type DecodeSessionOptions, type GenerateOutput, type GenerateRequest, type SampledToken, type SamplingParams, type SequenceHandle } from './types.ts';
 import { f32, type ParamValue } from './recorder.ts';
 
 const PREFILL_TOKENS_PER_PASS = 512;
@@ -61,6 +61,7 @@ export class CachedDecodeSession implements DecodeSession {
   private readonly adapters: boolean;
   private readonly samplePipe: GPUComputePipeline;
   private readonly sampleParams: ParamValue[];
+  private readonly stop: Set<number>;
   /** Buffers are sized for maxRows: done by the first step that feeds that many rows, or ahead of a smaller one. */
   private sized = false;
   private closed = false;
@@ -76,6 +77,7 @@ export class CachedDecodeSession implements DecodeSession {
     checkSampling(opts.sampling);
     if (!(Number.isInteger(opts.maxRows) && opts.maxRows >= 1)) throw new Error(`decode session: maxRows must be an integer ≥ 1, got ${opts.maxRows}`);
     this.adapters = opts.adapters ?? true;
+    this.stop = new Set(opts.stopIds);
     const { temperature, topK, topP, seed } = opts.sampling;
     const greedy = temperature === 0;
     const V = fwd.config.vocabSize;
@@ -118,24 +120,36 @@ export class CachedDecodeSession implements DecodeSession {
     await this.guard(async () => this.encodePrefill(this.admit(items, true)));
   }
 
-  /** One decode step: one sampled token per item, in item order. */
-  async step(items: readonly DecodeItem[]): Promise<SampledToken[]> {
+  /** `steps` chained decode steps (see DecodeSession.step): per item, in item order, its sampled tokens. */
+  async step(items: readonly DecodeItem[], steps = 1): Promise<SampledToken[][]> {
     return this.guard(async () => {
+      if (!(Number.isInteger(steps) && steps >= 1 && steps <= DECODE_CHAIN_MAX)) throw new Error(`decode session: steps must be an integer in [1, ${DECODE_CHAIN_MAX}], got ${steps}`);
+      items.forEach((item, i) => {
+        if (item.maxNewTokens < steps) throw new Error(`decode session: item ${i} may sample ${item.maxNewTokens} more tokens, fewer than the ${steps} steps asked for`);
+      });
       const rows = this.admit(items, false);
       await this.encodePrefill(rows);
       if (rows.length === 0) return [];
       if (!this.sized && rows.length < this.opts.maxRows) this.sizeBuffers();
       this.sized = true;
-      const { rec, read } = this.encodeDecode(rows.map((r, row) => this.decodeToken(r.s, row)), rows);
+      const { rec, read } = this.encodeDecode(rows, steps);
       const result = await rec.submit();
       const words = new Uint32Array(result[read]!);
       const floats = new Float32Array(result[read]!);
-      if (this.stats) this.stats.decodeSteps++;
+      const B = rows.length;
+      if (this.stats) this.stats.decodeSteps += steps;
       return rows.map(({ s }, row) => {
-        s.cached = s.length; // the fed token is in the cache now
-        const token = words[row * 2]!;
-        s.tokens.push(token);
-        return { token, logprob: floats[row * 2 + 1]! };
+        const out: SampledToken[] = [];
+        for (let j = 0; j < steps; j++) {
+          const token = words[(j * B + row) * 2]!;
+          out.push({ token, logprob: floats[(j * B + row) * 2 + 1]! });
+          if (this.stop.has(token)) break;
+        }
+        // Every token fed is in the cache now; the last sampled one is pending. The cache rows a
+        // stopped sequence wrote past its stop hold nothing it attends to: its next tokens overwrite them.
+        s.tokens.push(...out.map((t) => t.token));
+        s.cached = s.length - 1;
+        return out;
       });
     });
   }
@@ -159,12 +173,6 @@ export class CachedDecodeSession implements DecodeSession {
     }
   }
 
-  private decodeToken(s: SequenceState, row: number): PackedToken {
-    const base = this.cache.base(s.id);
-    const p = s.length - 1;
-    return { token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: row };
-  }
-
   private async encodePrefill(rows: readonly Row[]): Promise<void> {
     const fwd = this.fwd;
     const prefill: PackedToken[] = [];
@@ -184,47 +192,56 @@ export class CachedDecodeSession implements DecodeSession {
     for (const { s } of rows) s.cached = Math.max(s.cached, s.length - 1);
   }
 
-  /** Records one decode step over `tokens` (row r = tokens[r]); the read-back holds (id, logprob bits) per row. */
-  private encodeDecode(tokens: PackedToken[], rows: readonly Row[]) {
+  /**
+   * Records `steps` chained decode steps over `rows` (row r of each step = rows[r]): step j feeds
+   * position length − 1 + j, its input token being what step j − 1 sampled (the sampler writes it
+   * straight into step j's token buffer). The read-back holds (id, logprob bits) per step and row.
+   */
+  private encodeDecode(rows: readonly Row[], steps: number) {
     const fwd = this.fwd;
-    const B = tokens.length;
+    const B = rows.length;
     const V = fwd.config.vocabSize;
     const rec = fwd.recorder('decode', { errorScope: false });
-    const batch = fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${role}`, bytes));
+    const bases = rows.map(({ s }) => (s.length > 0 ? this.cache.base(s.id) : 0));
+    const batches = Array.from({ length: steps }, (_, j) => {
+      const tokens = rows.map(({ s }, row): PackedToken => {
+        const p = Math.max(0, s.length - 1) + j;
+        return { token: j === 0 ? (s.tokens[p] ?? 0) : 0, position: p, kvBase: bases[row]!, kvSlot: bases[row]! + p, seq: row };
+      });
+      return fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${j}.${role}`, bytes));
+    });
     const acts = fwd.scratchLayerActs(B, 'decode');
-    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
     // rows 0..B-1 are exactly the fed tokens
     const rowIndex = fwd.scratchBuffer('decode.rowIndex', B * 4);
-    const rowInfo = fwd.scratchBuffer('decode.rowInfo', B * 8);
-    const info = new Uint32Array(B * 2);
-    const index = new Uint32Array(B);
-    // RNG stream = the item's own; counter = the position the sampled token takes.
-    tokens.forEach((t, r) => {
-      index[r] = r;
-      info[r * 2] = rows[r]?.stream ?? 0;
-      info[r * 2 + 1] = t.position + 1;
-    });
-    fwd.device.queue.writeBuffer(rowIndex, 0, index);
-    fwd.device.queue.writeBuffer(rowInfo, 0, info);
-    const h = fwd.encodeFinalHidden(rec, hidden, rowIndex, B);
+    fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(rows, (_, r) => r));
     const logits = fwd.scratchBuffer('decode.logits', B * V * 4); // (B, V)
-    fwd.encodeLogits(rec, h, B, logits);
     const sampled = fwd.scratchBuffer('decode.sampled', B * 8); // (B, 2): id, logprob bits
-    rec.dispatch(this.samplePipe, [logits, rowInfo, sampled], this.sampleParams, [B, 1, 1], 'sample');
-    const read = rec.read(sampled, 0, B * 8);
-    if (this.stats) this.stats.dispatchesPerDecodeStep = rec.dispatchCount;
+    const all = fwd.scratchBuffer('decode.sampledSteps', steps * B * 8); // (steps, B, 2)
+    batches.forEach((batch, j) => {
+      const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
+      // RNG stream = the item's own; counter = the position the sampled token takes.
+      const rowInfo = fwd.scratchBuffer(`decode.${j}.rowInfo`, B * 8);
+      fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from({ length: B * 2 }, (_, k) => (k % 2 === 0 ? rows[k >> 1]!.stream : batch.positions[k >> 1]! + 1)));
+      const h = fwd.encodeFinalHidden(rec, hidden, rowIndex, B);
+      fwd.encodeLogits(rec, h, B, logits);
+      const next = j + 1 < steps ? batches[j + 1]!.tokens : fwd.scratchBuffer('decode.nextTokens', B * 4);
+      rec.dispatch(this.samplePipe, [logits, rowInfo, sampled, next], this.sampleParams, [B, 1, 1], 'sample');
+      rec.copy(sampled, 0, all, j * B * 8, B * 8);
+    });
+    const read = rec.read(all, 0, steps * B * 8);
+    if (this.stats) this.stats.dispatchesPerDecodeStep = rec.dispatchCount / steps;
     return { rec, read };
   }
 
   /**
-   * Sizes every buffer a decode step uses for maxRows rows, by recording (not submitting) a step of
-   * that many rows: the buffers are exactly those a real step asks for, so a session whose batch
-   * grows later creates none. The read-back buffer is reserved the same way.
+   * Sizes every buffer a decode step uses for maxRows rows, by recording (not submitting) the longest
+   * chain of that many rows: the buffers are exactly those a real step asks for, so a session whose
+   * batch grows later creates none. The read-back buffer is reserved the same way.
    */
   private sizeBuffers(): void {
     const n = this.opts.maxRows;
-    this.encodeDecode(Array.from({ length: n }, (_, r) => ({ token: 0, position: 0, kvBase: 0, kvSlot: 0, seq: r })), []);
-    this.fwd.reserveReadback(n * 8);
+    this.encodeDecode(Array.from({ length: n }, (_, id) => ({ s: new SequenceState(-1 - id), stream: 0 })), DECODE_CHAIN_MAX);
+    this.fwd.reserveReadback(DECODE_CHAIN_MAX * n * 8);
   }
 }
 
@@ -237,7 +254,7 @@ export async function generateBatch(
   });
   // Stream default: the item's index in the request.
   const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i }));
-  const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats);
+  const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats);
   const outputs: GenerateOutput[] = items.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
   try {
     await decodeAll(session, items, outputs, req);
@@ -251,23 +268,29 @@ export async function generateBatch(
 }
 
 async function decodeAll(session: CachedDecodeSession, items: DecodeItem[], outputs: GenerateOutput[], req: GenerateRequest): Promise<void> {
-  const stop = new Set(req.stopIds);
   await session.prefill(items);
   let live = items.map((_, i) => i).filter((i) => items[i]!.maxNewTokens > 0);
+  const left = (i: number): number => items[i]!.maxNewTokens - outputs[i]!.tokens.length;
   let step = 0;
   while (live.length > 0) {
-    const sampled = await session.step(live.map((i) => ({ ...items[i]!, append: [], maxNewTokens: items[i]!.maxNewTokens - outputs[i]!.tokens.length })));
+    // Chain as many steps as every live item may still take (a stop just ends an item's tokens early).
+    const steps = Math.min(DECODE_CHAIN_MAX, ...live.map(left));
+    const sampled = await session.step(live.map((i) => ({ ...items[i]!, append: [], maxNewTokens: left(i) })), steps);
+    // Per chained step: which items are still sampling after it (for onStep's live count).
+    const liveAfter = Array.from({ length: steps }, () => 0);
     const still: number[] = [];
     live.forEach((i, row) => {
-      const { token, logprob } = sampled[row]!;
       const out = outputs[i]!;
-      out.tokens.push(token);
-      out.logprobs.push(logprob);
-      if (stop.has(token)) out.finishReason = 'stop';
-      else if (out.tokens.length < items[i]!.maxNewTokens) still.push(i);
+      for (const { token, logprob } of sampled[row]!) {
+        out.tokens.push(token);
+        out.logprobs.push(logprob);
+        if (req.stopIds.includes(token)) out.finishReason = 'stop';
+      }
+      const going = out.finishReason !== 'stop' && out.tokens.length < items[i]!.maxNewTokens;
+      if (going) still.push(i);
+      for (let j = 0; j < steps; j++) if (going || j + 1 < sampled[row]!.length) liveAfter[j]!++;
     });
     live = still;
-    step++;
-    req.onStep?.({ step, live: live.length });
+    for (const n of liveAfter) req.onStep?.({ step: ++step, live: n });
   }
 }

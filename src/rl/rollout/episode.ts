@@ -146,12 +146,19 @@ export async function timedGenerate(driver: EpisodeDriver, req: Parameters<Rollo
   }
 }
 
-/** One step of a decode session, with its time counted as GPU-busy and the step counted for progress. */
-export async function timedStep(driver: EpisodeDriver, session: DecodeSession, items: DecodeItem[]): Promise<SampledToken[]> {
+/** `steps` chained steps of a decode session, the time counted as GPU-busy and each step counted for progress and stats. */
+export async function timedStep(driver: EpisodeDriver, session: DecodeSession, items: DecodeItem[], steps: number): Promise<SampledToken[][]> {
   const t0 = performance.now();
   try {
-    const sampled = await session.step(items);
-    driver.progress.decodeStep(items.length);
+    const sampled = await session.step(items, steps);
+    // Step j of a chain decoded the sequences that had not stopped before it (the GPU computes the
+    // stopped ones too, and their tokens are dropped; steps after every sequence stopped are not counted).
+    for (let j = 0; j < steps; j++) {
+      const n = sampled.filter((tokens) => tokens.length > j).length;
+      if (n === 0) break;
+      driver.progress.decodeStep(n);
+      driver.stats.decodeBatchSizes.push(n);
+    }
     return sampled;
   } finally {
     driver.stats.generateMs += performance.now() - t0;
