@@ -10,7 +10,7 @@
 //   model | hidden, layers, heads, kvHeads, headDim, intermediate, vocab   (default: Qwen3-0.6B shapes)
 //   batch     sequences decoded together (default 4)
 //   prompt    prompt tokens per sequence (default 8)
-//   newTokens decoded tokens per sequence (default 6)
+//   newTokens decoded tokens per sequence (default 8)
 //   weights   auto|f16|f32 (default auto)
 
 import { getGpu, adapterName } from '../../src/engine/gpu.ts';
@@ -19,7 +19,7 @@ import { runContinuous } from '../../src/rl/rollout/rollout-continuous.ts';
 import { runLockstep } from '../../src/rl/rollout/rollout-lockstep.ts';
 import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type TurnRequest } from '../../src/rl/rollout/episode.ts';
 import { RolloutCounter } from '../../src/rl/rollout/progress.ts';
-import { benchCheckpoint, median, num } from './common.ts';
+import { benchCheckpoint, num } from './common.ts';
 import { countGpu, type GpuCounter } from './gpu-counter.ts';
 
 /** Qwen3-0.6B's shapes (config.json of Qwen/Qwen3-0.6B). */
@@ -86,7 +86,8 @@ export async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B
     roundTripsPerToken: c.roundTrips / tokens,
     buffersCreatedPerStepAfterFirst: afterFirst / (steps - 1),
     roundTripsPerStep: c.roundTrips / steps,
-    hostMsPerStep: median(c.hostMsBeforeSubmit.slice(firstDecodeSubmit + 1)),
+    // Host time of every decode submit (a chain of steps is one), per step.
+    hostMsPerStep: c.hostMsBeforeSubmit.slice(firstDecodeSubmit).reduce((a, b) => a + b, 0) / steps,
     batchSizes: driver.stats.decodeBatchSizes,
     outputs,
   };
@@ -95,7 +96,7 @@ export async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B
 export async function benchDecodeLoop(opts: Record<string, string> = {}) {
   const B = num(opts, 'batch', 4);
   const prompt = num(opts, 'prompt', 8);
-  const newTokens = num(opts, 'newTokens', 6);
+  const newTokens = num(opts, 'newTokens', 8);
   if (newTokens < 3) throw new Error('bench decode: --newTokens must be ≥ 3 (steps after the first are measured)');
   const gpu = await getGpu();
   const counter = countGpu(gpu.device);
