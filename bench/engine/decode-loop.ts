@@ -74,8 +74,8 @@ export async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B
   else await runContinuous(episodes, driver, { maxBatchSize: B, batchWindowMs: 0 });
   const c = counter.counts;
   const tokens = outputs.reduce((n, o) => n + o.length, 0);
-  // The first submit of the run prefills the prompts (the continuous scheduler's first step does both).
-  const firstDecodeSubmit = scheduler === 'lockstep' ? 1 : 0;
+  // The first submit of the run prefills the prompts, under both schedulers.
+  const firstDecodeSubmit = 1;
   const afterFirst = c.buffersCreated - c.buffersAtSubmit[firstDecodeSubmit]!;
   return {
     scheduler,
