@@ -28,13 +28,14 @@ export interface EvaluateInput {
   episodes: number;
 }
 
-/** The engine with the adapters switched on or off for every generate call. */
+/** The engine with the adapters switched on or off for every generate call and decode session. */
 function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
   return {
     config: engine.config,
     newSequence: () => engine.newSequence(),
     releaseSequence: (seq) => engine.releaseSequence(seq),
     generate: (req) => engine.generate({ ...req, adapters }),
+    openDecode: (opts) => engine.openDecode({ ...opts, adapters }),
   };
 }
 

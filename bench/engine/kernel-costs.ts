@@ -163,7 +163,7 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       // top-k/top-p threshold searches re-read it, not counted). Per logit: scale, key, Gumbel noise (~8).
       const [V] = [p[0]!];
       const rows = d.groups[0];
-      return one('sample', 8 * rows * V, (rows * V + 2 * rows + 2 * rows) * F);
+      return one('sample', 8 * rows * V, (rows * V + 2 * rows + 3 * rows) * F);
     }
     case 'adamw.wgsl':
       // decay (2), clip·g (1), m (3), v (4), sqrt/div/add/mul/sub (5); reads w, g, m, v (+ the clip scalar), writes w, m, v.

@@ -40,6 +40,11 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
     options: { matmulSize: { type: 'string' }, weights: { type: 'string' }, matmul: { type: 'string' }, attention: { type: 'string' } },
   },
+  decode: {
+    load: async () => (await import('../../bench/engine/decode-loop.ts')).benchDecodeLoop as Bench,
+    help: 'the decode loop through both rollout schedulers: awaited host↔GPU round trips per token, buffers created per step, host ms per step (Qwen3-0.6B shapes)',
+    options: Object.fromEntries(['model', 'hidden', 'layers', 'heads', 'kvHeads', 'headDim', 'intermediate', 'vocab', 'batch', 'prompt', 'newTokens', 'weights'].map((k) => [k, { type: 'string' }])),
+  },
   'half-loads': {
     load: async () => (await import('../../bench/engine/half-loads.ts')).benchHalfLoads as Bench,
     help: 'f16 weights read natively (array<f16>) vs unpacked from u32: forward matmul, backward GEMM, LoRA train step',
@@ -75,7 +80,7 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

@@ -13,12 +13,12 @@ import { KvCache } from './kv-cache.ts';
 import { planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
-import { SequenceState, generateBatch, type GenerateStats } from './generate.ts';
+import { CachedDecodeSession, SequenceState, generateBatch, type GenerateStats } from './generate.ts';
 import { scoreSequences } from './score.ts';
 import { createTrainState } from './train/index.ts';
 import { readPeftAdapter } from './peft-adapter.ts';
 import type {
-  AdapterSource, BackwardRequest, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
+  AdapterSource, BackwardRequest, DecodeSession, DecodeSessionOptions, Engine, GenerateOutput, GenerateRequest, NamedTensor, OptimizerConfig, ScoreOutput,
   PeftLoraSettings, ScoreRequest, SequenceHandle, StepResult, TrainableMode,
 } from './types.ts';
 
@@ -124,13 +124,20 @@ export class WebGpuEngine implements Engine {
   }
 
   private generateNow(req: GenerateRequest): Promise<GenerateOutput[]> {
-    const states = req.items.map((item, i) => {
-      const s = this.sequences.get(item.seq.id);
-      if (!s) throw new Error(`generate: item ${i} refers to unknown or released sequence ${item.seq.id} (use engine.newSequence())`);
-      return s;
-    });
-    return generateBatch(this.internals, this.cache, states, req, this.stats);
+    return generateBatch(this.internals, this.cache, this.lookup, req, this.stats);
   }
+
+  openDecode(opts: DecodeSessionOptions): DecodeSession {
+    this.checkAlive();
+    const session = new CachedDecodeSession(this.internals, this.cache, this.lookup, opts, this.stats);
+    // Each step takes its turn with the engine's other GPU work (scratch buffers are shared).
+    return {
+      step: (items, steps) => this.exclusive(() => session.step(items, steps)),
+      close: () => this.exclusive(() => session.close()),
+    };
+  }
+
+  private readonly lookup = (seq: SequenceHandle): SequenceState | null => this.sequences.get(seq.id) ?? null;
 
   async score(req: ScoreRequest): Promise<ScoreOutput> {
     this.checkAlive();

@@ -7,7 +7,7 @@ import type { Gpu } from './gpu.ts';
 import type {
   KernelVariants, MatmulVariant, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
 } from './internals.ts';
-import { KernelCache, MAX_GROUPS, Recorder, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
+import { KernelCache, MAX_GROUPS, Recorder, StagingPool, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
@@ -44,6 +44,10 @@ export class Qwen3Forward implements EngineInternals {
   readonly kernels: KernelCache;
   readonly lora = new Map<string, LoraAdapter>();
   private readonly uniformPool: UniformPool;
+  private readonly stagingPool: StagingPool;
+  /** Matmul pipelines by matmulKey: resolved once per weight storage and write mode, not per dispatch. */
+  private readonly matmulPipes = new Map<number, GPUComputePipeline>();
+  private attentionPipe: GPUComputePipeline | undefined;
   private readonly scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch buffers, destroyed after the next submit. */
   private retired: GPUBuffer[] = [];
@@ -57,6 +61,7 @@ export class Qwen3Forward implements EngineInternals {
   ) {
     this.kernels = new KernelCache(gpu.device);
     this.uniformPool = new UniformPool(gpu.device);
+    this.stagingPool = new StagingPool(gpu.device);
   }
 
   get device(): GPUDevice {
@@ -75,11 +80,16 @@ export class Qwen3Forward implements EngineInternals {
     return this.device.createBuffer({ label, size: Math.max(16, Math.ceil(byteSize / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   }
 
-  recorder(label: string): Recorder {
-    return new Recorder(this.device, this.kernels, this.uniformPool, label, () => {
+  recorder(label: string, opts: { errorScope?: boolean } = {}): Recorder {
+    return new Recorder(this.device, this.kernels, this.uniformPool, this.stagingPool, label, () => {
       for (const b of this.retired) b.destroy();
       this.retired = [];
-    });
+    }, opts.errorScope ?? true);
+  }
+
+  /** Makes sure the read-back pool holds a buffer of `byteSize` bytes (a decode session sizes its read-back once). */
+  reserveReadback(byteSize: number): void {
+    this.stagingPool.release(this.stagingPool.take(byteSize));
   }
 
   /**
@@ -210,17 +220,24 @@ export class Qwen3Forward implements EngineInternals {
     // Vector loads need K and the W offset in whole 4-element groups.
     const vec4 = !tiled && a.K % 4 === 0;
     const halfLoads = a.halfLoads ?? this.kernelVariants.halfLoads;
-    const loads = weightLoads(a.wDtype, halfLoads);
-    const vec4Loads = a.wDtype === 'f32'
-      ? { W_VEC: 'vec4u', W_LOAD4: 'bitcast<vec4f>(v)' }
-      : halfLoads === 'native'
-        ? { W_VEC: 'vec4<f16>', W_LOAD4: 'vec4f(v)' }
-        : { W_VEC: 'vec2u', W_LOAD4: 'vec4f(unpack2x16float(v.x), unpack2x16float(v.y))' };
-    const pipe = tiled
-      ? this.getPipeline('matmul_tiled.wgsl', { ENABLE_F16: loads.ENABLE_F16!, W_ELEM: loads.W_ELEM!, LOAD_W: loads.LOAD_W!, MODE: mode })
-      : vec4
-        ? this.getPipeline('matmul_vec4.wgsl', { ENABLE_F16: loads.ENABLE_F16!, MODE: mode, ...vec4Loads })
-        : this.getPipeline('matmul.wgsl', { ...loads, MODE: mode });
+    // Everything the kernel's constants depend on, as one small integer: a decode step looks its ~200
+    // matmul pipelines up without building a string key for each.
+    const key = ((((tiled ? 2 : vec4 ? 1 : 0) * 2 + (a.wDtype === 'f16' ? 1 : 0)) * 2 + (halfLoads === 'native' ? 1 : 0)) * 3) + mode;
+    let pipe = this.matmulPipes.get(key);
+    if (!pipe) {
+      const loads = weightLoads(a.wDtype, halfLoads);
+      const vec4Loads = a.wDtype === 'f32'
+        ? { W_VEC: 'vec4u', W_LOAD4: 'bitcast<vec4f>(v)' }
+        : halfLoads === 'native'
+          ? { W_VEC: 'vec4<f16>', W_LOAD4: 'vec4f(v)' }
+          : { W_VEC: 'vec2u', W_LOAD4: 'vec4f(unpack2x16float(v.x), unpack2x16float(v.y))' };
+      pipe = tiled
+        ? this.getPipeline('matmul_tiled.wgsl', { ENABLE_F16: loads.ENABLE_F16!, W_ELEM: loads.W_ELEM!, LOAD_W: loads.LOAD_W!, MODE: mode })
+        : vec4
+          ? this.getPipeline('matmul_vec4.wgsl', { ENABLE_F16: loads.ENABLE_F16!, MODE: mode, ...vec4Loads })
+          : this.getPipeline('matmul.wgsl', { ...loads, MODE: mode });
+      this.matmulPipes.set(key, pipe);
+    }
     const groups: [number, number, number] = tiled
       ? [Math.ceil(a.N / 16), Math.ceil(a.M / 16), 1]
       : [Math.ceil(a.N / 256), Math.ceil(a.M / 4), 1];
@@ -303,13 +320,16 @@ export class Qwen3Forward implements EngineInternals {
     }
     const attnParams = [T, H, K, 0, f32(1 / Math.sqrt(d))];
     const attnBuffers = [acts.q, kSrc, vSrc, batch.meta, acts.attn, acts.lse];
-    if (this.kernelVariants.attention === 'workgroup') {
+    // One attention pipeline per model (HEAD_DIM is the model's), resolved once.
+    const workgroup = this.kernelVariants.attention === 'workgroup';
+    this.attentionPipe ??= this.getPipeline(workgroup ? 'attention_wg.wgsl' : 'attention.wgsl', { HEAD_DIM: d });
+    if (workgroup) {
       // one workgroup per (token, head)
       const n = T * H;
       const groups: [number, number, number] = [Math.min(n, MAX_GROUPS), Math.ceil(n / MAX_GROUPS), 1];
-      rec.dispatch(this.getPipeline('attention_wg.wgsl', { HEAD_DIM: d }), attnBuffers, attnParams, groups, 'attention');
+      rec.dispatch(this.attentionPipe, attnBuffers, attnParams, groups, 'attention');
     } else {
-      rec.dispatch(this.getPipeline('attention.wgsl', { HEAD_DIM: d }), attnBuffers, attnParams, groups1d(T * H), 'attention');
+      rec.dispatch(this.attentionPipe, attnBuffers, attnParams, groups1d(T * H), 'attention');
     }
     let oIn = acts.attn;
     if (gated) {
@@ -426,5 +446,6 @@ export class Qwen3Forward implements EngineInternals {
     for (const b of this.scratch.values()) b.destroy();
     this.scratch.clear();
     for (const p of this.params.values()) for (const c of p.chunks) c.buffer.destroy();
+    this.stagingPool.destroy();
   }
 }

@@ -1,18 +1,22 @@
 // Batched generation with a KV cache. A sequence's tokens are either in the cache or "pending":
 // the last known token (the final prompt token, or the last sampled one) is never cached until the
-// next call feeds it, which is what produces the logits to sample from. So appending tool results
+// next step feeds it, which is what produces the logits to sample from. So appending tool results
 // to a finished sequence costs only the new tokens, never a re-prefill of its prefix.
 //
-// One generate() call:
-//   1. prefill: for every item, pending + appended tokens except the last one go into the cache
-//      (packed across items, in passes of at most PREFILL_TOKENS_PER_PASS tokens, no LM head);
-//   2. decode: every step feeds each live item's last token, computes logits for those rows only,
-//      samples on the GPU and reads back just (id, logprob) per row: one submit per step.
+// A decode session (CachedDecodeSession) is one decode run that its caller feeds: each step takes the sequences to decode
+// now (they join and leave between steps; a joining one brings appended tokens) and
+//   1. prefills, for every item with appended tokens, pending + appended tokens except the last one
+//      into the cache (packed across items, in passes of at most PREFILL_TOKENS_PER_PASS tokens);
+//   2. decodes: feeds each item's last token, computes logits for those rows only, samples on the
+//      GPU and reads back just (id, logprob) per row: one submit and one awaited map per step.
+// The session validates the sampling once, sizes its buffers for its most rows once, and holds one
+// error scope for the whole run (checked when it closes or a step fails), so a step costs the host
+// one round trip to the GPU. generate() is one session fed until its items are done.
 
 import type { Qwen3Forward, PackedToken } from './forward.ts';
 import type { KvCache } from './kv-cache.ts';
-import type { GenerateOutput, GenerateRequest, SamplingParams, SequenceHandle } from './types.ts';
-import { f32 } from './recorder.ts';
+import { DECODE_CHAIN_MAX, type DecodeItem, type DecodeSession, type DecodeSessionOptions, type GenerateOutput, type GenerateRequest, type SampledToken, type SamplingParams, type SequenceHandle } from './types.ts';
+import { f32, type ParamValue } from './recorder.ts';
 
 const PREFILL_TOKENS_PER_PASS = 512;
 
@@ -45,102 +49,248 @@ export interface GenerateStats {
   dispatchesPerDecodeStep: number;
 }
 
-export async function generateBatch(fwd: Qwen3Forward, cache: KvCache, states: SequenceState[], req: GenerateRequest, stats?: GenerateStats): Promise<GenerateOutput[]> {
-  checkSampling(req.sampling);
-  const adapters = req.adapters ?? true;
-  const V = fwd.config.vocabSize;
-  const seen = new Set<number>();
-  states.forEach((s, i) => {
-    const item = req.items[i]!;
-    if (s.released) throw new Error(`generate: item ${i} uses released sequence ${s.id}`);
-    if (seen.has(s.id)) throw new Error(`generate: sequence ${s.id} appears twice in one request`);
-    seen.add(s.id);
-    if (!Number.isInteger(item.maxNewTokens) || item.maxNewTokens < 0) throw new Error(`generate: item ${i} maxNewTokens must be an integer ≥ 0, got ${item.maxNewTokens}`);
-    if (item.stream !== undefined && !(Number.isInteger(item.stream) && item.stream >= 0 && item.stream <= 0xffffffff)) {
-      throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
-    }
-    for (const t of item.append) {
-      if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`generate: item ${i} appends token ${t}, outside the vocabulary [0, ${V})`);
-    }
-    if (s.length + item.append.length === 0) throw new Error(`generate: item ${i} has an empty sequence and nothing to append (a prompt needs at least one token)`);
-  });
+const isStream = (v: number): boolean => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 
-  // Tokens join the sequence now; everything but the last one is prefilled into the cache.
-  for (let i = 0; i < states.length; i++) {
-    const s = states[i]!;
-    const item = req.items[i]!;
-    s.tokens.push(...item.append);
-    cache.reserve(s.id, s.length + item.maxNewTokens, s.cached);
-  }
-  const prefill: PackedToken[] = [];
-  states.forEach((s, i) => {
-    const base = cache.base(s.id);
-    for (let p = s.cached; p < s.length - 1; p++) prefill.push({ token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: i });
-  });
-  for (let t0 = 0; t0 < prefill.length; t0 += PREFILL_TOKENS_PER_PASS) {
-    const part = prefill.slice(t0, t0 + PREFILL_TOKENS_PER_PASS);
-    const rec = fwd.recorder('prefill');
-    const batch = fwd.packTokens(part, (role, bytes) => fwd.scratchBuffer(`prefill.${role}`, bytes));
-    const acts = fwd.scratchLayerActs(part.length, 'prefill');
-    fwd.encodeTrunk(rec, batch, acts, { adapters, kv: cache });
-    await rec.submit();
-  }
-  if (stats) stats.prefillTokens += prefill.length;
-  states.forEach((s) => (s.cached = Math.max(s.cached, s.length - 1)));
+/** One row of a decode step: the sequence and its sampling stream. */
+interface Row {
+  s: SequenceState;
+  stream: number;
+}
 
-  const outputs: GenerateOutput[] = states.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
-  const live = states.map((_, i) => i).filter((i) => req.items[i]!.maxNewTokens > 0);
-  const stop = new Set(req.stopIds);
-  const { temperature, topK, topP, seed } = req.sampling;
-  const greedy = temperature === 0;
-  const wg = fwd.gpu.software ? 64 : 256;
-  const samplePipe = fwd.getPipeline('sample.wgsl', { WORKGROUP: wg });
+export class CachedDecodeSession implements DecodeSession {
+  private readonly adapters: boolean;
+  private readonly samplePipe: GPUComputePipeline;
+  private readonly sampleParams: ParamValue[];
+  private readonly stop: Set<number>;
+  /** Buffers are sized for maxRows: done by the first step that feeds that many rows, or ahead of a smaller one. */
+  private sized = false;
+  private closed = false;
+
+  constructor(
+    private readonly fwd: Qwen3Forward,
+    private readonly cache: KvCache,
+    /** The engine's live sequence of a handle, or null when it is unknown or released. */
+    private readonly lookup: (seq: SequenceHandle) => SequenceState | null,
+    private readonly opts: DecodeSessionOptions,
+    private readonly stats?: GenerateStats,
+  ) {
+    checkSampling(opts.sampling);
+    if (!(Number.isInteger(opts.maxRows) && opts.maxRows >= 1)) throw new Error(`decode session: maxRows must be an integer ≥ 1, got ${opts.maxRows}`);
+    this.adapters = opts.adapters ?? true;
+    this.stop = new Set(opts.stopIds);
+    const { temperature, topK, topP, seed } = opts.sampling;
+    const greedy = temperature === 0;
+    const V = fwd.config.vocabSize;
+    this.samplePipe = fwd.getPipeline('sample.wgsl', { WORKGROUP: fwd.gpu.software ? 64 : 256 });
+    this.sampleParams = [V, V, topK, greedy ? 1 : 0, seed >>> 0, 0, 0, 0, f32(greedy ? 1 : 1 / temperature), f32(topP)];
+    fwd.device.pushErrorScope('validation');
+  }
+
+  /** Checks the items of one step and turns them into rows (appended tokens join their sequence). */
+  private admit(items: readonly DecodeItem[], prefillOnly: boolean): Row[] {
+    if (this.closed) throw new Error('decode session: step after close');
+    if (items.length > this.opts.maxRows) throw new Error(`decode session: a step of ${items.length} sequences, over the session's ${this.opts.maxRows} rows`);
+    const V = this.fwd.config.vocabSize;
+    const seen = new Set<number>();
+    const rows = items.map((item, i): Row => {
+      const s = this.lookup(item.seq);
+      if (!s || s.released) throw new Error(`generate: item ${i} refers to unknown or released sequence ${item.seq.id} (use engine.newSequence())`);
+      if (seen.has(s.id)) throw new Error(`generate: sequence ${s.id} appears twice in one request`);
+      seen.add(s.id);
+      const least = prefillOnly ? 0 : 1;
+      if (!Number.isInteger(item.maxNewTokens) || item.maxNewTokens < least) throw new Error(`generate: item ${i} maxNewTokens must be an integer ≥ ${least}, got ${item.maxNewTokens}`);
+      if (!isStream(item.stream)) throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
+      for (const t of item.append) {
+        if (!Number.isInteger(t) || t < 0 || t >= V) throw new Error(`generate: item ${i} appends token ${t}, outside the vocabulary [0, ${V})`);
+      }
+      if (s.length + item.append.length === 0) throw new Error(`generate: item ${i} has an empty sequence and nothing to append (a prompt needs at least one token)`);
+      return { s, stream: item.stream };
+    });
+    // Tokens join their sequences now; each reserves its whole budget, so later steps never move it.
+    items.forEach((item, i) => {
+      const s = rows[i]!.s;
+      s.tokens.push(...item.append);
+      this.cache.reserve(s.id, s.length + item.maxNewTokens, s.cached);
+    });
+    return rows;
+  }
+
+  /** Appends tokens and prefills them into the cache without sampling (generate's maxNewTokens 0). */
+  async prefill(items: readonly DecodeItem[]): Promise<void> {
+    await this.guard(async () => this.encodePrefill(this.admit(items, true)));
+  }
+
+  /** `steps` chained decode steps (see DecodeSession.step): per item, in item order, its sampled tokens. */
+  async step(items: readonly DecodeItem[], steps = 1): Promise<SampledToken[][]> {
+    return this.guard(async () => {
+      if (!(Number.isInteger(steps) && steps >= 1 && steps <= DECODE_CHAIN_MAX)) throw new Error(`decode session: steps must be an integer in [1, ${DECODE_CHAIN_MAX}], got ${steps}`);
+      items.forEach((item, i) => {
+        if (item.maxNewTokens < steps) throw new Error(`decode session: item ${i} may sample ${item.maxNewTokens} more tokens, fewer than the ${steps} steps asked for`);
+      });
+      const rows = this.admit(items, false);
+      await this.encodePrefill(rows);
+      if (rows.length === 0) return [];
+      if (!this.sized && rows.length < this.opts.maxRows) this.sizeBuffers();
+      this.sized = true;
+      const { rec, read } = this.encodeDecode(rows, steps);
+      const result = await rec.submit();
+      const words = new Uint32Array(result[read]!);
+      const floats = new Float32Array(result[read]!);
+      const B = rows.length;
+      if (this.stats) this.stats.decodeSteps += steps;
+      return rows.map(({ s }, row) => {
+        const out: SampledToken[] = [];
+        for (let j = 0; j < steps; j++) {
+          const token = words[(j * B + row) * 2]!;
+          out.push({ token, logprob: floats[(j * B + row) * 2 + 1]! });
+          if (this.stop.has(token)) break;
+        }
+        // Every token fed is in the cache now; the last sampled one is pending. The cache rows a
+        // stopped sequence wrote past its stop hold nothing it attends to: its next tokens overwrite them.
+        s.tokens.push(...out.map((t) => t.token));
+        s.cached = s.length - 1;
+        return out;
+      });
+    });
+  }
+
+  /** Ends the run: resolves once the GPU reported no validation error for any of its steps. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const error = await this.fwd.device.popErrorScope();
+    if (error) throw new Error(`GPU validation error in a decode session: ${error.message}`);
+  }
+
+  /** A failed step ends the session; a validation error it caused is the error reported. */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (e) {
+      if (this.closed) throw e;
+      await this.close();
+      throw e;
+    }
+  }
+
+  private async encodePrefill(rows: readonly Row[]): Promise<void> {
+    const fwd = this.fwd;
+    const prefill: PackedToken[] = [];
+    rows.forEach(({ s }, i) => {
+      const base = this.cache.base(s.id);
+      for (let p = s.cached; p < s.length - 1; p++) prefill.push({ token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: i });
+    });
+    for (let t0 = 0; t0 < prefill.length; t0 += PREFILL_TOKENS_PER_PASS) {
+      const part = prefill.slice(t0, t0 + PREFILL_TOKENS_PER_PASS);
+      const rec = fwd.recorder('prefill', { errorScope: false });
+      const batch = fwd.packTokens(part, (role, bytes) => fwd.scratchBuffer(`prefill.${role}`, bytes));
+      const acts = fwd.scratchLayerActs(part.length, 'prefill');
+      fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
+      await rec.submit();
+    }
+    if (this.stats) this.stats.prefillTokens += prefill.length;
+    for (const { s } of rows) s.cached = Math.max(s.cached, s.length - 1);
+  }
+
+  /**
+   * Records `steps` chained decode steps over `rows` (row r of each step = rows[r]): step j feeds
+   * position length − 1 + j, its input token being what step j − 1 sampled (the sampler writes it
+   * straight into step j's token buffer). The read-back holds (id, logprob bits) per step and row.
+   */
+  private encodeDecode(rows: readonly Row[], steps: number) {
+    const fwd = this.fwd;
+    const B = rows.length;
+    const V = fwd.config.vocabSize;
+    const rec = fwd.recorder('decode', { errorScope: false });
+    const bases = rows.map(({ s }) => (s.length > 0 ? this.cache.base(s.id) : 0));
+    const batches = Array.from({ length: steps }, (_, j) => {
+      const tokens = rows.map(({ s }, row): PackedToken => {
+        const p = Math.max(0, s.length - 1) + j;
+        return { token: j === 0 ? (s.tokens[p] ?? 0) : 0, position: p, kvBase: bases[row]!, kvSlot: bases[row]! + p, seq: row };
+      });
+      return fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${j}.${role}`, bytes));
+    });
+    const acts = fwd.scratchLayerActs(B, 'decode');
+    // rows 0..B-1 are exactly the fed tokens
+    const rowIndex = fwd.scratchBuffer('decode.rowIndex', B * 4);
+    fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(rows, (_, r) => r));
+    const logits = fwd.scratchBuffer('decode.logits', B * V * 4); // (B, V)
+    const sampled = fwd.scratchBuffer('decode.sampled', B * 8); // (B, 2): id, logprob bits
+    const all = fwd.scratchBuffer('decode.sampledSteps', steps * B * 8); // (steps, B, 2)
+    batches.forEach((batch, j) => {
+      const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
+      // RNG stream = the item's own; counter = the position the sampled token takes.
+      const rowInfo = fwd.scratchBuffer(`decode.${j}.rowInfo`, B * 8);
+      fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from({ length: B * 2 }, (_, k) => (k % 2 === 0 ? rows[k >> 1]!.stream : batch.positions[k >> 1]! + 1)));
+      const h = fwd.encodeFinalHidden(rec, hidden, rowIndex, B);
+      fwd.encodeLogits(rec, h, B, logits);
+      const next = j + 1 < steps ? batches[j + 1]!.tokens : fwd.scratchBuffer('decode.nextTokens', B * 4);
+      rec.dispatch(this.samplePipe, [logits, rowInfo, sampled, next], this.sampleParams, [B, 1, 1], 'sample');
+      rec.copy(sampled, 0, all, j * B * 8, B * 8);
+    });
+    const read = rec.read(all, 0, steps * B * 8);
+    if (this.stats) this.stats.dispatchesPerDecodeStep = rec.dispatchCount / steps;
+    return { rec, read };
+  }
+
+  /**
+   * Sizes every buffer a decode step uses for maxRows rows, by recording (not submitting) the longest
+   * chain of that many rows: the buffers are exactly those a real step asks for, so a session whose
+   * batch grows later creates none. The read-back buffer is reserved the same way.
+   */
+  private sizeBuffers(): void {
+    const n = this.opts.maxRows;
+    this.encodeDecode(Array.from({ length: n }, (_, id) => ({ s: new SequenceState(-1 - id), stream: 0 })), DECODE_CHAIN_MAX);
+    this.fwd.reserveReadback(DECODE_CHAIN_MAX * n * 8);
+  }
+}
+
+/** generate(): one session, fed every live item until it stops or reaches its maxNewTokens. */
+export async function generateBatch(
+  fwd: Qwen3Forward, cache: KvCache, lookup: (seq: SequenceHandle) => SequenceState | null, req: GenerateRequest, stats?: GenerateStats,
+): Promise<GenerateOutput[]> {
+  req.items.forEach((item, i) => {
+    if (item.stream !== undefined && !isStream(item.stream)) throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
+  });
+  // Stream default: the item's index in the request.
+  const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i }));
+  const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats);
+  const outputs: GenerateOutput[] = items.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
+  try {
+    await decodeAll(session, items, outputs, req);
+  } catch (e) {
+    // The step's own error says more than the validation errors of a run cut short.
+    await session.close().catch(() => undefined);
+    throw e;
+  }
+  await session.close();
+  return outputs;
+}
+
+async function decodeAll(session: CachedDecodeSession, items: DecodeItem[], outputs: GenerateOutput[], req: GenerateRequest): Promise<void> {
+  await session.prefill(items);
+  let live = items.map((_, i) => i).filter((i) => items[i]!.maxNewTokens > 0);
+  const left = (i: number): number => items[i]!.maxNewTokens - outputs[i]!.tokens.length;
   let step = 0;
   while (live.length > 0) {
-    const B = live.length;
-    const tokens: PackedToken[] = live.map((i, row) => {
-      const s = states[i]!;
-      const base = cache.base(s.id);
-      const p = s.length - 1;
-      return { token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: row };
-    });
-    const rec = fwd.recorder('decode');
-    const batch = fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${role}`, bytes));
-    const acts = fwd.scratchLayerActs(B, 'decode');
-    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters, kv: cache });
-    // rows 0..B-1 are exactly the live sequences' last tokens
-    const rowIndex = fwd.scratchBuffer('decode.rowIndex', B * 4);
-    const rowInfo = fwd.scratchBuffer('decode.rowInfo', B * 8);
-    fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(live.map((_, r) => r)));
-    // RNG stream = the item's own stream (default: its index in the request); counter = the position the sampled token takes.
-    fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from(live.flatMap((i) => [req.items[i]!.stream ?? i, states[i]!.length])));
-    const h = fwd.encodeFinalHidden(rec, hidden, rowIndex, B);
-    const logits = fwd.scratchBuffer('decode.logits', B * V * 4); // (B, V)
-    fwd.encodeLogits(rec, h, B, logits);
-    const sampled = fwd.scratchBuffer('decode.sampled', B * 8); // (B, 2): id, logprob bits
-    rec.dispatch(samplePipe, [logits, rowInfo, sampled],
-      [V, V, topK, greedy ? 1 : 0, seed >>> 0, 0, 0, 0, f32(greedy ? 1 : 1 / temperature), f32(topP)], [B, 1, 1], 'sample');
-    const readIdx = rec.read(sampled, 0, B * 8);
-    if (stats) stats.dispatchesPerDecodeStep = rec.dispatchCount;
-    const result = await rec.submit();
-    const words = new Uint32Array(result[readIdx]!);
-    const floats = new Float32Array(result[readIdx]!);
+    // Chain as many steps as every live item may still take (a stop just ends an item's tokens early).
+    const steps = Math.min(DECODE_CHAIN_MAX, ...live.map(left));
+    const sampled = await session.step(live.map((i) => ({ ...items[i]!, append: [], maxNewTokens: left(i) })), steps);
+    // Per chained step: which items are still sampling after it (for onStep's live count).
+    const liveAfter = Array.from({ length: steps }, () => 0);
     const still: number[] = [];
     live.forEach((i, row) => {
-      const s = states[i]!;
-      s.cached = s.length; // the fed token is in the cache now
-      const id = words[row * 2]!;
-      s.tokens.push(id);
       const out = outputs[i]!;
-      out.tokens.push(id);
-      out.logprobs.push(floats[row * 2 + 1]!);
-      if (stop.has(id)) out.finishReason = 'stop';
-      else if (out.tokens.length < req.items[i]!.maxNewTokens) still.push(i);
+      for (const { token, logprob } of sampled[row]!) {
+        out.tokens.push(token);
+        out.logprobs.push(logprob);
+        if (req.stopIds.includes(token)) out.finishReason = 'stop';
+      }
+      const going = out.finishReason !== 'stop' && out.tokens.length < items[i]!.maxNewTokens;
+      if (going) still.push(i);
+      for (let j = 0; j < steps; j++) if (going || j + 1 < sampled[row]!.length) liveAfter[j]!++;
     });
-    live.splice(0, live.length, ...still);
-    step++;
-    req.onStep?.({ step, live: live.length });
+    live = still;
+    for (const n of liveAfter) req.onStep?.({ step: ++step, live: n });
   }
-  if (stats) stats.decodeSteps += step;
-  return outputs;
 }

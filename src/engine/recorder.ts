@@ -61,7 +61,8 @@ export class KernelCache {
   constructor(private readonly device: GPUDevice) {}
 
   get(file: string, constants: Record<string, string | number | boolean> = {}): GPUComputePipeline {
-    const key = `${file}|${JSON.stringify(Object.entries(constants).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
+    // Most kernels take no constants: their key is the file name, with no string built per dispatch.
+    const key = Object.keys(constants).length === 0 ? file : `${file}|${JSON.stringify(Object.entries(constants).sort(([a], [b]) => (a < b ? -1 : 1)))}`;
     const hit = this.cache.get(key);
     if (hit) return hit.pipeline;
     const raw = KERNEL_SOURCES[file];
@@ -134,9 +135,15 @@ export class Recorder {
     private readonly device: GPUDevice,
     private readonly kernels: KernelCache,
     private readonly uniformPool: UniformPool,
+    private readonly stagingPool: StagingPool,
     readonly label: string,
     /** Called right after the queue submit (before read-backs resolve). */
     private readonly onSubmitted?: () => void,
+    /**
+     * false: submit() opens no error scope of its own, so validation errors go to the scope the caller
+     * holds open across many submits (a decode session: one scope per run, not one awaited per token).
+     */
+    private readonly errorScope = true,
   ) {}
 
   /** Number of compute dispatches recorded so far. */
@@ -190,7 +197,7 @@ export class Recorder {
     if (this.submitted) throw new Error(`recorder ${this.label}: already submitted`);
     this.submitted = true;
     const profiler = this.kernels.profiler;
-    this.device.pushErrorScope('validation');
+    if (this.errorScope) this.device.pushErrorScope('validation');
     const uniforms = this.arenaUsed > 0 ? this.uniformPool.take(this.arenaUsed) : null;
     if (uniforms) this.device.queue.writeBuffer(uniforms, 0, this.arena, 0, this.arenaUsed);
     const timing = profiler ? await this.submitProfiled(profiler, uniforms) : null;
@@ -198,24 +205,30 @@ export class Recorder {
     if (!profiler) this.encodeOps(enc, this.ops, uniforms);
     const staging = this.reads.map((r) => {
       const size = Math.ceil(r.size / 4) * 4;
-      const buf = this.device.createBuffer({ label: `${this.label} readback`, size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const buf = this.stagingPool.take(size);
       enc.copyBufferToBuffer(r.src, r.offset, buf, 0, size);
       return buf;
     });
     this.device.queue.submit([enc.finish()]);
     if (uniforms) this.uniformPool.release(uniforms);
     this.onSubmitted?.();
-    const error = await this.device.popErrorScope();
-    if (error) throw new Error(`GPU validation error in ${this.label}: ${error.message}`);
-    if (timing) profiler!.record(...(await timing()));
-    const out: ArrayBuffer[] = [];
-    for (let i = 0; i < staging.length; i++) {
-      await staging[i].mapAsync(GPUMapMode.READ);
-      out.push(staging[i].getMappedRange().slice(0, this.reads[i].size));
-      staging[i].unmap();
-      staging[i].destroy();
+    try {
+      if (this.errorScope) {
+        const error = await this.device.popErrorScope();
+        if (error) throw new Error(`GPU validation error in ${this.label}: ${error.message}`);
+      }
+      if (timing) profiler!.record(...(await timing()));
+      // Mapped together: the host waits for one reply, not one per read-back.
+      await Promise.all(staging.map((b) => b.mapAsync(GPUMapMode.READ)));
+      return staging.map((b, i) => b.getMappedRange().slice(0, this.reads[i]!.size));
+    } finally {
+      for (const b of staging) {
+        if (b.mapState === 'mapped') b.unmap();
+        // A map still pending (another one failed) makes the buffer unusable for the next submit.
+        if (b.mapState === 'unmapped') this.stagingPool.release(b);
+        else b.destroy();
+      }
     }
-    return out;
   }
 
   /** Encodes ops in order, consecutive dispatches sharing one compute pass (or each its own, timed, when `timestamps` is given). */
@@ -348,5 +361,40 @@ export class UniformPool {
   private create(size: number): GPUBuffer {
     const bytes = Math.max(65536, 2 ** Math.ceil(Math.log2(size)));
     return this.device.createBuffer({ label: 'uniform arena', size: bytes, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  }
+}
+
+/**
+ * Read-back (MAP_READ) buffers reused across submits, so a decode loop creates none per step. A
+ * buffer is taken for one submit and given back once its contents were copied out; only buffers up to
+ * KEEP_BYTES are kept (a large one-off read-back, e.g. every gradient, is destroyed after use), and at
+ * most KEEP_COUNT of them, so the pool stays small whatever is read.
+ */
+export class StagingPool {
+  private static readonly KEEP_BYTES = 1 << 20;
+  private static readonly KEEP_COUNT = 16;
+  private free: GPUBuffer[] = [];
+
+  constructor(private readonly device: GPUDevice) {}
+
+  take(size: number): GPUBuffer {
+    // The smallest free buffer that is large enough.
+    let best = -1;
+    this.free.forEach((b, i) => {
+      if (b.size >= size && (best < 0 || b.size < this.free[best]!.size)) best = i;
+    });
+    if (best >= 0) return this.free.splice(best, 1)[0]!;
+    const bytes = size <= StagingPool.KEEP_BYTES ? Math.max(256, 2 ** Math.ceil(Math.log2(size))) : size;
+    return this.device.createBuffer({ label: 'readback', size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  }
+
+  release(buf: GPUBuffer): void {
+    if (buf.size > StagingPool.KEEP_BYTES || this.free.length >= StagingPool.KEEP_COUNT) buf.destroy();
+    else this.free.push(buf);
+  }
+
+  destroy(): void {
+    for (const b of this.free) b.destroy();
+    this.free = [];
   }
 }

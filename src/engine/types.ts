@@ -67,6 +67,59 @@ export interface GenerateRequest {
   onStep?: (info: { step: number; live: number }) => void;
 }
 
+/** One sequence of a decode step (DecodeSession.step). */
+export interface DecodeItem {
+  seq: SequenceHandle;
+  /** Tokens appended (prefilled) before this step samples: the prompt or a tool suffix when a turn starts, else empty. */
+  append: number[];
+  /**
+   * Tokens this sequence may still sample in its turn, this step's included (≥ 1): its KV rows are
+   * reserved for all of them at once, so a turn never moves its sequence in the cache.
+   */
+  maxNewTokens: number;
+  /** Sampling stream (see GenerateItem.stream). */
+  stream: number;
+}
+
+export interface SampledToken {
+  token: number;
+  /** Log-prob under the sampling distribution (as GenerateOutput.logprobs). */
+  logprob: number;
+}
+
+export interface DecodeSessionOptions {
+  sampling: SamplingParams;
+  /** A sequence's tokens end at (and include) the first of these that a chained step samples. */
+  stopIds: number[];
+  /** Use the trainable adapters (default true). */
+  adapters?: boolean;
+  /** Most sequences one step feeds (the decode batch cap): the step's buffers are sized for this many once. */
+  maxRows: number;
+}
+
+/**
+ * One decode run its caller feeds step by step: sequences join (with appended tokens) and leave
+ * between steps, and each step samples one token for every sequence it is given. A call costs one
+ * submit and one awaited read-back; GPU validation errors are collected for the whole run and
+ * reported by close() (or by the call that failed). Close it when the run is over, also on failure.
+ */
+export interface DecodeSession {
+  /**
+   * `steps` decode steps (default 1, at most DECODE_CHAIN_MAX, at most every item's maxNewTokens) chained
+   * on the GPU in one submit, each feeding the token the previous one sampled. Per item: its sampled
+   * tokens, `steps` of them, or fewer when a stop id came first (the stop id is the last one). The
+   * tokens are those that `steps` single steps would sample.
+   */
+  step(items: readonly DecodeItem[], steps?: number): Promise<SampledToken[][]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Most decode steps one DecodeSession.step chains: a sequence that stops early still computes the rest
+ * of the chain (its tokens are dropped), so longer chains save read-backs but waste more steps.
+ */
+export const DECODE_CHAIN_MAX = 4;
+
 export interface ScoreSequence {
   /** Full token ids (prompt + completion). */
   ids: number[];
@@ -129,6 +182,8 @@ export interface Engine {
   newSequence(): SequenceHandle;
   releaseSequence(seq: SequenceHandle): void;
   generate(req: GenerateRequest): Promise<GenerateOutput[]>;
+  /** A decode session for a scheduler that changes the batch between steps (continuous batching). */
+  openDecode(opts: DecodeSessionOptions): DecodeSession;
 
   score(req: ScoreRequest): Promise<ScoreOutput>;
   backward(req: BackwardRequest): Promise<void>;

@@ -1,15 +1,17 @@
 // Runs single kernels on small arrays, outside any engine: the linear-attention kernels are tested
 // one by one against float64 implementations written in the tests themselves.
 import type { Gpu } from '../../src/engine/gpu.ts';
-import { KernelCache, Recorder, UniformPool } from '../../src/engine/recorder.ts';
+import { KernelCache, Recorder, StagingPool, UniformPool } from '../../src/engine/recorder.ts';
 
 export class KernelHarness {
   private readonly kernels: KernelCache;
   private readonly pool: UniformPool;
+  private readonly staging: StagingPool;
 
   constructor(private readonly gpu: Gpu) {
     this.kernels = new KernelCache(gpu.device);
     this.pool = new UniformPool(gpu.device);
+    this.staging = new StagingPool(gpu.device);
   }
 
   pipeline(file: string, constants: Record<string, string | number | boolean> = {}): GPUComputePipeline {
@@ -29,7 +31,7 @@ export class KernelHarness {
 
   /** Records `body`, submits it, and returns `reads` as f32 arrays of `lengths` values. */
   async run(body: (rec: Recorder) => void, reads: [GPUBuffer, number][]): Promise<Float32Array[]> {
-    const rec = new Recorder(this.gpu.device, this.kernels, this.pool, 'kernel test');
+    const rec = new Recorder(this.gpu.device, this.kernels, this.pool, this.staging, 'kernel test');
     body(rec);
     for (const [buf, n] of reads) rec.read(buf, 0, n * 4);
     return (await rec.submit()).map((b) => new Float32Array(b));

@@ -162,6 +162,7 @@ export class FakeEngine {
       newSequence: unsupported('newSequence') as () => SequenceHandle,
       releaseSequence: unsupported('releaseSequence'),
       generate: unsupported('generate') as Engine['generate'],
+      openDecode: unsupported('openDecode') as Engine['openDecode'],
       score: (r) => this.score(r),
       backward: (r) => this.backward(r),
       zeroGrad: () => this.zeroGrad(),

@@ -2,7 +2,8 @@
 // sequence to the text of its next turn. It checks the KV-cache contract the rollout relies on
 // (prompt first, then only suffixes appended to what was generated) and records every batch.
 
-import type { GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
+import type { DecodeSession, DecodeSessionOptions, GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
+import { decodeOverGenerate } from './decode-over-generate.ts';
 import type { TextTokenizer } from '../../src/model/tokenizer.ts';
 import type { RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 
@@ -41,6 +42,10 @@ export class FakeEngine implements RolloutEngine {
   releaseSequence(seq: SequenceHandle): void {
     if (!this.sequences.delete(seq.id)) throw new Error(`sequence ${seq.id} released twice or never created`);
     this.released.push(seq.id);
+  }
+
+  openDecode(opts: DecodeSessionOptions): DecodeSession {
+    return decodeOverGenerate((req) => this.generate(req), opts);
   }
 
   async generate(req: GenerateRequest): Promise<GenerateOutput[]> {

@@ -4,7 +4,8 @@
 // emitted one token per decode step. It decodes step by step (calling onStep like the engine), may yield
 // to the event loop between steps (GPU time), and records every step's batch.
 
-import type { GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
+import type { DecodeSession, DecodeSessionOptions, GenerateOutput, GenerateRequest, SequenceHandle } from '../../src/engine/types.ts';
+import { decodeOverGenerate } from './decode-over-generate.ts';
 import type { TextTokenizer } from '../../src/model/tokenizer.ts';
 import type { RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 import { hashInts } from '../../src/rl/seeds.ts';
@@ -57,6 +58,10 @@ export class SamplingFakeEngine implements RolloutEngine {
 
   get liveSequences(): number {
     return this.seqs.size;
+  }
+
+  openDecode(opts: DecodeSessionOptions): DecodeSession {
+    return decodeOverGenerate((req) => this.generate(req), opts);
   }
 
   async generate(req: GenerateRequest): Promise<GenerateOutput[]> {

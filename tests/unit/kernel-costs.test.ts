@@ -66,7 +66,7 @@ describe('kernel costs', () => {
     expect(cost('logprob_finalize.wgsl', [2, 0, 0, 0])).toMatchObject({ flops: 12, bytes: 56 });
     expect(cost('log_softmax_backward.wgsl', [2, 0, 50, 0], { PASS: 0 })).toMatchObject({ flops: 600, bytes: (100 + 18) * 4 });
     expect(cost('log_softmax_backward.wgsl', [2, 0, 50, 0], { PASS: 1 })).toMatchObject({ flops: 900, bytes: (200 + 12) * 4 });
-    expect(cost('sample.wgsl', [100, 100, 0, 0, 7, 0, 0, 0, 0, 0], {}, [3, 1, 1])).toMatchObject({ family: 'sample', flops: 2400, bytes: (300 + 12) * 4 });
+    expect(cost('sample.wgsl', [100, 100, 0, 0, 7, 0, 0, 0, 0, 0], {}, [3, 1, 1])).toMatchObject({ family: 'sample', flops: 2400, bytes: (300 + 15) * 4 });
     expect(cost('adamw.wgsl', [10, 0, 0, 0, 0, 0, 0, 0])).toMatchObject({ flops: 150, bytes: 280 });
     expect(cost('grad_norm.wgsl', [10, 0, 0, 0], { PASS: 0 })).toMatchObject({ flops: 20, bytes: 44 });
     expect(cost('grad_norm.wgsl', [6, 0, 0, 0], { PASS: 1 })).toMatchObject({ flops: 10, bytes: 32 });

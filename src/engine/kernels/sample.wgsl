@@ -16,6 +16,8 @@ struct Params { V: u32, ldz: u32, top_k: u32, greedy: u32, seed: u32, _pad0: u32
 @group(0) @binding(1) var<storage, read> logits: array<f32>;   // (rows, ldz)
 @group(0) @binding(2) var<storage, read> rowinfo: array<u32>;  // (rows, 2): stream, counter
 @group(0) @binding(3) var<storage, read_write> out: array<u32>; // (rows, 2): id, bitcast<u32>(logprob)
+// (rows): the ids again, as the next decode step's input tokens, so steps chain on the GPU without a read-back.
+@group(0) @binding(4) var<storage, read_write> next_ids: array<u32>;
 
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
@@ -112,6 +114,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     if (lid == 0u) {
       out[row * 2u] = id;
       out[row * 2u + 1u] = bitcast<u32>(-log(total));
+      next_ids[row] = id;
     }
     return;
   }
@@ -176,5 +179,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   if (lid == 0u) {
     out[row * 2u] = id;
     out[row * 2u + 1u] = bitcast<u32>(logits[base + id] * p.inv_temp - m - log(total));
+    next_ids[row] = id;
   }
 }

@@ -3,13 +3,13 @@
 // rollout-continuous.ts) only decide WHEN each episode decodes; everything an episode records is decided
 // here and in rollout.ts, so both schedulers produce the same rollouts.
 
-import type { Engine, GenerateOutput, SamplingParams, SequenceHandle } from '../../engine/types.ts';
+import type { DecodeItem, DecodeSession, Engine, GenerateOutput, SampledToken, SamplingParams, SequenceHandle } from '../../engine/types.ts';
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
 import type { RolloutCounter } from './progress.ts';
 
 /** The part of the engine a rollout drives. */
-export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate'> & {
+export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'generate' | 'openDecode'> & {
   readonly config: { maxPositionEmbeddings: number };
 };
 
@@ -141,6 +141,25 @@ export async function timedGenerate(driver: EpisodeDriver, req: Parameters<Rollo
   };
   try {
     return await driver.engine.generate({ ...req, onStep });
+  } finally {
+    driver.stats.generateMs += performance.now() - t0;
+  }
+}
+
+/** `steps` chained steps of a decode session, the time counted as GPU-busy and each step counted for progress and stats. */
+export async function timedStep(driver: EpisodeDriver, session: DecodeSession, items: DecodeItem[], steps: number): Promise<SampledToken[][]> {
+  const t0 = performance.now();
+  try {
+    const sampled = await session.step(items, steps);
+    // Step j of a chain decoded the sequences that had not stopped before it (the GPU computes the
+    // stopped ones too, and their tokens are dropped; steps after every sequence stopped are not counted).
+    for (let j = 0; j < steps; j++) {
+      const n = sampled.filter((tokens) => tokens.length > j).length;
+      if (n === 0) break;
+      driver.progress.decodeStep(n);
+      driver.stats.decodeBatchSizes.push(n);
+    }
+    return sampled;
   } finally {
     driver.stats.generateMs += performance.now() - t0;
   }

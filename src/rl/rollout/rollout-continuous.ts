@@ -6,9 +6,13 @@
 // episodes hold a slot (an env session and an engine sequence with its KV rows) at once: the rest wait
 // in rollout order, and each takes the slot of an episode that ended — its reset starts then, and the
 // first turn joins a decode step when the reset is in. Each episode samples from its own stream (engine
-// GenerateItem.stream), so its tokens do not depend on which steps it shared.
+// GenerateItem.stream), so its tokens do not depend on which steps it shared. The whole batch is one
+// engine decode session, fed step by step: a call costs the host one round trip to the GPU. When nothing
+// can join (no turn ready, no env call running), up to DECODE_CHAIN_MAX steps are chained in one call;
+// a turn that stops inside a chain ends when the chain does.
 
-import { timedGenerate, type Episode, type EpisodeDriver, type TurnRequest } from './episode.ts';
+import { DECODE_CHAIN_MAX, type DecodeSession } from '../../engine/types.ts';
+import { timedStep, type Episode, type EpisodeDriver, type TurnRequest } from './episode.ts';
 
 export interface ContinuousOptions {
   /** Slots: most episodes playing (holding an env session and a sequence) at once, hence most sequences in one decode step. */
@@ -26,6 +30,18 @@ interface Decoding {
 
 export async function runContinuous(episodes: Episode[], driver: EpisodeDriver, opts: ContinuousOptions): Promise<void> {
   if (!(opts.maxBatchSize >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${opts.maxBatchSize}`);
+  const session = driver.engine.openDecode({ sampling: driver.sampling, stopIds: driver.stopIds, maxRows: opts.maxBatchSize });
+  try {
+    await feed(session, episodes, driver, opts);
+  } catch (e) {
+    // The scheduler's own error says more than the validation errors of a run cut short.
+    await session.close().catch(() => undefined);
+    throw e;
+  }
+  await session.close();
+}
+
+async function feed(session: DecodeSession, episodes: Episode[], driver: EpisodeDriver, opts: ContinuousOptions): Promise<void> {
   const ready: TurnRequest[] = [];
   let decoding: Decoding[] = [];
   let inFlight = 0;
@@ -115,25 +131,21 @@ export async function runContinuous(episodes: Episode[], driver: EpisodeDriver, 
     while (batch.length < opts.maxBatchSize && ready.length > 0) batch.push({ request: ready.shift()!, tokens: [], logprobs: [] });
     if (batch.length === 0) continue;
     for (const d of batch) d.request.episode.seq ??= driver.engine.newSequence();
-    const outputs = await timedGenerate(driver, {
-      items: batch.map((d) => ({
-        seq: d.request.episode.seq!,
-        append: d.tokens.length === 0 ? d.request.append : [],
-        maxNewTokens: 1,
-        stream: d.request.episode.index,
-      })),
-      sampling: driver.sampling,
-      stopIds: driver.stopIds,
-    });
-    if (outputs.length !== batch.length) throw new Error(`engine returned ${outputs.length} outputs for ${batch.length} items`);
-    driver.stats.decodeBatchSizes.push(batch.length);
+    const left = (d: Decoding): number => d.request.maxNewTokens - d.tokens.length;
+    const steps = ready.length === 0 && inFlight === 0 ? Math.min(DECODE_CHAIN_MAX, ...batch.map(left)) : 1;
+    const sampled = await timedStep(driver, session, batch.map((d) => ({
+      seq: d.request.episode.seq!,
+      append: d.tokens.length === 0 ? d.request.append : [],
+      maxNewTokens: left(d),
+      stream: d.request.episode.index,
+    })), steps);
+    if (sampled.length !== batch.length) throw new Error(`engine returned tokens for ${sampled.length} of ${batch.length} sequences`);
     decoding = [];
     batch.forEach((d, j) => {
-      const out = outputs[j]!;
-      d.tokens.push(...out.tokens);
-      d.logprobs.push(...out.logprobs);
-      const stopped = out.tokens.some((t) => driver.stopIds.includes(t));
-      if (stopped || d.tokens.length >= d.request.maxNewTokens) endTurn(d);
+      const out = sampled[j]!;
+      d.tokens.push(...out.map((t) => t.token));
+      d.logprobs.push(...out.map((t) => t.logprob));
+      if (out.some((t) => driver.stopIds.includes(t.token)) || d.tokens.length >= d.request.maxNewTokens) endTurn(d);
       else decoding.push(d);
     });
   }
