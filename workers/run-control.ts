@@ -1,6 +1,9 @@
 // Pause / resume / stop of one run, as the trainer loop understands them: an AbortSignal asks the
 // current phase (SFT or GRPO) to return at its next boundary (GRPO saves a checkpoint there), and a
-// gate holds the worker between phases until the user resumes or stops.
+// gate holds the worker between phases until the user resumes or stops. The run may also pause itself
+// (its env-server stopped answering): the pause then carries its cause until the run resumes.
+
+import type { PauseCause } from '../src/app/worker-api.ts';
 
 export type RunRequest = 'pause' | 'stop' | null;
 
@@ -8,6 +11,7 @@ export class RunControl {
   private controller = new AbortController();
   private pending: RunRequest = null;
   private release: ((r: 'resume' | 'stop') => void) | null = null;
+  private pauseCause: { cause: PauseCause; message: string } | null = null;
 
   /** The signal of the current training segment (renewed after each resume). */
   get signal(): AbortSignal {
@@ -24,10 +28,22 @@ export class RunControl {
     return this.release !== null;
   }
 
+  /** Why the run paused itself (null when the user paused it, or it is not paused). */
+  get cause(): { cause: PauseCause; message: string } | null {
+    return this.pauseCause;
+  }
+
   pause(): void {
     if (this.pending !== null) return;
     this.pending = 'pause';
     this.controller.abort();
+  }
+
+  /** The run pauses itself: like pause(), remembering why (a user's pause or stop already asked wins). */
+  pauseFor(cause: PauseCause, message: string): void {
+    if (this.pending !== null) return;
+    this.pauseCause = { cause, message };
+    this.pause();
   }
 
   stop(): void {
@@ -47,6 +63,7 @@ export class RunControl {
     this.release = null;
     if (answer === 'stop') return false;
     this.pending = null;
+    this.pauseCause = null;
     this.controller = new AbortController();
     return true;
   }

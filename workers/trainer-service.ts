@@ -17,6 +17,7 @@ import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { rewardWeights } from '../src/rl/grpo/rewards.ts';
 import { adapterFiles, grpo, plannedWorkload, trainableMode, warmUp } from '../src/rl/run.ts';
 import { referenceAfterWarmup, runPlan, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/grpo/trainer.ts';
+import { envServerUnreachable, firstRolloutError } from './env-outage.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
@@ -356,7 +357,8 @@ class RunSession {
 
   /** After a segment stopped early: reports the pause and waits; false = the user stopped the run. */
   private async pausedThenResumed(): Promise<boolean> {
-    if (this.control.request === 'pause') this.events.onStatus({ status: 'paused' });
+    const why = this.control.cause;
+    if (this.control.request === 'pause') this.events.onStatus(why ? { status: 'paused', cause: why.cause, message: why.message } : { status: 'paused' });
     const resumed = await this.control.waitWhilePaused();
     if (resumed) this.events.onStatus({ status: 'running' });
     return resumed;
@@ -387,7 +389,10 @@ class RunSession {
         tokenizer: loaded.tokenizer,
         config: c,
         task: this.task,
-        onRollouts: (rollouts) => (this.pendingRollouts = rollouts),
+        onRollouts: async (rollouts) => {
+          this.pendingRollouts = rollouts;
+          await this.pauseIfEnvServerGone(rollouts);
+        },
         // The sequence count the load-time memory plan was checked for: a larger generation plays in
         // waves / refilled slots of this many.
         maxBatchSize: this.model.plannedSequences,
@@ -407,6 +412,22 @@ class RunSession {
       if (!stored) throw new Error(`the checkpoint of run ${this.opts.runId} taken at the pause is gone`);
       resume = deserializeCheckpoint(stored.files);
     }
+  }
+
+  /**
+   * A generation with failed episodes, played while the env-server was down, is not trained on: the
+   * run pauses itself (the step is played again on resume, from the checkpoint of the step before).
+   * Throwing with the pause requested makes the trainer drop the generation (trainGRPO: an aborted
+   * rollout call saves the last step's state and returns).
+   */
+  private async pauseIfEnvServerGone(rollouts: readonly Rollout[]): Promise<void> {
+    const failure = firstRolloutError(rollouts);
+    if (failure === null || this.control.request !== null) return;
+    const unreachable = await envServerUnreachable(this.opts.envUrl);
+    if (unreachable === null) return;
+    this.pendingRollouts = null;
+    this.control.pauseFor('env-server-unreachable', `${unreachable}: the run is paused with its state kept (an episode failed: ${failure})`);
+    throw new Error(unreachable);
   }
 
   private grpoStepEvent(e: TrainerStepEvent, weights: number[]): StepEvent {

@@ -85,10 +85,17 @@ export interface RunOptions {
   resume: boolean;
 }
 
+/** Why a run paused when nobody pressed pause. */
+export type PauseCause = 'env-server-unreachable';
+
 export interface WorkerEvents {
   onProgress(p: LoadProgress): void;
   onStep(e: StepEvent): void;
-  onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string }): void;
+  /**
+   * `cause` 'env-server-unreachable': the run paused itself because the env-server stopped answering
+   * (its state is kept); the page retries and resumes it once the server answers again.
+   */
+  onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string; cause?: PauseCause }): void;
 }
 
 export interface EvalRow {

@@ -98,7 +98,7 @@ export interface GrpoOptions {
   resume?: TrainerCheckpoint;
   signal?: AbortSignal;
   /** Each generation's rollouts as soon as they are played (the app shows them with the next step). */
-  onRollouts?: (rollouts: Rollout[]) => void;
+  onRollouts?: (rollouts: Rollout[]) => void | Promise<void>;
   /**
    * Decode slots: the sequence count the engine's memory plan was checked for (plannedWorkload's
    * numSequences). A generation larger than this plays in waves (lockstep) or refills freed slots
@@ -126,7 +126,7 @@ export async function* grpo(o: GrpoOptions): AsyncGenerator<StepEvent, void> {
       dataset: task.dataset,
       rollouts: async (req) => {
         const rollouts = await source.rollouts(req);
-        o.onRollouts?.(rollouts);
+        await o.onRollouts?.(rollouts);
         return rollouts;
       },
       prefetch: source.prefetch,

@@ -1,6 +1,7 @@
 // Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists every run, `#/runs/<id>`
 // shows one (live or read-only), anything else 404s.
 import { useEffect, useState } from 'react';
+import { sendLeftoverWrites } from '../leftover-writes.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
 import { ErrorBoundary } from './ErrorBoundary.tsx';
@@ -23,6 +24,8 @@ export function App() {
   const hash = useHash();
   const probe = useUi((s) => s.probe);
   useEffect(() => {
+    // Steps a closed tab could not save (the store was away then) are sent now.
+    void sendLeftoverWrites().catch(() => undefined);
     trainer().probe().then((p) => useUi.getState().set({ probe: p }), (e) => useUi.getState().set({ probe: { webgpu: false, error: (e as Error).message } }));
   }, []);
   const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
