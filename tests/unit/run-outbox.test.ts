@@ -42,7 +42,7 @@ describe('run outbox', () => {
       if (!up) throw new ApiError('The env-server at http://127.0.0.1:8000 is unreachable (Failed to fetch)', 0);
       if (w.kind === 'step') {
         sent.push(w.step);
-        store.appendStep(run.id, run.writeToken, w);
+        store.appendStep(run.id, run.writeToken, { step: w.step, metrics: w.metrics });
       } else store.setStatus(run.id, run.writeToken, w.status as 'running');
     };
     const storage = memoryStorage();
