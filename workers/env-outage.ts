@@ -1,7 +1,7 @@
 // Tells an env-server that is gone (stopped, restarting, the laptop asleep) from an env that failed one
-// episode: env trouble ends an episode as unscorable, and a generation played against a server that is
-// not there would train on nothing but failures. So when any rollout of a generation failed, the
-// env-server's own health route is asked; no answer at all means the server is down and the run
+// episode: env trouble ends an episode as unscorable (a failed tool call as one that earned nothing),
+// and a generation played against a server that is not there would train on nothing but failures. So
+// when any episode of a generation had env trouble, the env-server's own health route is asked; no answer at all means the server is down and the run
 // pauses (its state kept) instead of taking the step.
 
 /** How long the health probe waits: a live server answers /health at once. */
@@ -30,7 +30,14 @@ export async function envServerUnreachable(envUrl: string, fetchImpl: typeof fet
   }
 }
 
-/** The first failed rollout's reason, when a generation had any. */
-export function firstRolloutError(rollouts: readonly { error?: string }[]): string | null {
-  return rollouts.find((r) => r.error)?.error ?? null;
+/**
+ * What went wrong with the env in a generation, when anything did: an episode that could not start or
+ * ended unscorable, or a tool call that failed (a socket closed under it ends the episode with the
+ * env's reward of nothing).
+ */
+export function envTrouble(rollouts: readonly { error?: string; toolFailures: number }[]): string | null {
+  const failed = rollouts.find((r) => r.error);
+  if (failed) return failed.error!;
+  const calls = rollouts.reduce((n, r) => n + r.toolFailures, 0);
+  return calls > 0 ? `${calls} tool call${calls === 1 ? '' : 's'} failed` : null;
 }

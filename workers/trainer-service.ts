@@ -17,7 +17,7 @@ import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { rewardWeights } from '../src/rl/grpo/rewards.ts';
 import { adapterFiles, grpo, plannedWorkload, trainableMode, warmUp } from '../src/rl/run.ts';
 import { referenceAfterWarmup, runPlan, type EngineState, type StepEvent as TrainerStepEvent } from '../src/rl/grpo/trainer.ts';
-import { envServerUnreachable, firstRolloutError } from './env-outage.ts';
+import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
@@ -415,18 +415,18 @@ class RunSession {
   }
 
   /**
-   * A generation with failed episodes, played while the env-server was down, is not trained on: the
+   * A generation with env trouble, played while the env-server was down, is not trained on: the
    * run pauses itself (the step is played again on resume, from the checkpoint of the step before).
    * Throwing with the pause requested makes the trainer drop the generation (trainGRPO: an aborted
    * rollout call saves the last step's state and returns).
    */
   private async pauseIfEnvServerGone(rollouts: readonly Rollout[]): Promise<void> {
-    const failure = firstRolloutError(rollouts);
+    const failure = envTrouble(rollouts);
     if (failure === null || this.control.request !== null) return;
     const unreachable = await envServerUnreachable(this.opts.envUrl);
     if (unreachable === null) return;
     this.pendingRollouts = null;
-    this.control.pauseFor('env-server-unreachable', `${unreachable}: the run is paused with its state kept (an episode failed: ${failure})`);
+    this.control.pauseFor('env-server-unreachable', `${unreachable}: the run is paused with its state kept (in the last generation: ${failure})`);
     throw new Error(unreachable);
   }
 

@@ -97,6 +97,11 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
   let files: Promise<unknown> = Promise.resolve();
   let filesDue = false;
   const saveFiles = () => {
+    // While the store is away, the files wait until the outbox gets through (onReconnected).
+    if (useUi.getState().unsaved.retryAt !== null) {
+      filesDue = true;
+      return;
+    }
     filesDue = false;
     files = files.then(() => keepRunFiles(opts.runId, token, opts.config)).catch((err: Error) => {
       if (outbox.pending > 0 || err instanceof ApiError) filesDue = true;
@@ -156,7 +161,8 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
           if (s.cause === 'env-server-unreachable') awaitServer(s.message ?? 'The env-server is unreachable');
           else endOutage();
           write({ kind: 'status', status: s.status, ...(s.message ? { error: s.message } : {}) });
-          if (s.status === 'paused' || s.status === 'finished' || s.status === 'stopped') saveFiles();
+          // Not at an outage's pause: the server that would keep them is gone.
+          if ((s.status === 'paused' && !s.cause) || s.status === 'finished' || s.status === 'stopped') saveFiles();
           // Another tab may have started a run since: its marker stays.
           if ((s.status === 'finished' || s.status === 'stopped' || s.status === 'failed') && ownedRuns.active() === opts.runId) ownedRuns.setActive(null);
         },
