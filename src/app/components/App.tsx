@@ -1,9 +1,11 @@
 // Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists every run, `#/runs/<id>`
-// shows one (live or read-only), anything else 404s.
+// shows one (live or read-only), `#/compare/<id>,<id>…` overlays several, anything else 404s.
 import { useEffect, useState } from 'react';
 import { sendLeftoverWrites } from '../leftover-writes.ts';
+import { compareIds } from '../compare.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
+import { CompareView } from './CompareView.tsx';
 import { ErrorBoundary } from './ErrorBoundary.tsx';
 import { NotFound } from './NotFound.tsx';
 import { RunsList } from './RunsList.tsx';
@@ -31,6 +33,7 @@ export function App() {
   const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
   const setup = hash === '' || hash === '#' || hash === '#/';
   const list = hash === '#/runs' || hash === '#/runs/';
+  const compare = compareIds(hash);
   return (
     <div className="app">
       <nav>
@@ -44,7 +47,7 @@ export function App() {
       </nav>
       <main>
         <ErrorBoundary key={hash} what="this page">
-          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : compare ? <CompareView ids={compare} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
         </ErrorBoundary>
       </main>
     </div>

@@ -1,0 +1,54 @@
+// Runs compared (issue 24), in headless Chromium against the app as `webgrpo start` serves it: two
+// runs (imported, so no training is needed) ticked in the runs list open in the compare view, their
+// curves overlaid on one step axis and their config differences listed. Screenshot to docs/screenshots/.
+import { fileURLToPath } from 'node:url';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../browser/harness.ts';
+import { startAppServer, type AppServer } from './app-server.ts';
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+
+/** An exported run of `n` GRPO steps whose success climbs at `rate` a step. */
+function runExport(name: string, n: number, rate: number, config: Record<string, unknown>) {
+  const steps = Array.from({ length: n }, (_, step) => ({
+    step,
+    metrics: { reward: 0.3 + rate * step, reward_std: 0.2, success_rate: Math.min(1, 0.2 + rate * step), loss: -0.01 * step, kl: 0.001 * step, entropy: 0.5 - 0.02 * step, 'completions/mean_length': 20 + step, phase_sft: 0 },
+  }));
+  return { format: 'webgrpo-run', version: 1, run: { name, status: 'finished', createdAt: '', updatedAt: '', config, model: { name: 'built-in demo' }, env: { name: 'echo', task: 'echo' }, error: null }, steps, rollouts: [] };
+}
+
+describe('the compare view', { timeout: 300_000 }, () => {
+  let app: AppServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    app = await startAppServer();
+    browser = await launchChromium();
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  }, 60_000);
+
+  it('overlays two ticked runs on one step axis and lists their config differences', async () => {
+    const post = async (body: unknown) => (await (await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(body) })).json()) as { id: string };
+    const a = await post(runExport('lr 5e-4', 12, 0.06, { learning_rate: 5e-4, num_generations: 8, max_steps: 12 }));
+    const b = await post(runExport('lr 1e-3', 8, 0.09, { learning_rate: 1e-3, num_generations: 8, max_steps: 8 }));
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
+    await page.goto(`${app.url}/#/runs`);
+    for (const id of [a.id, b.id]) await page.locator(`[data-testid=run-row][data-run-id="${id}"]`).getByTestId('compare-pick').check();
+    await page.getByTestId('compare-runs').click();
+    await page.getByTestId('compare-view').waitFor({ timeout: 30_000 });
+    // One step axis: the union of both runs' steps (12), each run a series of its own.
+    const reward = page.getByTestId('chart-reward');
+    await reward.waitFor();
+    expect(Number(await reward.getAttribute('data-points'))).toBe(12);
+    for (const metric of ['success rate', 'loss', 'kl', 'entropy', 'completion length']) await page.getByTestId(`chart-${metric}`).waitFor();
+    expect(await reward.locator('.u-legend .u-series').count()).toBeGreaterThanOrEqual(3); // x + one per run
+    const rows = await page.getByTestId('config-diff-row').allTextContents();
+    expect(rows).toEqual(['learning_rate0.00050.001', 'max_steps128']);
+    await page.screenshot({ path: `${SCREENSHOTS}compare-runs.png`, fullPage: true });
+  });
+});
