@@ -56,6 +56,8 @@ export const api = {
   setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
   importRun: (text: string) => call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs/import', text),
   exportUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/export`,
+  /** The run as one HTML file that opens without a server (env-server/run-page.ts). */
+  pageUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/page`,
   listRuns: (limit = 50, offset = 0) => call<{ runs: RunListEntry[]; total: number }>('GET', `/api/runs?limit=${limit}&offset=${offset}`),
   artifacts: (id: string) => call<{ artifacts: ArtifactInfo[] }>('GET', `/api/runs/${encodeURIComponent(id)}/artifacts`),
   artifactUrl: (id: string, bundle: string, name: string) => `/api/runs/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(bundle)}/${encodeURIComponent(name)}`,

@@ -1,7 +1,12 @@
-// Runs compared (issue 24), in headless Chromium against the app as `webgrpo start` serves it: two
-// runs (imported, so no training is needed) ticked in the runs list open in the compare view, their
-// curves overlaid on one step axis and their config differences listed. Screenshot to docs/screenshots/.
-import { fileURLToPath } from 'node:url';
+// Runs compared and shared beyond this server (issue 24), in headless Chromium against the app as
+// `webgrpo start` serves it: two runs (imported, so no training is needed) ticked in the runs list open
+// in the compare view, their curves overlaid on one step axis and their config differences listed; a
+// run exported as a page opens from file:// with its charts, config and adapter, no server needed.
+// Screenshots to docs/screenshots/.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
@@ -18,9 +23,10 @@ function runExport(name: string, n: number, rate: number, config: Record<string,
   return { format: 'webgrpo-run', version: 1, run: { name, status: 'finished', createdAt: '', updatedAt: '', config, model: { name: 'built-in demo' }, env: { name: 'echo', task: 'echo' }, error: null }, steps, rollouts: [] };
 }
 
-describe('the compare view', { timeout: 300_000 }, () => {
+describe('the compare view and the exported page', { timeout: 300_000 }, () => {
   let app: AppServer;
   let browser: Browser;
+  const post = async (body: unknown) => (await (await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(body) })).json()) as { id: string; writeToken: string };
 
   beforeAll(async () => {
     app = await startAppServer();
@@ -33,7 +39,6 @@ describe('the compare view', { timeout: 300_000 }, () => {
   }, 60_000);
 
   it('overlays two ticked runs on one step axis and lists their config differences', async () => {
-    const post = async (body: unknown) => (await (await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(body) })).json()) as { id: string };
     const a = await post(runExport('lr 5e-4', 12, 0.06, { learning_rate: 5e-4, num_generations: 8, max_steps: 12 }));
     const b = await post(runExport('lr 1e-3', 8, 0.09, { learning_rate: 1e-3, num_generations: 8, max_steps: 8 }));
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
@@ -50,5 +55,46 @@ describe('the compare view', { timeout: 300_000 }, () => {
     const rows = await page.getByTestId('config-diff-row').allTextContents();
     expect(rows).toEqual(['learning_rate0.00050.001', 'max_steps128']);
     await page.screenshot({ path: `${SCREENSHOTS}compare-runs.png`, fullPage: true });
+  });
+
+  it('exports a run as one HTML page that opens from disk with its charts, config and adapter', async () => {
+    const run = await post(runExport('shared run', 6, 0.1, { learning_rate: 5e-4, num_generations: 8, max_steps: 6 }));
+    const adapter = Buffer.from('not really safetensors, but bytes all the same');
+    const kept = await fetch(`${app.url}/api/runs/${run.id}/artifacts/adapter`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: app.url, 'x-webgrpo-write-token': run.writeToken },
+      body: JSON.stringify({ files: [{ name: 'adapter_model.safetensors', base64: adapter.toString('base64') }] }),
+    });
+    expect(kept.status).toBe(200);
+    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+    const page = await context.newPage();
+    await page.goto(`${app.url}/#/runs/${run.id}`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-page').click()]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-page-'));
+    try {
+      const file = path.join(dir, download.suggestedFilename());
+      await download.saveAs(file);
+      expect(path.basename(file)).toBe(`webgrpo-run-${run.id}.html`);
+      // The server is no part of it: stopped, the page still opens from disk with everything in it.
+      await app.stop();
+      const opened = await context.newPage();
+      const requests: string[] = [];
+      opened.on('request', (r) => requests.push(r.url()));
+      await opened.goto(pathToFileURL(file).href);
+      expect(await opened.getByTestId('page-status').textContent()).toBe('finished');
+      const charts = opened.getByTestId('page-chart');
+      expect(await charts.count()).toBe(6);
+      expect(await charts.evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-points'))))).toEqual([6, 6, 6, 6, 6, 6]);
+      expect(await opened.getByTestId('page-config').textContent()).toContain('learning_rate0.0005');
+      const link = opened.getByTestId('page-adapter');
+      expect(await link.getAttribute('download')).toBe('adapter_model.safetensors');
+      const href = (await link.getAttribute('href'))!;
+      expect(Buffer.from(href.slice(href.indexOf(',') + 1), 'base64').equals(adapter)).toBe(true);
+      expect(requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:'))).toEqual([]);
+      await opened.screenshot({ path: `${SCREENSHOTS}exported-page.png`, fullPage: true });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await app.restart();
+    }
   });
 });

@@ -213,6 +213,7 @@ export function RunView({ id }: { id: string }) {
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>
+          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and adapter, that opens without a server">export as a page</a>
           {run && (
             <button
               data-testid="fork"
