@@ -113,7 +113,8 @@ export function RunView({ id }: { id: string }) {
             setRolloutSteps(ro.steps);
           }
         }
-        if (r.run.status === 'running' || r.run.status === 'created' || live) timer = setTimeout(poll, 2000);
+        // A paused run too: its owner (another tab, another browser) may resume it any moment.
+        if (r.run.status === 'running' || r.run.status === 'created' || r.run.status === 'paused' || live) timer = setTimeout(poll, 2000);
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) setNotFound(true);
         else {
