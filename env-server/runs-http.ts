@@ -6,6 +6,7 @@
 //   POST /api/runs/:id/name                {name}                       (header x-webgrpo-write-token)
 //   DELETE /api/runs/:id                   the run, its steps, rollouts and files (header x-webgrpo-write-token)
 //   GET  /api/runs/:id/export              the whole run as one JSON file
+//   GET  /api/runs/:id/page                the run as one self-contained HTML page (run-page.ts)
 //   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
 //   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
 //   GET  /api/runs[?limit=N&offset=M]      the runs list, newest first → {runs, total}
@@ -19,6 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
+import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, renderRunPage } from './run-page.ts';
 import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
 
 export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
@@ -139,6 +141,18 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         const body = asObject(await readJson(req), 'The rename');
         store.rename(parts[0], token, body.name);
         send(res, 200, { ok: true });
+      } else if (parts.length === 2 && parts[1] === 'page' && method === 'GET') {
+        const id = parts[0];
+        const files = store.artifacts(id).filter((a) => a.bundle === 'adapter');
+        const embed = files.reduce((n, f) => n + f.bytes, 0) <= EMBED_LIMIT_BYTES;
+        const html = renderRunPage({
+          run: store.get(id),
+          steps: store.steps(id),
+          rollouts: store.rollouts(id, { lastSteps: PAGE_ROLLOUT_STEPS }),
+          adapter: { files, bytes: embed ? new Map(files.map((f) => [f.name, store.artifact(id, 'adapter', f.name)])) : null },
+        });
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'content-disposition': `attachment; filename="webgrpo-run-${id}.html"` });
+        res.end(html);
       } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
         const data = store.export(parts[0]);
         send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });

@@ -67,13 +67,14 @@ export interface ArtifactInfo {
 }
 
 export interface RunStoreOptions {
-  /** A running/paused run with no write for this long is shown as interrupted (default 5 minutes). */
+  /** A running/paused run with no write for this long is shown as interrupted (default 3 minutes). */
   staleAfterMs?: number;
   /** Bytes of artifacts one run may keep, all bundles together (default 40 MiB: as base64 JSON it fits one request body). */
   maxArtifactBytes?: number;
 }
 
-export const DEFAULT_STALE_AFTER_MS = 5 * 60_000;
+/** The live tab writes at least every 30 s (src/app/live-run.ts); a hidden tab's timer may lag to a minute. */
+export const DEFAULT_STALE_AFTER_MS = 3 * 60_000;
 /** Longest run name a rename accepts. */
 export const MAX_NAME_LENGTH = 200;
 export const DEFAULT_MAX_ARTIFACT_BYTES = 40 * 1024 * 1024;
@@ -187,6 +188,8 @@ export class RunStore {
   private db: Database.Database;
   private readonly staleAfterMs: number;
   private readonly maxArtifactBytes: number;
+  /** When this store opened (ms): live statuses written before it belong to a writer of an earlier server. */
+  private readonly openedAt = Date.now();
 
   /** `file`: the SQLite file (or ':memory:'); other connections (the import worker) open it too. */
   constructor(readonly file: string, options: RunStoreOptions = {}) {
@@ -246,10 +249,16 @@ export class RunStore {
     };
   }
 
-  /** A live status whose writer stopped writing (tab closed, crashed, machine restarted) reads as interrupted. */
+  /**
+   * A live status is a lease its writer renews (every step, or a heartbeat): one that lapsed (tab
+   * closed, crashed, machine asleep) reads as interrupted, and so does one not renewed since this store
+   * opened — after a restart no run is live until its tab writes again (its queued steps, or the
+   * heartbeat), so a run nobody trains never reads as running.
+   */
   private isInterrupted(status: RunStatus, updatedAt: string): boolean {
     const live = status === 'running' || status === 'paused' || status === 'created';
-    return live && Date.now() - Date.parse(updatedAt) > this.staleAfterMs;
+    const written = Date.parse(updatedAt);
+    return live && (Date.now() - written > this.staleAfterMs || written < this.openedAt);
   }
 
   private parentOf(id: string): string | null {

@@ -17,6 +17,8 @@ import { rewardWeights } from '../src/rl/grpo/rewards.ts';
 import { parseTranscripts } from '../src/rl/grpo/sft.ts';
 import { adapterFiles, plannedWorkload, Run, trainableMode, type RunEvent } from '../src/rl/run.ts';
 import { RunControl } from '../src/rl/run-control.ts';
+import type { Rollout } from '../src/rl/rollout/rollout.ts';
+import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { bindTask, resolveTask, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
@@ -219,6 +221,7 @@ export class TrainerService implements TrainerWorkerApi {
         },
         resume,
         control,
+        onRollouts: (rollouts) => pauseIfEnvServerGone(rollouts, opts.envUrl, control),
       });
       const toUi = uiEvents({ events, config, task, tokenizer, meter: this.meter });
       const steps = run.events();
@@ -285,7 +288,7 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
   const gpuMemoryMib = () => (o.meter ? o.meter.takePeak() / MIB : NaN);
   return (e) => {
     if (e.phase === 'status') {
-      o.events.onStatus({ status: e.status, ...(e.message ? { message: e.message } : {}) });
+      o.events.onStatus({ status: e.status, ...(e.message ? { message: e.message } : {}), ...(e.cause ? { cause: e.cause } : {}) });
     } else if (e.phase === 'sft') {
       const metrics = { loss: e.loss, grad_norm: e.grad_norm, learning_rate: e.learning_rate, step_time: e.step_time, tokens_per_second: e.tokens / e.step_time, gpu_memory_mib: gpuMemoryMib() };
       o.events.onStep({ step: e.step - 1, totalSteps: e.totalSteps, phase: 'sft', metrics: jsonSafe(metrics), rollouts: [] });
@@ -301,4 +304,19 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
       });
     }
   };
+}
+
+/**
+ * A generation with env trouble, played while the env-server was down, is not trained on: the run
+ * pauses itself (the step is played again on resume, from the checkpoint of the step before).
+ * Throwing with the pause requested makes the trainer drop the generation (trainGRPO: an aborted
+ * rollout call saves the last step's state and returns).
+ */
+async function pauseIfEnvServerGone(rollouts: readonly Rollout[], envUrl: string, control: RunControl): Promise<void> {
+  const failure = envTrouble(rollouts);
+  if (failure === null || control.request !== null) return;
+  const unreachable = await envServerUnreachable(envUrl);
+  if (unreachable === null) return;
+  control.pauseFor('env-server-unreachable', `${unreachable}: the run is paused with its state kept (in the last generation: ${failure})`);
+  throw new Error(unreachable);
 }

@@ -1,6 +1,4 @@
 // Client of the env-server's run store (/api/runs) and environment listing (/envs).
-import type { UiStepEvent } from './worker-api.ts';
-
 // Type-only: erased at build time, so the page never bundles the SQLite store.
 import type { ArtifactInfo, RunListEntry, RunSummary, StepRecord } from '../../env-server/runs.ts';
 import { TASK_BY_METADATA, taskFromMetadata } from '../rl/tasks/env-task.ts';
@@ -52,11 +50,14 @@ export const api = {
   stepRollouts: (id: string, step: number) => call<RolloutsPage>('GET', `/api/runs/${encodeURIComponent(id)}/rollouts?step=${step}`),
   rename: (id: string, token: string, name: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/name`, { name }, token),
   deleteRun: (id: string, token: string) => call('DELETE', `/api/runs/${encodeURIComponent(id)}`, undefined, token),
-  appendStep: (id: string, token: string, e: UiStepEvent) =>
-    call('POST', `/api/runs/${encodeURIComponent(id)}/steps`, { step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 }, rollouts: e.rollouts }, token),
+  /** One step as the store keeps it (see stepRecord); re-sending a step replaces it. */
+  appendStep: (id: string, token: string, step: { step: number; metrics: Record<string, number | null>; rollouts: unknown[] }) =>
+    call('POST', `/api/runs/${encodeURIComponent(id)}/steps`, step, token),
   setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
   importRun: (text: string) => call<{ id: string; writeToken: string; shareUrl: string }>('POST', '/api/runs/import', text),
   exportUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/export`,
+  /** The run as one HTML file that opens without a server (env-server/run-page.ts). */
+  pageUrl: (id: string) => `/api/runs/${encodeURIComponent(id)}/page`,
   listRuns: (limit = 50, offset = 0) => call<{ runs: RunListEntry[]; total: number }>('GET', `/api/runs?limit=${limit}&offset=${offset}`),
   artifacts: (id: string) => call<{ artifacts: ArtifactInfo[] }>('GET', `/api/runs/${encodeURIComponent(id)}/artifacts`),
   artifactUrl: (id: string, bundle: string, name: string) => `/api/runs/${encodeURIComponent(id)}/artifacts/${encodeURIComponent(bundle)}/${encodeURIComponent(name)}`,

@@ -1,11 +1,14 @@
 // Drives the run this tab trains: starts the worker's trainer, mirrors every step into the UI store
-// and the run store (so share links see it live), keeps the run marked alive while it trains or waits
-// paused, records the final status, and keeps the trained files with the run (downloadable from any
-// view of it, after a reload too).
-import { api, ownedRuns } from './api.ts';
+// and the run store (so share links see it live; through run-outbox.ts, so a store outage loses
+// nothing), keeps the run marked alive while it trains or waits paused, resumes it by itself when the
+// run paused because its env-server went away and the server answers again, records the final status,
+// and keeps the trained files with the run (downloadable from any view of it, after a reload too).
+import { api, ApiError, ownedRuns } from './api.ts';
+import { untilServerAnswers } from './env-retry.ts';
 import { formatBytes } from './format.ts';
 import { claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts';
 import { successRate } from './run-metrics.ts';
+import { RunOutbox, type OutboxWrite, type SendWrite } from './run-outbox.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
 import type { RunOptions, UiStepEvent } from './worker-api.ts';
@@ -16,8 +19,12 @@ import type { RunOptions, UiStepEvent } from './worker-api.ts';
  */
 const KEEP_LIMIT_BYTES = 40 * 1024 * 1024;
 
-/** The store calls a run interrupted after minutes of silence; a step can take longer on a software GPU. */
-const HEARTBEAT_MS = 60_000;
+/**
+ * The store calls a live run interrupted after this tab has been silent for its lease (3 minutes;
+ * env-server/runs.ts); a step can take longer than that on a software GPU, so the tab writes its status
+ * in between. A hidden tab's timers may run only once a minute, still well inside the lease.
+ */
+const HEARTBEAT_MS = 30_000;
 
 function withSuccessRate(e: UiStepEvent): UiStepEvent {
   const rate = e.phase === 'grpo' ? successRate(e.rollouts) : null;
@@ -70,26 +77,75 @@ export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: st
   }
 }
 
+/** A step as the run store keeps it (the SFT steps flagged, for the charts' phase axis). */
+function stepRecord(e: StepEvent): OutboxWrite & { kind: 'step' } {
+  return { kind: 'step', step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 }, rollouts: e.rollouts };
+}
+
+/** Sends one queued write of run `runId` to the run store. */
+export function storeWriter(runId: string, token: string): SendWrite {
+  return (w) => (w.kind === 'step' ? api.appendStep(runId, token, w) : api.setStatus(runId, token, w.status, w.error));
+}
+
 async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }): Promise<void> {
   const ui = useUi.getState();
   ui.resetRun(opts.runId);
   ownedRuns.setActive(opts.runId);
   const { token, ...runOpts } = opts;
-  // Steps are posted in order; a failed post is retried with the next one rather than lost.
-  let pending: Promise<unknown> = Promise.resolve();
-  const post = (what: () => Promise<unknown>, onError: (err: Error) => void = () => undefined) => {
-    pending = pending.then(what).catch(onError);
+  // Files are kept after the writes before them; a failure while the store is away is tried again
+  // once it answers (filesDue).
+  let files: Promise<unknown> = Promise.resolve();
+  let filesDue = false;
+  const saveFiles = () => {
+    // While the store is away, the files wait until the outbox gets through (onReconnected).
+    if (useUi.getState().unsaved.retryAt !== null) {
+      filesDue = true;
+      return;
+    }
+    filesDue = false;
+    files = files.then(() => keepRunFiles(opts.runId, token, opts.config)).catch((err: Error) => {
+      if (outbox.pending > 0 || err instanceof ApiError) filesDue = true;
+      useUi.getState().set({ statusMessage: err.message });
+    });
   };
-  const saveFiles = () =>
-    post(() => keepRunFiles(opts.runId, token, opts.config), (err) => useUi.getState().set({ statusMessage: err.message }));
+  // Steps and statuses go through the outbox: in order, kept through a store outage (run-outbox.ts).
+  const outbox = new RunOutbox(opts.runId, storeWriter(opts.runId, token), {
+    storage: localStorage,
+    onState: (unsaved) => useUi.getState().set({ unsaved }),
+    onRejected: (w, err) => useUi.getState().set({ statusMessage: `The run store refused ${w.kind === 'step' ? `step ${w.step}` : `the status ${w.status}`}: ${err.message}` }),
+    onReconnected: () => {
+      if (filesDue) void outbox.drained().then(saveFiles);
+    },
+  });
   let lastWrite = Date.now();
+  const write = (w: OutboxWrite) => {
+    lastWrite = Date.now();
+    outbox.push(w);
+  };
+  // The store's lease (env-server/runs.ts): a live run's writer writes at least this often.
   const heartbeat = setInterval(() => {
     const { status } = useUi.getState();
-    if ((status === 'running' || status === 'paused') && Date.now() - lastWrite >= HEARTBEAT_MS) {
-      lastWrite = Date.now();
-      post(() => api.setStatus(opts.runId, token, status));
-    }
+    if ((status === 'running' || status === 'paused') && Date.now() - lastWrite >= HEARTBEAT_MS) write({ kind: 'status', status });
   }, HEARTBEAT_MS / 4);
+  // While paused for an outage: probe the server, and resume the run once it answers.
+  let outageRetry: AbortController | null = null;
+  const endOutage = () => {
+    outageRetry?.abort();
+    outageRetry = null;
+    useUi.getState().set({ outage: null });
+  };
+  const awaitServer = (message: string) => {
+    endOutage();
+    const retry = (outageRetry = new AbortController());
+    useUi.getState().set({ outage: { message, retryAt: null } });
+    untilServerAnswers(retry.signal, (retryAt) => useUi.getState().set({ outage: { message, retryAt } })).then(
+      () => {
+        outbox.retryNow();
+        void trainer().resume();
+      },
+      () => undefined,
+    );
+  };
   try {
     await trainer().train(
       runOpts,
@@ -98,14 +154,15 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
         onStep: (raw) => {
           const e = withSuccessRate(raw);
           useUi.getState().addStep(e);
-          lastWrite = Date.now();
-          post(() => api.appendStep(opts.runId, token, e), (err) => useUi.getState().set({ statusMessage: `Could not save step ${e.step}: ${err.message}` }));
+          write(stepRecord(e));
         },
         onStatus: (s) => {
-          useUi.getState().set({ status: s.status, statusMessage: s.message ?? null });
-          lastWrite = Date.now();
-          post(() => api.setStatus(opts.runId, token, s.status, s.message));
-          if (s.status === 'paused' || s.status === 'finished' || s.status === 'stopped') saveFiles();
+          useUi.getState().set({ status: s.status, statusMessage: s.cause ? null : s.message ?? null });
+          if (s.cause === 'env-server-unreachable') awaitServer(s.message ?? 'The env-server is unreachable');
+          else endOutage();
+          write({ kind: 'status', status: s.status, ...(s.message ? { error: s.message } : {}) });
+          // Not at an outage's pause: the server that would keep them is gone.
+          if ((s.status === 'paused' && !s.cause) || s.status === 'finished' || s.status === 'stopped') saveFiles();
           // Another tab may have started a run since: its marker stays.
           if ((s.status === 'finished' || s.status === 'stopped' || s.status === 'failed') && ownedRuns.active() === opts.runId) ownedRuns.setActive(null);
         },
@@ -114,9 +171,12 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
   } catch (err) {
     const message = (err as Error).message;
     useUi.getState().set({ status: 'failed', statusMessage: message });
-    await api.setStatus(opts.runId, token, 'failed', message).catch(() => undefined);
+    write({ kind: 'status', status: 'failed', error: message });
   } finally {
     clearInterval(heartbeat);
+    endOutage();
   }
-  await pending;
+  // The outbox stays on (retrying) until the store has every write; the files follow them.
+  await outbox.drained();
+  await files;
 }

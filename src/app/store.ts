@@ -4,6 +4,7 @@ import type { LoadProgress } from '../model/types.ts';
 import type { ModelInfo, ProbeResult, RolloutView, UiStepEvent } from './worker-api.ts';
 
 import type { StepRecord } from './api.ts';
+import type { OutboxState } from './run-outbox.ts';
 
 /** Where the loaded model came from, kept with a run so a resume can load it again. */
 export type ModelSource = { kind: 'demo' } | { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
@@ -28,6 +29,10 @@ export interface UiState {
   totalSteps: number;
   stepStartedAt: number[];
   rollouts: { step: number; rollouts: RolloutView[] }[];
+  /** The live run paused itself because its env-server stopped answering: why, and when the next try is due. */
+  outage: { message: string; retryAt: number | null } | null;
+  /** The live run's writes waiting for the run store (run-outbox.ts). */
+  unsaved: OutboxState;
   set(patch: Partial<UiState>): void;
   addStep(e: UiStepEvent): void;
   resetRun(runId: string | null): void;
@@ -50,6 +55,8 @@ export const useUi = create<UiState>((set) => ({
   totalSteps: 0,
   stepStartedAt: [],
   rollouts: [],
+  outage: null,
+  unsaved: { queued: 0, retryAt: null, error: null },
   set: (patch) => set(patch),
   addStep: (e) =>
     set((s) => ({
@@ -58,5 +65,5 @@ export const useUi = create<UiState>((set) => ({
       stepStartedAt: [...s.stepStartedAt, performance.now()],
       rollouts: e.rollouts.length ? [...s.rollouts.filter((r) => r.step !== e.step), { step: e.step, rollouts: e.rollouts }].slice(-KEEP_ROLLOUT_STEPS) : s.rollouts,
     })),
-  resetRun: (runId) => set({ liveRunId: runId, steps: [], totalSteps: 0, stepStartedAt: [], rollouts: [], status: runId ? 'loading' : 'idle', statusMessage: null }),
+  resetRun: (runId) => set({ liveRunId: runId, steps: [], totalSteps: 0, stepStartedAt: [], rollouts: [], status: runId ? 'loading' : 'idle', statusMessage: null, outage: null, unsaved: { queued: 0, retryAt: null, error: null } }),
 }));

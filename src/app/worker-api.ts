@@ -3,6 +3,9 @@
 import type { GpuInfo } from '../engine/gpu.ts';
 import type { LoadProgress, ModelConfig } from '../model/types.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
+import type { PauseCause } from '../rl/run-control.ts';
+
+export type { PauseCause };
 
 export type BuiltinEnvName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
@@ -90,7 +93,11 @@ export interface RunOptions {
 export interface WorkerEvents {
   onProgress(p: LoadProgress): void;
   onStep(e: UiStepEvent): void;
-  onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string }): void;
+  /**
+   * `cause` 'env-server-unreachable': the run paused itself because the env-server stopped answering
+   * (its state is kept); the page retries and resumes it once the server answers again.
+   */
+  onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string; cause?: PauseCause }): void;
 }
 
 export interface EvalRow {

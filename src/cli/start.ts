@@ -2,6 +2,7 @@
 // the run store (SQLite) and the built web UI. Builds the UI first when dist/ is missing or older
 // than its sources, so a fresh clone needs nothing but `npm install && npm start`.
 import { parseCli, str } from './args.ts';
+import { firstFreePort, portInUse } from './free-port.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,13 +35,13 @@ export async function buildApp(log: (line: string) => void = console.error): Pro
 const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
 
 Serves the app, the run store and the built-in environments (echo, catch, wordle) on one port
-(default http://127.0.0.1:8000/).
+(default http://127.0.0.1:8000/, or the next free port up to 8019 when 8000 is busy).
   --data DIR             where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
   --rebuild              rebuild the web app even if dist/ looks current
   --dist DIR             serve this already-built app folder instead of building dist/
   --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
   --max-import-bytes N   largest run import (default 67108864)
-Every \`webgrpo env-server\` option works too (--port, --host, --max-concurrent-envs, --queue,
+Every \`webgrpo env-server\` option works too (--port, which must then be free, --host, --max-concurrent-envs, --queue,
 --upstream NAME=URL[,URL…], --allow-host, --allow-origin, …): see \`webgrpo env-server --help\`.`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -76,14 +77,29 @@ export async function run(argv: string[]): Promise<number> {
   const { runsHandler } = await import('../../env-server/runs-http.ts');
   const { staticHandler } = await import('../../env-server/static.ts');
   const { createEnvServer } = await import('../../env-server/server.ts');
-  const store = new RunStore(path.join(dataDir, 'runs.db'));
   const log = (line: string) => console.error(line);
-  const server = await createEnvServer({
-    logger: log,
-    ...parsed.options,
-    envs: await browsergymEnvs(p),
-    extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
-  });
+  // Without --port, a busy default port means the next free one (as Vite does); --port P means P.
+  const host = parsed.options.host ?? '127.0.0.1';
+  const explicitPort = str(p, 'port') !== undefined;
+  if (!explicitPort) {
+    const free = await firstFreePort(host, parsed.options.port);
+    if (free !== parsed.options.port) log(`webgrpo: port ${parsed.options.port} is in use, using ${free} instead`);
+    parsed.options.port = free;
+  }
+  const store = new RunStore(path.join(dataDir, 'runs.db'));
+  let server: Awaited<ReturnType<typeof createEnvServer>>;
+  try {
+    server = await createEnvServer({
+      logger: log,
+      ...parsed.options,
+      envs: await browsergymEnvs(p),
+      extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
+    });
+  } catch (err) {
+    store.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(host, parsed.options.port);
+    throw err;
+  }
   console.log(JSON.stringify({ url: `${server.url}/`, data: dataDir }));
   console.error(`webgrpo: open ${server.url}/ in a browser with WebGPU (Chrome/Edge). Ctrl-C stops.`);
   await new Promise<void>((resolve) => {

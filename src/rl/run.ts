@@ -15,7 +15,7 @@ import type { GRPOConfig } from './config.ts';
 import { trainSft, type Transcript } from './grpo/sft.ts';
 import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
 import type { RunCheckpoint, RunCheckpointStore } from './run-checkpoint.ts';
-import type { RunControlPort } from './run-control.ts';
+import type { PauseCause, RunControlPort } from './run-control.ts';
 import { plannedWorkload } from './run-limits.ts';
 import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
@@ -44,6 +44,8 @@ export interface RunStatusEvent {
   phase: 'status';
   status: 'running' | 'paused';
   message?: string;
+  /** Set when the run paused itself (see RunControl.pauseFor). */
+  cause?: PauseCause;
 }
 
 export type RunEvent = SftStepEvent | GrpoRunStepEvent | RunStatusEvent;
@@ -69,6 +71,12 @@ export interface RunSpec {
   control: RunControlPort;
   /** Progress within each GRPO step (counts only; the CLI shows it on stderr). */
   onProgress?: (p: RunProgress) => void;
+  /**
+   * Each generation's rollouts as soon as they are played, before they are trained on. Throwing (with
+   * a pause or stop requested on the control) drops the generation: the trainer saves the last step's
+   * state and returns, and the generation is played again on resume.
+   */
+  onRollouts?: (rollouts: readonly Rollout[]) => void | Promise<void>;
 }
 
 export { plannedWorkload } from './run-limits.ts';
@@ -199,6 +207,7 @@ export class Run {
           dataset: task.dataset,
           rollouts: async (req) => {
             const rollouts = await source.rollouts(req);
+            await this.spec.onRollouts?.(rollouts);
             this.pendingRollouts = rollouts;
             return rollouts;
           },
@@ -247,7 +256,8 @@ export class Run {
   /** After a segment stopped early: reports the pause and waits; false = the run was stopped. */
   private async *pausedThenResumed(): AsyncGenerator<RunEvent, boolean> {
     const { control } = this.spec;
-    if (control.request === 'pause') yield { phase: 'status', status: 'paused' };
+    const why = control.cause;
+    if (control.request === 'pause') yield { phase: 'status', status: 'paused', ...(why ? { cause: why.cause, message: why.message } : {}) };
     const resumed = await control.waitWhilePaused();
     if (resumed) yield { phase: 'status', status: 'running' };
     return resumed;

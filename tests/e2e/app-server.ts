@@ -17,6 +17,10 @@ export interface AppServer {
   /** e.g. http://127.0.0.1:41234 (no trailing slash) */
   url: string;
   server: EnvServer;
+  /** Stops serving (as a killed `webgrpo start`), keeping the run store's file for restart(). */
+  stop(): Promise<void>;
+  /** Serves again on the same port from the same run store file (a restarted `webgrpo start`). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -30,21 +34,37 @@ export async function startAppServer(opts: { upstreams?: Record<string, string[]
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-'));
   const dist = path.join(work, 'dist');
   await buildAppInto(dist);
-  const store = new RunStore(path.join(work, 'runs.db'));
-  let server: EnvServer;
-  try {
-    server = await createEnvServer({ host: '127.0.0.1', port: 0, upstreams: opts.upstreams, extraHandlers: [runsHandler(store), staticHandler(dist)] });
-  } catch (err) {
-    store.close();
-    throw err;
-  }
-  return {
-    url: server.url,
-    server,
-    async close() {
-      await server.close();
+  const serve = async (port: number) => {
+    const store = new RunStore(path.join(work, 'runs.db'));
+    try {
+      return { store, server: await createEnvServer({ host: '127.0.0.1', port, upstreams: opts.upstreams, extraHandlers: [runsHandler(store), staticHandler(dist)] }) };
+    } catch (err) {
       store.close();
+      throw err;
+    }
+  };
+  let serving: { store: RunStore; server: EnvServer } | null = await serve(0);
+  const port = serving.server.port;
+  const stop = async () => {
+    if (!serving) return;
+    const { server, store } = serving;
+    serving = null;
+    await server.close();
+    store.close();
+  };
+  const app: AppServer = {
+    url: serving.server.url,
+    server: serving.server,
+    stop,
+    async restart() {
+      await stop();
+      serving = await serve(port);
+      app.server = serving.server;
+    },
+    async close() {
+      await stop();
       fs.rmSync(work, { recursive: true, force: true });
     },
   };
+  return app;
 }

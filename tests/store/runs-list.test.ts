@@ -84,6 +84,22 @@ describe('runs list', () => {
     expect(s.get(r.id).interrupted).toBe(false); // a finished run is never interrupted
   });
 
+  it('after a restart, a run left running reads as interrupted until its writer writes again (a lease, not a flag)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-list-'));
+    tmpdirs.push(dir);
+    const first = new RunStore(path.join(dir, 'runs.db'));
+    const r = first.create(spec('echo'));
+    first.appendStep(r.id, r.writeToken, { step: 0, metrics: { reward: 0 } });
+    first.close();
+    await new Promise((res) => setTimeout(res, 5)); // the restarted store opens on a later clock tick
+    const again = new RunStore(path.join(dir, 'runs.db'));
+    expect(again.get(r.id)).toMatchObject({ status: 'running', interrupted: true });
+    expect(again.list({ limit: 10, offset: 0 }).runs[0]!.interrupted).toBe(true);
+    again.appendStep(r.id, r.writeToken, { step: 1, metrics: { reward: 1 } }); // the tab's queued step arrives
+    expect(again.get(r.id).interrupted).toBe(false);
+    again.close();
+  });
+
   it('records the parent of a fork and rejects an unknown parent', async () => {
     const s = store();
     const parent = s.create(spec('catch'));

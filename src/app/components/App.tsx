@@ -1,8 +1,11 @@
 // Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists every run, `#/runs/<id>`
-// shows one (live or read-only), anything else 404s.
+// shows one (live or read-only), `#/compare/<id>,<id>…` overlays several, anything else 404s.
 import { useEffect, useState } from 'react';
+import { sendLeftoverWrites } from '../leftover-writes.ts';
+import { compareIds } from '../compare.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
+import { CompareView } from './CompareView.tsx';
 import { ErrorBoundary } from './ErrorBoundary.tsx';
 import { NotFound } from './NotFound.tsx';
 import { RunsList } from './RunsList.tsx';
@@ -23,11 +26,14 @@ export function App() {
   const hash = useHash();
   const probe = useUi((s) => s.probe);
   useEffect(() => {
+    // Steps a closed tab could not save (the store was away then) are sent now.
+    void sendLeftoverWrites().catch(() => undefined);
     trainer().probe().then((p) => useUi.getState().set({ probe: p }), (e) => useUi.getState().set({ probe: { webgpu: false, error: (e as Error).message } }));
   }, []);
   const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
   const setup = hash === '' || hash === '#' || hash === '#/';
   const list = hash === '#/runs' || hash === '#/runs/';
+  const compare = compareIds(hash);
   return (
     <div className="app">
       <nav>
@@ -41,7 +47,7 @@ export function App() {
       </nav>
       <main>
         <ErrorBoundary key={hash} what="this page">
-          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : compare ? <CompareView ids={compare} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
         </ErrorBoundary>
       </main>
     </div>

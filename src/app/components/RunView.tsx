@@ -49,6 +49,12 @@ function download(name: string, bytes: Uint8Array | string, type = 'application/
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+/** "retrying in 12 s" (to a Date.now() time), or "retrying now". */
+function retryText(retryAt: number | null): string {
+  const s = retryAt === null ? 0 : Math.ceil((retryAt - Date.now()) / 1000);
+  return s >= 1 ? `retrying in ${s} s` : 'retrying now';
+}
+
 export function RunView({ id }: { id: string }) {
   const ui = useUi();
   const live = ui.liveRunId === id;
@@ -97,6 +103,7 @@ export function RunView({ id }: { id: string }) {
         if (stop) return;
         setTrainingInTabs(tabs);
         setRun(r.run);
+        setError(null);
         if (r.steps.length) {
           last = r.steps[r.steps.length - 1].step;
           setSteps((s) => [...s, ...r.steps]);
@@ -106,11 +113,13 @@ export function RunView({ id }: { id: string }) {
             setRolloutSteps(ro.steps);
           }
         }
-        if (r.run.status === 'running' || r.run.status === 'created' || live) timer = setTimeout(poll, 2000);
+        // A paused run too: its owner (another tab, another browser) may resume it any moment.
+        if (r.run.status === 'running' || r.run.status === 'created' || r.run.status === 'paused' || live) timer = setTimeout(poll, 2000);
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) setNotFound(true);
         else {
-          setError((err as Error).message);
+          // The live run says itself when its server is away (the outage banner); a viewer sees why here.
+          if (!live) setError((err as Error).message);
           timer = setTimeout(poll, 5000);
         }
       }
@@ -125,7 +134,8 @@ export function RunView({ id }: { id: string }) {
   useEffect(() => {
     if (live) setLiveSince(performance.now());
   }, [live]);
-  const ticking = live && ui.status === 'running';
+  // Also while an outage counts down to its next try.
+  const ticking = live && (ui.status === 'running' || ui.outage !== null || ui.unsaved.retryAt !== null);
   useEffect(() => {
     if (!ticking) return;
     const timer = setInterval(() => setNow(performance.now()), 1000);
@@ -204,6 +214,7 @@ export function RunView({ id }: { id: string }) {
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>
+          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and adapter, that opens without a server">export as a page</a>
           {run && (
             <button
               data-testid="fork"
@@ -239,6 +250,17 @@ export function RunView({ id }: { id: string }) {
       {ui.statusMessage && live && <p className={status === 'failed' ? 'error' : 'muted'} role="status">{ui.statusMessage}</p>}
       {run?.error && !live && <p className="error">{run.error}</p>}
       {error && <p className="error" role="alert">{error}</p>}
+      {live && ui.outage && (
+        <div className="banner" role="status" data-testid="outage-banner">
+          <b>env-server unreachable — {retryText(ui.outage.retryAt)}</b>. The run is paused with its state kept, and continues by itself once the server answers (or press resume).
+          <div className="muted">{ui.outage.message}</div>
+        </div>
+      )}
+      {live && ui.unsaved.queued > 0 && ui.unsaved.retryAt !== null && (
+        <p className="muted" data-testid="unsaved-note">
+          {ui.unsaved.queued} {ui.unsaved.queued === 1 ? 'write waits' : 'writes wait'} for the run store (kept in this browser) — {retryText(ui.unsaved.retryAt)}.
+        </p>
+      )}
       {state === 'other-tab' && <p className="banner" data-testid="other-tab-banner">This run is training in another tab of this browser: its controls are there.</p>}
       {interrupted && (
         <div className="banner" data-testid="interrupted-banner">

@@ -1,7 +1,7 @@
 // The runs the store keeps, newest first: what each trained (task, model), how far it got, how well it
 // did, and when. Interrupted runs this browser started resume with one click (the model is loaded again
 // automatically); every run opens to its charts, rollouts and kept files; the runs this browser
-// started can be deleted here (after a confirmation).
+// started can be deleted here (after a confirmation); ticked runs open side by side in the compare view.
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
@@ -16,6 +16,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
   const [busy, setBusy] = useState<string | null>(null);
   /** Bumped after a delete: the page is listed again. */
   const [version, setVersion] = useState(0);
+  /** Runs ticked for the compare view. */
+  const [picked, setPicked] = useState<string[]>([]);
   const modelLoading = useUi((s) => s.modelLoading);
   const liveRunId = useUi((s) => s.liveRunId);
   /** The run this tab is training now (a finished live run may be deleted). */
@@ -71,13 +73,18 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       <h3>
         {title} <span className="muted">({data.total})</span>
         {compact && data.total > pageSize && <a className="more" href="#/runs">all runs →</a>}
+        {data.total > 1 && (
+          <button className="small" disabled={picked.length < 2} onClick={() => (location.hash = `#/compare/${picked.join(',')}`)} data-testid="compare-runs" title="tick two or more runs to overlay their curves">
+            compare {picked.length >= 2 ? `${picked.length} runs` : 'ticked runs'}
+          </button>
+        )}
       </h3>
       {data.total === 0 ? (
         <p className="muted">No runs yet: set one up below and press Start.</p>
       ) : (
         <table className="runs-table">
           <thead>
-            <tr><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num">best reward</th><th className="num">best success</th><th>started</th><th>last update</th><th /></tr>
+            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num">best reward</th><th className="num">best success</th><th>started</th><th>last update</th><th /></tr>
           </thead>
           <tbody>
             {data.runs.map((r) => {
@@ -88,6 +95,10 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
               const canResume = interrupted && token !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
+                  <td>
+                    <input type="checkbox" aria-label={`compare ${r.name}`} data-testid="compare-pick" checked={picked.includes(r.id)}
+                      onChange={(e) => setPicked((p) => (e.target.checked ? [...p, r.id] : p.filter((x) => x !== r.id)))} />
+                  </td>
                   <td>
                     <a href={`#/runs/${r.id}`}>{r.name}</a> <span className="muted run-id" title={r.id}>{r.id.slice(0, 6)}</span>
                     {r.parent && <span className="tag" title={`forked from run ${r.parent}`}>fork</span>}

@@ -1,0 +1,104 @@
+// "Export as a page": one run as one self-contained HTML file that opens anywhere, from disk, with no
+// server and no script: its charts as inline SVG (one step axis, TRL's metric names), its config, the
+// rollouts of its last steps, and the trained adapter embedded as download links while it is small
+// enough (a data: URL per file), else named with the run store route it can be fetched from.
+import type { ArtifactInfo, RolloutRecord, RunSummary, StepRecord } from './runs.ts';
+
+/** Adapter bytes embedded in the page at most (base64 makes them a third larger). */
+export const EMBED_LIMIT_BYTES = 8 * 1024 * 1024;
+/** Steps whose rollouts the page shows, and characters of one rollout turn. */
+export const PAGE_ROLLOUT_STEPS = 3;
+const TURN_CHARS = 2000;
+
+const CHARTS: { title: string; metric: string }[] = [
+  { title: 'success rate', metric: 'success_rate' },
+  { title: 'reward', metric: 'reward' },
+  { title: 'loss', metric: 'loss' },
+  { title: 'kl', metric: 'kl' },
+  { title: 'entropy', metric: 'entropy' },
+  { title: 'completion length', metric: 'completions/mean_length' },
+];
+
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const num = (v: number) => (Math.abs(v) >= 100 || v === 0 ? String(Math.round(v * 100) / 100) : v.toPrecision(3));
+
+/** One metric against the step (steps counted from 1), as an SVG polyline with its range labelled. */
+function svgChart(title: string, metric: string, steps: StepRecord[]): string | null {
+  const points = steps.flatMap((s) => (typeof s.metrics[metric] === 'number' ? [[s.step + 1, s.metrics[metric] as number] as const] : []));
+  if (points.length === 0) return null;
+  const W = 420, H = 180, L = 48, R = 10, T = 10, B = 28;
+  const xs = points.map((p) => p[0]);
+  const ys = points.map((p) => p[1]);
+  const [x0, x1] = [Math.min(1, ...xs), Math.max(...xs, 2)];
+  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+  if (y0 === y1) [y0, y1] = [y0 - 1, y1 + 1];
+  const px = (x: number) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+  const py = (y: number) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+  const line = points.map(([x, y]) => `${px(x).toFixed(1)},${py(y).toFixed(1)}`).join(' ');
+  const dots = points.map(([x, y]) => `<circle cx="${px(x).toFixed(1)}" cy="${py(y).toFixed(1)}" r="2.5"/>`).join('');
+  const last = ys[ys.length - 1]!;
+  return `<figure class="chart" data-testid="page-chart" data-metric="${escape(metric)}" data-points="${points.length}">
+<figcaption><b>${escape(title)}</b> <code>${escape(metric)}</code> ${num(last)}</figcaption>
+<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${escape(title)} per step">
+<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" class="axis"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" class="axis"/>
+<text x="${L - 4}" y="${T + 8}" text-anchor="end">${num(y1)}</text><text x="${L - 4}" y="${H - B}" text-anchor="end">${num(y0)}</text>
+<text x="${L}" y="${H - 8}">step ${x0}</text><text x="${W - R}" y="${H - 8}" text-anchor="end">${x1}</text>
+<polyline points="${line}" class="line"/><g class="dots">${dots}</g></svg></figure>`;
+}
+
+function rolloutHtml(r: RolloutRecord): string {
+  const d = r.data as { reward?: unknown; turns?: unknown };
+  const turns = Array.isArray(d.turns) ? d.turns : [];
+  const body = turns
+    .map((t) => {
+      const turn = (typeof t === 'object' && t !== null ? t : {}) as { role?: unknown; text?: unknown };
+      const text = typeof turn.text === 'string' ? turn.text : JSON.stringify(t);
+      return `<div class="turn"><b>${escape(String(turn.role ?? '?'))}</b><pre>${escape(text.length > TURN_CHARS ? `${text.slice(0, TURN_CHARS)}…` : text)}</pre></div>`;
+    })
+    .join('');
+  const reward = typeof d.reward === 'number' ? num(d.reward) : '—';
+  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}</details>`;
+}
+
+export interface RunPageInput {
+  run: RunSummary;
+  steps: StepRecord[];
+  rollouts: RolloutRecord[];
+  /** The adapter's files (the bundle as kept), with their bytes when they fit EMBED_LIMIT_BYTES together. */
+  adapter: { files: ArtifactInfo[]; bytes: Map<string, Buffer> | null };
+}
+
+export function renderRunPage({ run, steps, rollouts, adapter }: RunPageInput): string {
+  const charts = CHARTS.map((c) => svgChart(c.title, c.metric, steps)).filter((c): c is string => c !== null);
+  const config = Object.entries(run.config).sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `<tr><td><code>${escape(k)}</code></td><td>${escape(typeof v === 'string' ? v : JSON.stringify(v))}</td></tr>`).join('');
+  const files = adapter.files.length === 0
+    ? '<p class="muted">No adapter was kept with this run.</p>'
+    : adapter.bytes
+      ? `<ul>${adapter.files.map((f) => `<li><a data-testid="page-adapter" download="${escape(f.name)}" href="data:application/octet-stream;base64,${adapter.bytes!.get(f.name)!.toString('base64')}">${escape(f.name)}</a> (${f.bytes} bytes)</li>`).join('')}</ul>`
+      : `<p>The adapter (${adapter.files.reduce((n, f) => n + f.bytes, 0)} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds: fetch it from the run store, <code>/api/runs/${escape(run.id)}/artifacts/adapter/&lt;file&gt;</code> (${adapter.files.map((f) => escape(f.name)).join(', ')}).</p>`;
+  const model = String(run.model.name ?? run.model.id ?? '');
+  const task = String(run.env.task ?? run.env.name ?? '');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>${escape(run.name)} — webgrpo run</title>
+<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1f2937;background:#f9fafb}
+h1{font-size:22px;margin:0 0 4px}.muted{color:#6b7280}.status{background:#e5e7eb;border-radius:4px;padding:1px 6px;font-size:12px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{margin:0;background:#fff;border:1px solid #e5e7eb;border-radius:6px;padding:8px}
+svg text{font-size:10px;fill:#6b7280}.axis{stroke:#d1d5db}.line{fill:none;stroke:#2563eb;stroke-width:1.5}.dots circle{fill:#2563eb}
+table{border-collapse:collapse;background:#fff}td{border-bottom:1px solid #e5e7eb;padding:3px 10px;vertical-align:top}
+pre{white-space:pre-wrap;margin:2px 0 8px;background:#fff;border:1px solid #e5e7eb;padding:6px;border-radius:4px}
+.rollout{margin:4px 0}section{margin-top:20px}
+</style></head><body>
+<h1>${escape(run.name)} <span class="status" data-testid="page-status">${escape(run.status)}</span></h1>
+<p class="muted">task <b>${escape(task)}</b> · model <b>${escape(model)}</b> · ${steps.length} steps · run ${escape(run.id)} · exported ${escape(new Date().toISOString())} from webgrpo</p>
+${run.error ? `<p>${escape(run.error)}</p>` : ''}
+<section><h2>Curves</h2><div class="charts">${charts.join('\n') || '<p class="muted">No steps were recorded.</p>'}</div></section>
+<section><h2>Trained adapter (PEFT)</h2>${files}</section>
+<section><h2>Config</h2><table data-testid="page-config">${config}</table></section>
+<section><h2>Rollouts of the last steps</h2>${rollouts.map(rolloutHtml).join('\n') || '<p class="muted">None were kept.</p>'}</section>
+</body></html>
+`;
+}
