@@ -78,7 +78,7 @@ export async function startLiveRun(opts: Omit<RunOptions, 'runId'> & { runId: st
 }
 
 /** A step as the run store keeps it (the SFT steps flagged, for the charts' phase axis). */
-function stepRecord(e: StepEvent): OutboxWrite & { kind: 'step' } {
+function stepRecord(e: UiStepEvent): OutboxWrite & { kind: 'step' } {
   return { kind: 'step', step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 }, rollouts: e.rollouts };
 }
 

@@ -227,8 +227,6 @@ export class WebGpuEngine implements Engine {
 export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {}): Promise<WebGpuEngine> {
   const check = validateQwen3Tensors(ckpt);
   const cfg = ckpt.config;
-  // The checkpoint layer reads Qwen3.5; until the WGSL side runs its layers, say so instead of running Qwen3 math on it.
-  if (cfg.architecture !== 'qwen3') throw new Error(`the WebGPU engine does not run ${cfg.architecture} (Qwen3.5 hybrid Gated DeltaNet) models yet; only Qwen3`);
   if (cfg.numHeads % cfg.numKvHeads !== 0) throw new Error(`config: num_attention_heads (${cfg.numHeads}) must be a multiple of num_key_value_heads (${cfg.numKvHeads})`);
   if (cfg.headDim % 2 !== 0) throw new Error(`config: head_dim must be even for rotate-half RoPE, got ${cfg.headDim}`);
   const ownsGpu = !opts.gpu;
