@@ -10,6 +10,7 @@ import { Qwen3Forward, type AttentionVariant, type HalfLoads, type MatmulVariant
 import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
+import { LinearStatePool } from './linear-state.ts';
 import { planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
@@ -55,6 +56,8 @@ export class WebGpuEngine implements Engine {
   /** Counters of the generation path (benchmarks read them). */
   readonly stats: GenerateStats = { prefillTokens: 0, decodeSteps: 0, dispatchesPerDecodeStep: 0 };
   private readonly cache: KvCache;
+  /** Qwen3.5: the Gated DeltaNet layers' per-sequence states; null for Qwen3. */
+  private readonly linearState: LinearStatePool | null;
   private readonly sequences = new Map<number, SequenceState>();
   private nextSeqId = 1;
   private train: TrainSide | null = null;
@@ -71,7 +74,8 @@ export class WebGpuEngine implements Engine {
     readonly warnings: string[] = [],
   ) {
     const { config } = internals;
-    this.cache = new KvCache(internals.device, config.numLayers, config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+    this.cache = new KvCache(internals.device, config.layerTypes.map((t) => t === 'full_attention'), config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+    this.linearState = config.linearAttention ? new LinearStatePool(internals.device, config, bindingLimit(internals.gpu.limits)) : null;
   }
 
   /** How the matrices are stored now: full fine-tuning promotes f16 weights to f32 (train/trainable.ts). */
@@ -116,6 +120,7 @@ export class WebGpuEngine implements Engine {
     s.released = true;
     this.sequences.delete(seq.id);
     this.cache.release(seq.id);
+    this.linearState?.release(seq.id);
   }
 
   async generate(req: GenerateRequest): Promise<GenerateOutput[]> {
@@ -124,12 +129,12 @@ export class WebGpuEngine implements Engine {
   }
 
   private generateNow(req: GenerateRequest): Promise<GenerateOutput[]> {
-    return generateBatch(this.internals, this.cache, this.lookup, req, this.stats);
+    return generateBatch(this.internals, this.cache, this.lookup, req, this.stats, this.linearState);
   }
 
   openDecode(opts: DecodeSessionOptions): DecodeSession {
     this.checkAlive();
-    const session = new CachedDecodeSession(this.internals, this.cache, this.lookup, opts, this.stats);
+    const session = new CachedDecodeSession(this.internals, this.cache, this.lookup, opts, this.stats, this.linearState);
     // Each step takes its turn with the engine's other GPU work (scratch buffers are shared).
     return {
       step: (items, steps) => this.exclusive(() => session.step(items, steps)),
@@ -204,6 +209,7 @@ export class WebGpuEngine implements Engine {
     this.destroyed = true;
     this.train?.destroy();
     this.cache.destroy();
+    this.linearState?.destroy();
     this.internals.destroy();
     if (this.ownsGpu) this.internals.device.destroy();
   }

@@ -12,9 +12,16 @@
 // The session validates the sampling once, sizes its buffers for its most rows once, and holds one
 // error scope for the whole run (checked when it closes or a step fails), so a step costs the host
 // one round trip to the GPU. generate() is one session fed until its items are done.
+//
+// Qwen3.5 (linear-attention layers): every sequence also owns a state slot (linear-state.ts) that
+// prefill and decode read and update. A chain of steps feeds a row's tokens past its stop; since
+// that state cannot be truncated, the session snapshots the rows' states before a chain and a row
+// that stopped early gets its snapshot back, its tokens since then becoming uncached again (the next
+// step's prefill re-feeds them).
 
 import type { Qwen3Forward, PackedToken } from './forward.ts';
 import type { KvCache } from './kv-cache.ts';
+import type { LinearStatePool } from './linear-state.ts';
 import { DECODE_CHAIN_MAX, type DecodeItem, type DecodeSession, type DecodeSessionOptions, type GenerateOutput, type GenerateRequest, type SampledToken, type SamplingParams, type SequenceHandle } from './types.ts';
 import { f32, type ParamValue } from './recorder.ts';
 
@@ -73,6 +80,8 @@ export class CachedDecodeSession implements DecodeSession {
     private readonly lookup: (seq: SequenceHandle) => SequenceState | null,
     private readonly opts: DecodeSessionOptions,
     private readonly stats?: GenerateStats,
+    /** The linear-attention states (Qwen3.5), null for models without such layers. */
+    private readonly state: LinearStatePool | null = null,
   ) {
     checkSampling(opts.sampling);
     if (!(Number.isInteger(opts.maxRows) && opts.maxRows >= 1)) throw new Error(`decode session: maxRows must be an integer ≥ 1, got ${opts.maxRows}`);
@@ -111,6 +120,7 @@ export class CachedDecodeSession implements DecodeSession {
       const s = rows[i]!.s;
       s.tokens.push(...item.append);
       this.cache.reserve(s.id, s.length + item.maxNewTokens, s.cached);
+      this.state?.slot(s.id);
     });
     return rows;
   }
@@ -132,13 +142,19 @@ export class CachedDecodeSession implements DecodeSession {
       if (rows.length === 0) return [];
       if (!this.sized && rows.length < this.opts.maxRows) this.sizeBuffers();
       this.sized = true;
-      const { rec, read } = this.encodeDecode(rows, steps);
+      // Only a chain can feed tokens past a stop: keep the states it starts from.
+      const rollback = this.state !== null && steps > 1;
+      const ids = rows.map(({ s }) => s.id);
+      if (rollback) this.encodeStateCopy((enc) => this.state!.snapshot(enc, ids));
+      const startLengths = rows.map(({ s }) => s.length);
+      const { rec, read } = this.encodeDecode(rows, steps, this.stateSlots(rows));
       const result = await rec.submit();
       const words = new Uint32Array(result[read]!);
       const floats = new Float32Array(result[read]!);
       const B = rows.length;
       if (this.stats) this.stats.decodeSteps += steps;
-      return rows.map(({ s }, row) => {
+      const stoppedEarly: number[] = [];
+      const out = rows.map(({ s }, row) => {
         const out: SampledToken[] = [];
         for (let j = 0; j < steps; j++) {
           const token = words[(j * B + row) * 2]!;
@@ -149,9 +165,26 @@ export class CachedDecodeSession implements DecodeSession {
         // stopped sequence wrote past its stop hold nothing it attends to: its next tokens overwrite them.
         s.tokens.push(...out.map((t) => t.token));
         s.cached = s.length - 1;
+        if (rollback && out.length < steps) {
+          stoppedEarly.push(row);
+          s.cached = startLengths[row]! - 1; // what the snapshot holds
+        }
         return out;
       });
+      if (stoppedEarly.length > 0) this.encodeStateCopy((enc) => this.state!.restore(enc, ids, stoppedEarly));
+      return out;
     });
+  }
+
+  /** Per row, its sequence's state slot (0 when the model has no linear-attention layers). */
+  private stateSlots(rows: readonly Row[]): number[] {
+    return rows.map(({ s }) => this.state?.slot(s.id) ?? 0);
+  }
+
+  private encodeStateCopy(record: (enc: GPUCommandEncoder) => void): void {
+    const enc = this.fwd.device.createCommandEncoder({ label: 'linear state copy' });
+    record(enc);
+    this.fwd.device.queue.submit([enc.finish()]);
   }
 
   /** Ends the run: resolves once the GPU reported no validation error for any of its steps. */
@@ -175,17 +208,24 @@ export class CachedDecodeSession implements DecodeSession {
 
   private async encodePrefill(rows: readonly Row[]): Promise<void> {
     const fwd = this.fwd;
+    // seq: the row's index; a pass's pack numbers its sequences anew (the linear-attention kernels
+    // find a token's state slot by its sequence's index in the pack).
     const prefill: PackedToken[] = [];
     rows.forEach(({ s }, i) => {
       const base = this.cache.base(s.id);
       for (let p = s.cached; p < s.length - 1; p++) prefill.push({ token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: i });
     });
+    const slots = this.stateSlots(rows);
     for (let t0 = 0; t0 < prefill.length; t0 += PREFILL_TOKENS_PER_PASS) {
-      const part = prefill.slice(t0, t0 + PREFILL_TOKENS_PER_PASS);
+      const rowsOfPass: number[] = [];
+      const part = prefill.slice(t0, t0 + PREFILL_TOKENS_PER_PASS).map((t) => {
+        if (rowsOfPass[rowsOfPass.length - 1] !== t.seq) rowsOfPass.push(t.seq);
+        return { ...t, seq: rowsOfPass.length - 1 };
+      });
       const rec = fwd.recorder('prefill', { errorScope: false });
-      const batch = fwd.packTokens(part, (role, bytes) => fwd.scratchBuffer(`prefill.${role}`, bytes));
+      const batch = fwd.packTokens(part, (role, bytes) => fwd.scratchBuffer(`prefill.${role}`, bytes), rowsOfPass.map((r) => slots[r]!));
       const acts = fwd.scratchLayerActs(part.length, 'prefill');
-      fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
+      fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache, ...(this.state ? { linearState: this.state } : {}) });
       await rec.submit();
     }
     if (this.stats) this.stats.prefillTokens += prefill.length;
@@ -197,7 +237,7 @@ export class CachedDecodeSession implements DecodeSession {
    * position length − 1 + j, its input token being what step j − 1 sampled (the sampler writes it
    * straight into step j's token buffer). The read-back holds (id, logprob bits) per step and row.
    */
-  private encodeDecode(rows: readonly Row[], steps: number) {
+  private encodeDecode(rows: readonly Row[], steps: number, stateSlots: readonly number[]) {
     const fwd = this.fwd;
     const B = rows.length;
     const V = fwd.config.vocabSize;
@@ -208,7 +248,7 @@ export class CachedDecodeSession implements DecodeSession {
         const p = Math.max(0, s.length - 1) + j;
         return { token: j === 0 ? (s.tokens[p] ?? 0) : 0, position: p, kvBase: bases[row]!, kvSlot: bases[row]! + p, seq: row };
       });
-      return fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${j}.${role}`, bytes));
+      return fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${j}.${role}`, bytes), [...stateSlots]);
     });
     const acts = fwd.scratchLayerActs(B, 'decode');
     // rows 0..B-1 are exactly the fed tokens
@@ -218,7 +258,7 @@ export class CachedDecodeSession implements DecodeSession {
     const sampled = fwd.scratchBuffer('decode.sampled', B * 8); // (B, 2): id, logprob bits
     const all = fwd.scratchBuffer('decode.sampledSteps', steps * B * 8); // (steps, B, 2)
     batches.forEach((batch, j) => {
-      const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache });
+      const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache, ...(this.state ? { linearState: this.state } : {}) });
       // RNG stream = the item's own; counter = the position the sampled token takes.
       const rowInfo = fwd.scratchBuffer(`decode.${j}.rowInfo`, B * 8);
       fwd.device.queue.writeBuffer(rowInfo, 0, Uint32Array.from({ length: B * 2 }, (_, k) => (k % 2 === 0 ? rows[k >> 1]!.stream : batch.positions[k >> 1]! + 1)));
@@ -240,7 +280,8 @@ export class CachedDecodeSession implements DecodeSession {
    */
   private sizeBuffers(): void {
     const n = this.opts.maxRows;
-    this.encodeDecode(Array.from({ length: n }, (_, id) => ({ s: new SequenceState(-1 - id), stream: 0 })), DECODE_CHAIN_MAX);
+    // Recorded, never submitted: the stand-in rows may name any state slot.
+    this.encodeDecode(Array.from({ length: n }, (_, id) => ({ s: new SequenceState(-1 - id), stream: 0 })), DECODE_CHAIN_MAX, Array.from({ length: n }, () => 0));
     this.fwd.reserveReadback(DECODE_CHAIN_MAX * n * 8);
   }
 }
@@ -248,13 +289,14 @@ export class CachedDecodeSession implements DecodeSession {
 /** generate(): one session, fed every live item until it stops or reaches its maxNewTokens. */
 export async function generateBatch(
   fwd: Qwen3Forward, cache: KvCache, lookup: (seq: SequenceHandle) => SequenceState | null, req: GenerateRequest, stats?: GenerateStats,
+  state: LinearStatePool | null = null,
 ): Promise<GenerateOutput[]> {
   req.items.forEach((item, i) => {
     if (item.stream !== undefined && !isStream(item.stream)) throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
   });
   // Stream default: the item's index in the request.
   const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i }));
-  const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats);
+  const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats, state);
   const outputs: GenerateOutput[] = items.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
   try {
     await decodeAll(session, items, outputs, req);

@@ -2,6 +2,8 @@
 // contiguous region of rows; attention reads its keys at region.start + position. Regions are
 // handed out first-fit; a sequence that outgrows its region moves (2·L buffer copies), and when no
 // gap is large enough every buffer grows (doubling) with its contents copied.
+// Only attention layers have a cache (Qwen3.5's linear-attention layers keep a state instead,
+// linear-state.ts): their entries are a shared 16-byte placeholder, as memory-plan.ts counts.
 
 import type { KvTarget } from './internals.ts';
 
@@ -18,10 +20,12 @@ export class KvCache implements KvTarget {
   v: GPUBuffer[] = [];
   private capacityRows = 0;
   private readonly regions = new Map<number, Region>();
+  private placeholder: GPUBuffer | null = null;
 
   constructor(
     private readonly device: GPUDevice,
-    private readonly numLayers: number,
+    /** Per layer: whether it attends over a KV cache. */
+    private readonly attends: readonly boolean[],
     /** K·d floats per row. */
     private readonly rowWidth: number,
     /** Largest buffer in bytes (the binding limit). */
@@ -73,8 +77,13 @@ export class KvCache implements KvTarget {
     this.regions.delete(seqId);
   }
 
+  private cachedLayers(): number[] {
+    return this.attends.flatMap((a, l) => (a ? [l] : []));
+  }
+
   destroy(): void {
-    for (const b of [...this.k, ...this.v]) b.destroy();
+    for (const b of new Set([...this.k, ...this.v])) b.destroy();
+    this.placeholder = null;
     this.k = [];
     this.v = [];
     this.regions.clear();
@@ -111,21 +120,25 @@ export class KvCache implements KvTarget {
     if (rows < minRows) {
       throw new Error(`KV cache: ${minRows} rows × ${this.rowBytes} bytes exceed the largest GPU buffer (${this.maxBytes} bytes); release sequences or shorten them`);
     }
-    const make = (kind: string, l: number) => this.device.createBuffer({
+    this.placeholder ??= this.device.createBuffer({ label: 'kv cache placeholder', size: 16, usage: GPUBufferUsage.STORAGE });
+    const make = (kind: string, l: number) => (this.attends[l] ? this.device.createBuffer({
       label: `kv cache ${kind} layer ${l}`,
       size: rows * this.rowBytes,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    });
-    const k = Array.from({ length: this.numLayers }, (_, l) => make('k', l));
-    const v = Array.from({ length: this.numLayers }, (_, l) => make('v', l));
+    }) : this.placeholder!);
+    const k = this.attends.map((_, l) => make('k', l));
+    const v = this.attends.map((_, l) => make('v', l));
     if (this.capacityRows > 0) {
       const enc = this.device.createCommandEncoder({ label: 'kv cache grow' });
-      for (let l = 0; l < this.numLayers; l++) {
+      for (const l of this.cachedLayers()) {
         enc.copyBufferToBuffer(this.k[l]!, 0, k[l]!, 0, this.capacityRows * this.rowBytes);
         enc.copyBufferToBuffer(this.v[l]!, 0, v[l]!, 0, this.capacityRows * this.rowBytes);
       }
       this.device.queue.submit([enc.finish()]);
-      for (const b of [...this.k, ...this.v]) b.destroy();
+      for (const l of this.cachedLayers()) {
+        this.k[l]!.destroy();
+        this.v[l]!.destroy();
+      }
     }
     this.k = k;
     this.v = v;
@@ -138,7 +151,7 @@ export class KvCache implements KvTarget {
     const tmp = this.device.createBuffer({ label: 'kv cache move', size: bytes, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     const enc = this.device.createCommandEncoder({ label: 'kv cache move' });
     for (const bufs of [this.k, this.v]) {
-      for (const b of bufs) {
+      for (const b of this.cachedLayers().map((l) => bufs[l]!)) {
         enc.copyBufferToBuffer(b, from * this.rowBytes, tmp, 0, bytes);
         enc.copyBufferToBuffer(tmp, 0, b, to * this.rowBytes, bytes);
       }

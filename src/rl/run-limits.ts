@@ -67,7 +67,9 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
   // kv-cache.ts and params.ts keep one binding below bindingLimit; scratch and backward buffers below both limits.
   const kvLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BUFFER_BYTES);
   const bufferLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  const kvRow = kvBytesPerToken(model, 'f32') / model.numLayers / 2;
+  // One layer's row: kvBytesPerToken counts the attention layers only (Qwen3.5's others keep a state).
+  const attentionLayers = model.layerTypes.filter((t) => t === 'full_attention').length;
+  const kvRow = attentionLayers > 0 ? kvBytesPerToken(model, 'f32') / attentionLayers / 2 : 0;
   const kv = sequences * tokens * kvRow;
   if (kv > kvLimit) return { what: `the KV cache of one layer (${sequences} sequences × ${tokens} tokens × ${kvRow} B)`, bytes: kv, limit: `this adapter's ${formatBytes(kvLimit)} buffer limit` };
   const logits = sequences * model.vocabSize * 4;
