@@ -31,6 +31,26 @@ export function layerLinears(config: ModelConfig, layer: number): ModelLinear[] 
   return [...mixer, ...MLP_LINEARS];
 }
 
+/**
+ * The (layer, target) pairs a LoRA with these targets adapts, layer-major in checkpoint order, with the
+ * adapted weight's name. A target exists only in the layers that have it (Qwen3.5: DeltaNet linears in
+ * linear_attention layers, attention linears in full_attention layers, MLP linears everywhere).
+ */
+export function adaptedLinears(config: ModelConfig, targets: readonly ModelLinear[]): { layer: number; target: ModelLinear; name: string }[] {
+  const out: { layer: number; target: ModelLinear; name: string }[] = [];
+  for (let l = 0; l < config.numLayers; l++) {
+    for (const t of layerLinears(config, l)) if (targets.includes(t)) out.push({ layer: l, target: t, name: linearTensorName(l, t) });
+  }
+  return out;
+}
+
+/** The LoRA targets of this model: the linears of its layer types (Qwen3: 7; Qwen3.5: up to 12). */
+export function modelLinears(config: ModelConfig): ModelLinear[] {
+  const present = new Set<ModelLinear>();
+  for (let l = 0; l < config.numLayers; l++) for (const t of layerLinears(config, l)) present.add(t);
+  return QWEN3_5_LINEARS.filter((t) => present.has(t));
+}
+
 /** Channels of the DeltaNet's qkv projection and causal conv: q and k (Hk·dk each), then v (Hv·dv). */
 export function linearAttnConvDim(config: ModelConfig): number {
   const la = requireLinearAttention(config);

@@ -3,7 +3,7 @@
 // by the name of the base linear they adapt.
 
 import { readTensorFloat32 } from '../../model/checkpoint.ts';
-import { canonicalTensorName, layerLinears, linearShape, linearTensorName, qwen3TensorLayout, QWEN3_5_LINEARS, type ModelLinear } from '../../model/qwen3-tensors.ts';
+import { adaptedLinears, canonicalTensorName, layerLinears, linearShape, linearTensorName, qwen3TensorLayout, QWEN3_5_LINEARS, type ModelLinear } from '../../model/qwen3-tensors.ts';
 import type { Checkpoint, ModelConfig } from '../../model/types.ts';
 import { seededNormal } from './random.ts';
 
@@ -31,15 +31,6 @@ export function refWeightShapes(cfg: ModelConfig): Map<string, number[]> {
 
 const numel = (shape: number[]): number => shape.reduce((a, b) => a * b, 1);
 const isNormName = (name: string): boolean => name.endsWith('norm.weight');
-
-/** The (layer, target) pairs a LoRA with these targets adapts, with the adapted weight's name. */
-function adaptedLinears(cfg: ModelConfig, targets: readonly ModelLinear[]): { layer: number; target: ModelLinear; name: string }[] {
-  const out: { layer: number; target: ModelLinear; name: string }[] = [];
-  for (let l = 0; l < cfg.numLayers; l++) {
-    for (const t of layerLinears(cfg, l)) if (targets.includes(t)) out.push({ layer: l, target: t, name: linearTensorName(l, t) });
-  }
-  return out;
-}
 
 /** Scale of the random linears (LoRA factors included). */
 const RANDOM_MATRIX_STD = 0.05;

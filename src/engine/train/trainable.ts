@@ -9,10 +9,13 @@ import { weightLoads } from '../weight-loads.ts';
 import type { EngineInternals, LoraAdapter, ParamChunk, ParamEntry } from '../internals.ts';
 import { groups1d, type Recorder } from '../recorder.ts';
 import type { LoraConfig, LoraTarget, TrainableMode } from '../types.ts';
+import type { ModelConfig } from '../../model/types.ts';
 import { transformersDecays } from '../reference/adamw.ts';
 import { mulberry32 } from '../../random.ts';
+import { adaptedLinears, modelLinears, QWEN3_5_LINEARS } from '../../model/qwen3-tensors.ts';
 
-export const LORA_TARGETS: readonly LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+/** Every linear LoRA can adapt, in config order (a model has those of its layer types: modelLinears). */
+export const LORA_TARGETS: readonly LoraTarget[] = QWEN3_5_LINEARS;
 
 /** One row-slice of a trainable tensor: the weight and its same-shaped gradient and moments (f32). */
 export interface TrainableChunk {
@@ -90,44 +93,42 @@ export function loraScale(lora: Pick<LoraConfig, 'r' | 'alpha' | 'useRslora'>): 
   return lora.useRslora ? lora.alpha / Math.sqrt(lora.r) : lora.alpha / lora.r;
 }
 
-function checkLoraConfig(lora: LoraConfig): void {
+function checkLoraConfig(config: ModelConfig, lora: LoraConfig): void {
   if (!Number.isInteger(lora.r) || lora.r < 1) throw new Error(`LoRA: r must be a positive integer, got ${lora.r}`);
   if (!(lora.alpha > 0)) throw new Error(`LoRA: alpha must be > 0, got ${lora.alpha}`);
-  if (lora.targetModules.length === 0) throw new Error('LoRA: targetModules is empty (choose among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj)');
+  const valid = modelLinears(config);
+  if (lora.targetModules.length === 0) throw new Error(`LoRA: targetModules is empty (choose among ${valid.join(', ')})`);
   for (const t of lora.targetModules) {
-    if (!LORA_TARGETS.includes(t)) throw new Error(`LoRA: unknown target module "${t}" (choose among ${LORA_TARGETS.join(', ')})`);
+    if (!valid.includes(t)) throw new Error(`LoRA: unknown target module "${t}" for this ${config.architecture} model (choose among ${valid.join(', ')})`);
   }
   if (new Set(lora.targetModules).size !== lora.targetModules.length) throw new Error(`LoRA: targetModules lists a module twice: ${lora.targetModules.join(', ')}`);
   if (!Number.isInteger(lora.seed)) throw new Error(`LoRA: seed must be an integer, got ${lora.seed}`);
 }
 
 function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet {
-  checkLoraConfig(lora);
+  checkLoraConfig(internals.config, lora);
   const { device } = internals.gpu;
   const rand = mulberry32(lora.seed);
   const tensors: TrainableTensor[] = [];
   const adapters = new Map<string, LoraParams>();
   // Config order of targets, layer-major, so a seed gives the same adapter whatever order the user listed.
   const targets = LORA_TARGETS.filter((t) => lora.targetModules.includes(t));
-  for (let layer = 0; layer < internals.config.numLayers; layer++) {
-    for (const target of targets) {
-      const name = internals.linearName(layer, target);
-      const base = internals.params.get(name);
-      if (!base || base.shape.length !== 2) throw new Error(`LoRA: the model has no linear weight ${name}`);
-      const [out, inp] = base.shape as [number, number];
-      const aName = loraTensorName(name, 'A');
-      const bName = loraTensorName(name, 'B');
-      const aBuf = f32Buffer(internals, aName, lora.r * inp); // (r, in)
-      const bBuf = f32Buffer(internals, bName, out * lora.r); // (out, r), zero: the adapter starts as a no-op
-      const bound = 1 / Math.sqrt(inp);
-      const init = new Float32Array(lora.r * inp);
-      for (let i = 0; i < init.length; i++) init[i] = (2 * rand() - 1) * bound;
-      device.queue.writeBuffer(aBuf, 0, init);
-      const a = newTensor(internals, aName, [lora.r, inp], [{ buffer: aBuf, rowStart: 0, rows: lora.r }]);
-      const b = newTensor(internals, bName, [out, lora.r], [{ buffer: bBuf, rowStart: 0, rows: out }]);
-      tensors.push(a, b);
-      adapters.set(name, { adapter: { a: aBuf, b: bBuf, r: lora.r, scale: loraScale(lora) }, a, b, inFeatures: inp, outFeatures: out });
-    }
+  for (const { name } of adaptedLinears(internals.config, targets)) {
+    const base = internals.params.get(name);
+    if (!base || base.shape.length !== 2) throw new Error(`LoRA: the model has no linear weight ${name}`);
+    const [out, inp] = base.shape as [number, number];
+    const aName = loraTensorName(name, 'A');
+    const bName = loraTensorName(name, 'B');
+    const aBuf = f32Buffer(internals, aName, lora.r * inp); // (r, in)
+    const bBuf = f32Buffer(internals, bName, out * lora.r); // (out, r), zero: the adapter starts as a no-op
+    const bound = 1 / Math.sqrt(inp);
+    const init = new Float32Array(lora.r * inp);
+    for (let i = 0; i < init.length; i++) init[i] = (2 * rand() - 1) * bound;
+    device.queue.writeBuffer(aBuf, 0, init);
+    const a = newTensor(internals, aName, [lora.r, inp], [{ buffer: aBuf, rowStart: 0, rows: lora.r }]);
+    const b = newTensor(internals, bName, [out, lora.r], [{ buffer: bBuf, rowStart: 0, rows: out }]);
+    tensors.push(a, b);
+    adapters.set(name, { adapter: { a: aBuf, b: bBuf, r: lora.r, scale: loraScale(lora) }, a, b, inFeatures: inp, outFeatures: out });
   }
   internals.lora.clear();
   for (const [name, p] of adapters) internals.lora.set(name, p.adapter);
