@@ -13,19 +13,21 @@ import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 // Slow by nature (WebGPU on a CPU adapter): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-let engine: WebGpuEngine;
-let tok: TextTokenizer;
+// Qwen3.5 too: its Gated DeltaNet layers keep a per-sequence state that sequences joining and
+// leaving the continuous scheduler's batches must not disturb.
+describe.each(['qwen3', 'qwen3_5'] as const)('runRollouts on the WebGPU engine (%s)', (arch) => {
+  let engine: WebGpuEngine;
+  let tok: TextTokenizer;
 
-beforeAll(async () => {
-  const tiny = await makeTinyModel({ seed: 1 });
-  engine = await loadEngine(await openCheckpoint(tiny.files), { weightDtype: 'f32' });
-  const text = (name: string) => new TextDecoder().decode(tiny.files.get(name)!);
-  tok = loadTokenizer(text('tokenizer.json'), text('tokenizer_config.json'));
-});
+  beforeAll(async () => {
+    const tiny = await makeTinyModel({ seed: 1, arch });
+    engine = await loadEngine(await openCheckpoint(tiny.files), { weightDtype: 'f32' });
+    const text = (name: string) => new TextDecoder().decode(tiny.files.get(name)!);
+    tok = loadTokenizer(text('tokenizer.json'), text('tokenizer_config.json'));
+  });
 
-afterAll(() => engine?.destroy());
+  afterAll(() => engine?.destroy());
 
-describe('runRollouts on the WebGPU engine', () => {
   it('samples a batch within the budget; recorded log-probs match engine.score', async () => {
     const env: ToolEnv = {
       reset: () => '\nobs',
