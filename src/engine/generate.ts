@@ -92,6 +92,9 @@ export class CachedDecodeSession implements DecodeSession {
     const V = fwd.config.vocabSize;
     this.samplePipe = fwd.getPipeline('sample.wgsl', { WORKGROUP: fwd.gpu.software ? 64 : 256 });
     this.sampleParams = [V, V, topK, greedy ? 1 : 0, seed >>> 0, 0, 0, 0, f32(greedy ? 1 : 1 / temperature), f32(topP)];
+    // Every state buffer the steps need exists before the first (state slots of a continuing
+    // sequence are kept; the pool only grows).
+    state?.reserve(opts.maxRows);
     fwd.device.pushErrorScope('validation');
   }
 

@@ -2,7 +2,9 @@
 // cache's place: the last K−1 conv inputs (C channels) and the recurrent state S (Hv, dk, dv).
 // This pool gives every sequence one slot of per-layer buffers (slots, …); a slot is zeroed when a
 // sequence gets it (a new sequence starts from S₀ = 0) and returns to the free list on release.
-// The buffers grow (doubling, contents copied) when more sequences generate at once.
+// A decode session reserves its rows' slots and snapshot rows when it opens (so its steps create no
+// buffers, and the memory plan's count — both, per sequence — is what is allocated); past that the
+// slots grow (doubling, contents copied) when more sequences hold state at once.
 //
 // A recurrent state cannot be truncated like a KV cache: it has absorbed every token fed. A chain of
 // decode steps may feed tokens past a sequence's stop, so the session snapshots the rows' slots
@@ -50,11 +52,17 @@ export class LinearStatePool implements LinearStateTarget {
     return this.linearLayers.length * (this.convSlotBytes + this.recurrentSlotBytes);
   }
 
+  /** At least `rows` slots and `rows` snapshot rows (a decode session of at most `rows` rows). */
+  reserve(rows: number): void {
+    if (rows > this.capacitySlots) this.grow(rows);
+    this.ensureSnapshotRows(rows);
+  }
+
   /** The sequence's slot; a sequence without one gets a free slot, zeroed. */
   slot(seqId: number): number {
     const have = this.slots.get(seqId);
     if (have !== undefined) return have;
-    if (this.free.length === 0) this.grow(Math.max(4, this.capacitySlots * 2));
+    if (this.free.length === 0) this.grow(Math.max(1, this.capacitySlots * 2));
     const slot = this.free.pop()!;
     this.slots.set(seqId, slot);
     const enc = this.device.createCommandEncoder({ label: 'linear state reset' });

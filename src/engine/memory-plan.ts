@@ -264,6 +264,13 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       bytes: B * stateBytes,
       detail: `${B} sequences × ${stateBytes.toLocaleString('en-US')} B (recurrent + conv state of the ${c.layerTypes.filter((t) => t === 'linear_attention').length} Gated DeltaNet layers, f32)`,
     });
+    // linear-state.ts keeps a copy per row for chained decode steps: a row that stops inside a
+    // chain gets its state back (a recurrent state cannot be truncated like the KV cache).
+    items.push({
+      name: 'linear-attention state snapshot',
+      bytes: B * stateBytes,
+      detail: `${B} sequences' states as a chain of decode steps starts, restored for one that stops inside it`,
+    });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
   const backward = backwardBufferPlan(c, tokens, B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);

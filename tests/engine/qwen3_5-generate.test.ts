@@ -13,6 +13,7 @@ import { refGreedy } from '../../src/engine/reference/qwen3.ts';
 import { refWeightsFromCheckpoint, type RefWeights } from '../../src/engine/reference/weights.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import type { SequenceHandle } from '../../src/engine/types.ts';
+import { planMemory } from '../../src/engine/memory-plan.ts';
 import { maxAbsDiff, onAdapter, someIds } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -39,7 +40,7 @@ describe(onAdapter('Qwen3.5 generation (conv + recurrent state slots, KV cache f
 
   const prompt = (n: number, salt: number): number[] => someIds(n, cfg.vocabSize, salt);
   /** Log-probs (temperature 1, as greedy sampling reports them) of `gen` after `ctx`, from a full re-score. */
-  const rescore = async (ctx: number[], gen: number[]): Promise<number[]> =>
+  const rescore = async (ctx: number[], gen: number[]): Promise<ArrayLike<number>> =>
     (await engine.score({ sequences: [{ ids: [...ctx, ...gen], scoreFrom: ctx.length }], temperature: 1 })).logprobs[0]!;
 
   it('G=1: engine.generate gives argmax-of-re-forward tokens and re-score log-probs, also after a chain overshot a stop and a turn was appended', async () => {
@@ -131,5 +132,35 @@ describe(onAdapter('Qwen3.5 generation (conv + recurrent state slots, KV cache f
     const b = await engine.generate({ items: [{ seq: again, append: p, maxNewTokens: 3 }], sampling: greedy, stopIds: [] });
     expect(b[0]!.tokens).toEqual(refGreedy(cfg, w, p, 3));
     engine.releaseSequence(again);
+  });
+
+  it('a decode session allocates its rows\' states and snapshots when it opens, exactly what the memory plan counts; its steps allocate none', async () => {
+    const fresh = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32' });
+    const device = gpu.device;
+    const own = device.createBuffer;
+    const made: { label: string; size: number }[] = [];
+    device.createBuffer = (d: GPUBufferDescriptor) => {
+      made.push({ label: d.label ?? '', size: d.size });
+      return own.call(device, d);
+    };
+    const stateBytes = (): number => made.filter((b) => /^(conv|recurrent) state/.test(b.label)).reduce((n, b) => n + b.size, 0);
+    try {
+      const rows = 3;
+      const session = fresh.openDecode({ sampling: greedy, stopIds: [], maxRows: rows });
+      const atOpen = stateBytes();
+      const plan = planMemory({ config: cfg, weightDtype: 'f32', mode: { kind: 'full' }, numSequences: rows, maxTokensPerSequence: 32, limits: gpu.limits });
+      const planned = plan.items.filter((i) => i.name.startsWith('linear-attention state')).reduce((n, i) => n + i.bytes, 0);
+      expect(atOpen).toBe(planned);
+      const seqs = [0, 1, 2].map(() => fresh.newSequence());
+      const item = (i: number, append: number[], maxNewTokens: number) => ({ seq: seqs[i]!, append, maxNewTokens, stream: i });
+      await session.step([item(0, prompt(5, 30), 8)]);
+      await session.step([item(0, [], 7), item(1, prompt(6, 31), 8)]);
+      await session.step([item(0, [], 6), item(1, [], 7), item(2, prompt(4, 32), 8)], 3); // a chain of 3 rows: snapshots taken
+      await session.close();
+      expect(stateBytes()).toBe(atOpen);
+    } finally {
+      device.createBuffer = own;
+      fresh.destroy();
+    }
   });
 });

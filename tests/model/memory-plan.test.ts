@@ -88,6 +88,7 @@ describe('memory plan for a Qwen3.5 hybrid', () => {
     expect(linearStateBytesPerSequence(cfg)).toBe(2 * (4 * 8 * 12 + C * 3) * 4);
     const plan = planMemory({ config: cfg, weightDtype: 'f32', mode: { kind: 'full' }, numSequences: 3, maxTokensPerSequence: 64, limits: RAISED_LIMITS });
     expect(plan.items.find((i) => i.name === 'linear-attention state')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
+    expect(plan.items.find((i) => i.name === 'linear-attention state snapshot')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
     expect(plan.items.find((i) => i.name === 'weights')!.bytes).toBe(plan.params * 4);
   });
 });
