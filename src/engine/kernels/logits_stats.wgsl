@@ -31,12 +31,24 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let corr = exp(m - m_new);
   s *= corr;
   u *= corr;
+  // Summed in blocks of 256 columns: one running f32 sum over a whole vocabulary (152k columns for
+  // Qwen3/3.5) loses ~1e-4 of log Z to rounding; blocks keep each sum short.
+  var bs = 0.0;
+  var bu = 0.0;
   for (var c = 0u; c < p.cols; c++) {
     let v = z[base + c];
     let e = exp(v - m_new);
-    s += e;
-    u += e * v;
+    bs += e;
+    bu += e * v;
+    if ((c & 255u) == 255u) {
+      s += bs;
+      u += bu;
+      bs = 0.0;
+      bu = 0.0;
+    }
   }
+  s += bs;
+  u += bu;
   let tgt = targets[r];
   if (tgt >= p.col_start && tgt < p.col_start + p.cols) { zt = z[base + tgt - p.col_start]; }
   stats[r * 4u] = m_new;
