@@ -5,6 +5,7 @@
 
 import { openCheckpoint, REPO_ID, type OpenedCheckpoint } from '../src/model/checkpoint.ts';
 import { DEMO_MODEL_NAME, demoModelFiles } from '../src/model/demo-model.ts';
+import { HubError } from '../src/model/hub.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
 import type { LoadProgress } from '../src/model/types.ts';
@@ -50,7 +51,9 @@ async function openChoice(choice: ModelChoice, onProgress: (p: LoadProgress) => 
         const checkpoint = await openCheckpoint(repo, { revision: choice.revision.trim() || 'main', endpoint: choice.endpoint, onProgress });
         return { checkpoint, name: repo };
       } catch (err) {
-        throw new ModelLoadError(`Could not download ${repo}: ${(err as Error).message}`, { cause: err });
+        // A checkpoint that downloaded but is not one we run (a MoE, another architecture) says so.
+        const what = err instanceof HubError ? `Could not download ${repo}` : `${repo} cannot be loaded`;
+        throw new ModelLoadError(`${what}: ${(err as Error).message}`, { cause: err });
       }
     }
     case 'files': {
