@@ -95,13 +95,6 @@ describe(onAdapter('Qwen3.5 training gradients vs torch autograd'), () => {
     for (const t of back.tensors) expect(maxAbsDiff(t.data, byName.get(t.name)!), t.name).toBe(0);
     const seq = { ids: e.ids, scoreFrom: e.score_from };
     const before = await engine.score({ sequences: [seq], temperature: 1 });
-    // tests/fixtures/transformers-qwen3_5-f32/check_peft_adapter.py loads such an adapter in PEFT.
-    const out = process.env.WEBGRPO_PEFT_CHECK_DIR;
-    if (out) {
-      mkdirSync(out, { recursive: true });
-      for (const [name, bytes] of peftAdapterFiles(exported)) writeFileSync(join(out, name), bytes);
-      writeFileSync(join(out, 'engine-logprobs.json'), JSON.stringify({ ids: seq.ids, score_from: seq.scoreFrom, logprobs: Array.from(before.logprobs[0]!) }));
-    }
 
     // Sanity: one AdamW step on L = −Σ logp raises the mean log-prob.
     engine.zeroGrad();
@@ -111,6 +104,13 @@ describe(onAdapter('Qwen3.5 training gradients vs torch autograd'), () => {
     const mean = (a: ArrayLike<number>) => Array.from(a).reduce((s, x) => s + x, 0) / a.length;
     console.log(`qwen3_5 LoRA step: mean logp ${mean(before.logprobs[0]!).toFixed(4)} → ${mean(after.logprobs[0]!).toFixed(4)}`);
     expect(mean(after.logprobs[0]!)).toBeGreaterThan(mean(before.logprobs[0]!) + 1e-3);
+    // The trained adapter, for tests/fixtures/transformers-qwen3_5-f32/check_peft_adapter.py (PEFT loads it by hand).
+    const out = process.env.WEBGRPO_PEFT_CHECK_DIR;
+    if (out) {
+      mkdirSync(out, { recursive: true });
+      for (const [name, bytes] of peftAdapterFiles(await engine.exportAdapter('tiny-qwen3_5'))) writeFileSync(join(out, name), bytes);
+      writeFileSync(join(out, 'engine-logprobs.json'), JSON.stringify({ ids: seq.ids, score_from: seq.scoreFrom, logprobs: Array.from(after.logprobs[0]!) }));
+    }
     engine.destroy();
   });
 });
