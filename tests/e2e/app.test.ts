@@ -264,6 +264,38 @@ describe('the app in Chromium', () => {
     }
   });
 
+  it('loads a Qwen3.5 folder picked on disk and trains a few GRPO steps of echo on it', async () => {
+    const folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-pick-')), 'my-tiny-qwen3_5');
+    fs.mkdirSync(folder);
+    const qwen35 = { ...TINY_MODEL_OPTIONS, arch: 'qwen3_5' as const, layers: 3, layerTypes: ['linear_attention' as const, 'full_attention' as const, 'linear_attention' as const] };
+    for (const [name, bytes] of await makeTinyCheckpointFiles(qwen35)) fs.writeFileSync(path.join(folder, name), bytes);
+    try {
+      await page.goto(`${app.url}/#/`);
+      await page.getByLabel('local folder').check();
+      await page.locator('input[type=file][webkitdirectory]').setInputFiles(folder);
+      await page.getByTestId('load-model').click();
+      await withLogs(expect.poll(() => page.getByTestId('model-info').textContent(), { timeout: 120_000 }).toContain('my-tiny-qwen3_5'));
+      const info = await page.getByTestId('model-info').textContent();
+      expect(info).toContain('Qwen3.5, 3 layers (2 Gated DeltaNet, 1 gated attention)');
+      // The memory plan counts the DeltaNet layers' per-sequence state.
+      expect(info).toContain('linear-attention state');
+      await page.getByRole('button', { name: 'echo', exact: true }).click();
+      await fillConfig(page, E2E_RUN_CONFIG);
+      await shot(page, '8-qwen3_5-setup');
+      await page.getByTestId('start-run').click();
+      await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
+      await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
+      const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
+      expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+      expect(Number(await page.getByTestId('chart-reward').getAttribute('data-points'))).toBe(GRPO_STEPS);
+      expect(Number(await page.getByTestId('chart-loss').getAttribute('data-points'))).toBe(SFT_STEPS + GRPO_STEPS);
+      expect(await page.getByTestId('rollout').count()).toBe(Number(E2E_RUN_CONFIG.num_generations));
+      await shot(page, '9-qwen3_5-echo-finished');
+    } finally {
+      fs.rmSync(path.dirname(folder), { recursive: true, force: true });
+    }
+  });
+
   it('shows the 404 page for an unknown run id', async () => {
     await page.goto(`${app.url}/#/runs/no-such-run-0000`);
     await page.getByTestId('not-found').waitFor({ timeout: 30_000 });

@@ -6,8 +6,16 @@ import type { MemoryPlan } from '../../engine/memory-plan.ts';
 import { useUi } from '../store.ts';
 import { loadModel } from '../model-loader.ts';
 import type { ModelChoice } from '../worker-api.ts';
+import type { ModelConfig } from '../../model/types.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';
+
+/** The decoder in a few words: Qwen3.5's layer mix is what its memory (state vs KV cache) depends on. */
+function architectureOf(config: ModelConfig): string {
+  if (config.architecture !== 'qwen3_5') return `Qwen3, ${config.numLayers} layers`;
+  const linear = config.layerTypes.filter((t) => t === 'linear_attention').length;
+  return `Qwen3.5, ${config.numLayers} layers (${linear} Gated DeltaNet, ${config.numLayers - linear} gated attention)`;
+}
 
 /** `plan`: the memory plan of the config in the form (null until model, adapter limits and config are known). */
 export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
@@ -87,7 +95,7 @@ export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
       {model && (
         <div className="model-info" data-testid="model-info">
           <p>
-            <b>{model.name}</b>: {model.layers} layers, hidden {model.hidden}, vocab {model.vocab}, {(model.params / 1e6).toFixed(2)}M parameters,
+            <b>{model.name}</b>: {architectureOf(model.config)}, hidden {model.hidden}, vocab {model.vocab}, {(model.params / 1e6).toFixed(2)}M parameters,
             weights in <b>{model.weightDtype}</b>{model.weightPrecision ? ` (${model.weightPrecision})` : ''}.
           </p>
           {plan ? (
