@@ -64,7 +64,7 @@ describe('loading models in the trainer worker (Node)', () => {
     expect(hubInfo.config).toMatchObject({ architecture: 'qwen3_5', tensorPrefix: 'model.language_model.', layerTypes: QWEN35.layerTypes });
     // The plan counts the DeltaNet layers' per-sequence state, and the KV cache of the attention layer only.
     expect(hubInfo.memory.map((m) => m.name)).toContain('linear-attention state');
-    const files = [...await makeTinyCheckpointFiles(QWEN35)].map(([name, bytes]) => Object.assign(new File([bytes], name), { webkitRelativePath: `tiny-qwen3_5/${name}` }));
+    const files = [...await makeTinyCheckpointFiles(QWEN35)].map(([name, bytes]) => Object.assign(new File([bytes.slice()], name), { webkitRelativePath: `tiny-qwen3_5/${name}` }));
     const folderInfo = await service.loadModel({ kind: 'files', files }, { onProgress: () => undefined });
     expect(folderInfo).toMatchObject({ name: 'tiny-qwen3_5', layers: 3, fits: true });
     expect(folderInfo.config).toMatchObject({ architecture: 'qwen3_5', tensorPrefix: 'model.' });
