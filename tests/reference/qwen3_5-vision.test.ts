@@ -20,7 +20,7 @@ function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
 describe('Qwen3.5 vision reference (float64) vs transformers', () => {
   it('erf is exact to within 2 ulp', () => {
     // Python's math.erf (libm) at these points.
-    for (const [x, y] of [[0.5, 0.5204998778130465], [-1.7, -0.9837904585907745], [3.5, 0.9999992569016276], [0.01, 0.011283415555849618]]) {
+    for (const [x, y] of [[0.5, 0.5204998778130465], [-1.7, -0.9837904585907745], [3.5, 0.9999992569016276], [0.01, 0.011283415555849616]]) {
       expect(Math.abs(erf(x!) - y!)).toBeLessThanOrEqual(4.5e-16);
     }
   });
