@@ -122,7 +122,8 @@ describe(onAdapter('Qwen3.5 training gradients vs torch autograd'), () => {
   it('LoRA over f16-stored base matrices (the default where shader-f16 exists): every A and B within 1e-3 of float64 on the same f16 weights', async () => {
     const ckpt = await openCheckpoint(DIR);
     const cfg = ckpt.config;
-    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f16' });
+    // Native `array<f16>` loads where the adapter has shader-f16 (lavapipe), u32 unpacking elsewhere.
+    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f16', halfLoads: gpu.f16 ? 'native' : 'u32' });
     const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
     engine.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
     const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
