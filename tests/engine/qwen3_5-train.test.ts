@@ -2,7 +2,8 @@
 // tiny checkpoint transformers wrote (tests/fixtures/transformers-qwen3_5-f32, its make.py), with
 // dL/dθ of L = Σ_t w_t·logp_t for every parameter (full fine-tuning) and dL/dA, dL/dB of PEFT's LoRA
 // on all twelve linears (nonzero B), each tensor within 1e-3 relative. Then the LoRA adapter the
-// engine exports reads back, and one AdamW step raises the scored log-probs (the loss falls).
+// engine exports reads back, and one AdamW step raises the scored log-probs (the loss falls). Last,
+// LoRA over f16-stored matrices against float64 on the same rounded weights.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,6 +17,10 @@ import { peftAdapterFiles, peftTensorName, readPeftAdapter } from '../../src/eng
 import { QWEN3_5_LINEARS } from '../../src/model/qwen3-tensors.ts';
 import type { NamedTensor } from '../../src/engine/types.ts';
 import { relNormError } from './train-helpers.ts';
+import { refBackward } from '../../src/engine/reference/qwen3.ts';
+import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
+import { floatToHalf, halfToFloat } from '../../src/model/safetensors.ts';
+import { loraTensorName } from '../../src/engine/train/trainable.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -111,6 +116,33 @@ describe(onAdapter('Qwen3.5 training gradients vs torch autograd'), () => {
       for (const [name, bytes] of peftAdapterFiles(await engine.exportAdapter('tiny-qwen3_5'))) writeFileSync(join(out, name), bytes);
       writeFileSync(join(out, 'engine-logprobs.json'), JSON.stringify({ ids: seq.ids, score_from: seq.scoreFrom, logprobs: Array.from(after.logprobs[0]!) }));
     }
+    engine.destroy();
+  });
+
+  it('LoRA over f16-stored base matrices (the default where shader-f16 exists): every A and B within 1e-3 of float64 on the same f16 weights', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const cfg = ckpt.config;
+    // Native `array<f16>` loads where the adapter has shader-f16 (lavapipe), u32 unpacking elsewhere.
+    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f16', halfLoads: gpu.f16 ? 'native' : 'u32' });
+    const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+    engine.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
+    const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+    await engine.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
+    await engine.backward(request());
+    const got = await engine.readGrads();
+    // The reference on exactly the weights the engine holds: its f16 matrices rounded to half.
+    const w = await refWeightsFromCheckpoint(ckpt);
+    const halves = [...engine.internals.params.values()].filter((p) => p.dtype === 'f16').map((p) => p.name);
+    expect(halves).toContain('model.layers.0.linear_attn.in_proj_qkv.weight');
+    for (const name of halves) w.set(name, w.get(name)!.map((x) => halfToFloat(floatToHalf(x))));
+    const lora = refLoraFromTensors(cfg, { r: 2, alpha: 4, targets: [...QWEN3_5_LINEARS] }, adapter.tensors);
+    const { loraGrads } = refBackward(cfg, w, { ids: e.ids, scoreFrom: e.score_from }, e.temperature, e.loss_weights, lora, { baseGrads: false });
+    const want = new Map<string, Float32Array>();
+    for (const [name, g] of loraGrads!.A) want.set(loraTensorName(name, 'A'), Float32Array.from(g));
+    for (const [name, g] of loraGrads!.B) want.set(loraTensorName(name, 'B'), Float32Array.from(g));
+    const worst = worstErrors(got, (n) => want.get(n));
+    console.log(`qwen3_5 LoRA grads, f16 weights (${engine.internals.kernelVariants.halfLoads} loads): worst relative error ${worst[0]!.rel.toExponential(2)} (${worst[0]!.name})`);
+    expect(worst[0]!.rel, JSON.stringify(worst.slice(0, 3))).toBeLessThan(1e-3);
     engine.destroy();
   });
 });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { kvBytesPerToken, linearStateBytesPerSequence, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
 import { parseConfig } from '../../src/model/config.ts';
-import { QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
+import { QWEN3_5_LINEARS, QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
 
 // Qwen3-0.6B (shared/specs/qwen3.md §2); the expected numbers are the spec's derived ones (§4).
 const qwen3 = parseConfig({
@@ -90,5 +90,18 @@ describe('memory plan for a Qwen3.5 hybrid', () => {
     expect(plan.items.find((i) => i.name === 'linear-attention state')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
     expect(plan.items.find((i) => i.name === 'linear-attention state snapshot')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
     expect(plan.items.find((i) => i.name === 'weights')!.bytes).toBe(plan.params * 4);
+  });
+
+  it('counts LoRA per layer type: DeltaNet linears in linear_attention layers, q/k/v/o in the attention layer; a name in neither is an error', () => {
+    const r = 2;
+    const D = 32, F = 48, H = 4, K = 2, d = 16, C = 2 * 2 * 8 + 4 * 12, Vd = 4 * 12, Hv = 4;
+    const mlp = r * ((D + F) * 2 + (F + D));
+    const attention = r * ((D + 2 * H * d) + 2 * (D + K * d) + (H * d + D)); // the gated q_proj emits 2·H·d
+    const deltaNet = r * ((D + C) + (D + Vd) + 2 * (D + Hv) + (Vd + D));
+    expect(loraParamCount(cfg, r, [...QWEN3_5_LINEARS])).toBe(3 * mlp + attention + 2 * deltaNet);
+    const plan = planMemory({ config: cfg, weightDtype: 'f32', mode: { kind: 'lora', r, targets: ['in_proj_qkv', 'q_proj'] }, numSequences: 2, maxTokensPerSequence: 40, limits: RAISED_LIMITS });
+    expect(plan.trainableParams).toBe(2 * r * (D + C) + r * (D + 2 * H * d));
+    expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r, targets: ['in_proj_qkv'] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS }))
+      .toThrow(/unknown LoRA target\(s\) in_proj_qkv \(valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj\)/);
   });
 });

@@ -41,6 +41,8 @@ describe('GRPOConfig', () => {
     expect(() => configFromObject({ learningrate: 1 })).toThrow(/unknown config key 'learningrate' \(did you mean 'learning_rate'\?\)/);
     expect(() => configFromObject({ num_generations: 3, per_device_train_batch_size: 4 })).toThrow(/divisible by num_generations/);
     expect(() => configFromObject({ lora_target_modules: ['qkv'] })).toThrow(/unknown module 'qkv'/);
+    // Qwen3.5's Gated DeltaNet linears, as PEFT/TRL users write them.
+    expect(configFromObject({ lora_target_modules: ['in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj', 'q_proj'] }).lora_target_modules).toHaveLength(6);
     expect(() => configFromJson('{oops')).toThrow(ConfigError);
     expect(() => fromFlags(['--beta'])).toThrow(/--beta needs a value/);
   });
