@@ -12,6 +12,7 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import type { LayerType } from '../../src/model/types.ts';
+import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 
 const ALL: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
@@ -20,12 +21,21 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
 
-  for (const mode of ['lora', 'full'] as const) {
-    it(`trainStepFlops equals the GEMM FLOPs a ${mode} training step records`, async () => {
-      const cfg = tinyConfig();
-      const { engine } = await tinyEngine(gpu, cfg, 2);
+  /** A Qwen3.5 hybrid with both layer types (3 DeltaNet : 1 gated attention), as the benches build at 0.8B. */
+  const hybridEngine = async () => {
+    const layerTypes: LayerType[] = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'];
+    const { files } = await makeTinyModel({ arch: 'qwen3_5', layers: 4, layerTypes, hidden: 32, intermediate: 64, heads: 2, kvHeads: 1, headDim: 16, vocab: 512 });
+    const engine = await loadEngine(await openCheckpoint(files), { gpu, weightDtype: 'f32' });
+    return { engine, cfg: engine.config };
+  };
+
+  for (const [arch, mode] of [['qwen3', 'lora'], ['qwen3', 'full'], ['qwen3_5', 'lora'], ['qwen3_5', 'full']] as const) {
+    it(`trainStepFlops equals the GEMM FLOPs a ${arch} ${mode} training step records`, async () => {
+      const { engine, cfg } = arch === 'qwen3' ? { engine: (await tinyEngine(gpu, tinyConfig(), 2)).engine, cfg: tinyConfig() } : await hybridEngine();
       const r = 4;
-      engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: ALL, seed: 1 } } : { kind: 'full' });
+      // LoRA on every linear of the model (Qwen3.5: the DeltaNet projections too), as the benches do.
+      const targets = arch === 'qwen3' ? ALL : modelLinears(cfg);
+      engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: targets, seed: 1 } } : { kind: 'full' });
       let flops = 0;
       const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
       const gemm = TrainOps.prototype.gemm;
