@@ -1,8 +1,8 @@
 // Shared by the engine benchmarks: option parsing and the benchmark model (a checkpoint folder or
-// a generated random Qwen3 of a given shape).
+// a generated random Qwen3 / Qwen3.5 of a given shape, or a named real model's shape).
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
-import { makeTinyModel } from '../../src/model/tiny-model.ts';
-import type { Checkpoint } from '../../src/model/types.ts';
+import { makeTinyModel, TINY_DEFAULTS } from '../../src/model/tiny-model.ts';
+import type { Checkpoint, LayerType } from '../../src/model/types.ts';
 import type { ScoreSequence } from '../../src/engine/types.ts';
 import type { HalfLoads, Qwen3Forward } from '../../src/engine/forward.ts';
 import { packHalf } from '../../src/engine/params.ts';
@@ -19,9 +19,46 @@ export const now = () => performance.now();
 
 const generated = new Map<string, Map<string, Uint8Array>>();
 
-/** `--model DIR|repo`, else a generated model (hidden 256, 4 layers, vocab 2048 unless overridden). */
-export async function benchCheckpoint(opts: Record<string, string>, dtype: 'bf16' | 'f32'): Promise<{ ckpt: Checkpoint; source: string }> {
+/** Qwen3-0.6B's shapes (config.json of Qwen/Qwen3-0.6B), as bench options. */
+export const QWEN3_0_6B = { hidden: '1024', layers: '28', heads: '16', kvHeads: '8', headDim: '128', intermediate: '3072', vocab: '151936' };
+
+/**
+ * Qwen3.5-0.8B's text model (text_config of Qwen/Qwen3.5-0.8B, tests/model/config.test.ts): 24 layers, every
+ * 4th full (gated) attention with 8 / 2 heads of 256, the rest Gated DeltaNet with 16 key / 16 value heads
+ * of 128, intermediate 3584, a tied 248320-row embedding.
+ */
+export const QWEN3_5_0_8B = {
+  arch: 'qwen3_5', hidden: '1024', layers: '24', heads: '8', kvHeads: '2', headDim: '256', intermediate: '3584', vocab: '248320',
+  linearKeyHeads: '16', linearValueHeads: '16', linearKeyHeadDim: '128', linearValueHeadDim: '128', fullAttentionInterval: '4',
+};
+
+/** The named shape presets (`--shape`): options given beside a preset override its fields. */
+export const SHAPES: Record<string, Record<string, string>> = { 'qwen3-0.6b': QWEN3_0_6B, 'qwen3.5-0.8b': QWEN3_5_0_8B };
+
+/** The options with `--shape NAME` expanded (explicit options win). */
+export function withShape(opts: Record<string, string>): Record<string, string> {
+  if (opts.shape === undefined) return opts;
+  const preset = SHAPES[opts.shape];
+  if (!preset) throw new Error(`bench: --shape must be one of ${Object.keys(SHAPES).join(', ')}, got '${opts.shape}'`);
+  return { ...preset, ...opts };
+}
+
+/** The generated model's layer types: Qwen3.5 puts full attention on every `fullAttentionInterval`-th layer (transformers' default 4). */
+function benchLayerTypes(opts: Record<string, string>, layers: number): LayerType[] {
+  const every = num(opts, 'fullAttentionInterval', 4);
+  return Array.from({ length: layers }, (_, i) => ((i + 1) % every === 0 ? 'full_attention' : 'linear_attention'));
+}
+
+/**
+ * `--model DIR|repo`, else a generated model: Qwen3 (hidden 256, 4 layers, vocab 2048 unless overridden),
+ * or with `--arch qwen3_5` a Qwen3.5 hybrid (`--linearKeyHeads` … `--fullAttentionInterval`); `--shape`
+ * names a preset (SHAPES).
+ */
+export async function benchCheckpoint(options: Record<string, string>, dtype: 'bf16' | 'f32'): Promise<{ ckpt: Checkpoint; source: string }> {
+  const opts = withShape(options);
   if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
+  const arch = opts.arch ?? 'qwen3';
+  if (arch !== 'qwen3' && arch !== 'qwen3_5') throw new Error(`bench: --arch must be qwen3 or qwen3_5, got '${arch}'`);
   const shape = {
     hidden: num(opts, 'hidden', 256),
     layers: num(opts, 'layers', 4),
@@ -31,15 +68,29 @@ export async function benchCheckpoint(opts: Record<string, string>, dtype: 'bf16
     intermediate: num(opts, 'intermediate', 768),
     vocab: num(opts, 'vocab', 2048),
   };
+  const hybrid = arch === 'qwen3_5'
+    ? {
+      arch: 'qwen3_5' as const,
+      linearKeyHeads: num(opts, 'linearKeyHeads', TINY_DEFAULTS.linearKeyHeads),
+      linearValueHeads: num(opts, 'linearValueHeads', TINY_DEFAULTS.linearValueHeads),
+      linearKeyHeadDim: num(opts, 'linearKeyHeadDim', TINY_DEFAULTS.linearKeyHeadDim),
+      linearValueHeadDim: num(opts, 'linearValueHeadDim', TINY_DEFAULTS.linearValueHeadDim),
+      layerTypes: benchLayerTypes(opts, shape.layers),
+    }
+    : {};
   // Generating a 0.6B-shaped model takes minutes of single-threaded JS: one per shape and dtype per
   // process (the GPU-bench archive runs the train bench twice on the same model).
-  const key = `${dtype} ${JSON.stringify(shape)}`;
+  const shapeKey = JSON.stringify({ ...shape, ...hybrid });
+  const key = `${dtype} ${shapeKey}`;
   let files = generated.get(key);
   if (!files) {
-    files = (await makeTinyModel({ seed: 1, dtype, ...shape })).files;
+    // Keep only this shape's models (both dtypes): the archive benches two 0.6B–0.8B shapes one after the other.
+    for (const k of generated.keys()) if (!k.endsWith(` ${shapeKey}`)) generated.delete(k);
+    files = (await makeTinyModel({ seed: 1, dtype, ...shape, ...hybrid })).files;
     generated.set(key, files);
   }
-  return { ckpt: await openCheckpoint(files), source: `generated ${JSON.stringify(shape)}` };
+  const { layerTypes: _types, ...described } = hybrid as { layerTypes?: LayerType[] };
+  return { ckpt: await openCheckpoint(files), source: `generated ${JSON.stringify({ ...shape, ...described, ...(arch === 'qwen3_5' ? { fullAttentionInterval: num(opts, 'fullAttentionInterval', 4) } : {}) })}` };
 }
 
 export function median(xs: number[]): number {

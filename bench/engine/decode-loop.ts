@@ -7,7 +7,7 @@
 // shapes; both schedulers must produce the same tokens (each episode samples from its own stream).
 //
 // Options (strings, from `webgrpo bench decode --KEY VALUE`):
-//   model | hidden, layers, heads, kvHeads, headDim, intermediate, vocab   (default: Qwen3-0.6B shapes)
+//   model | shape qwen3-0.6b|qwen3.5-0.8b (default qwen3-0.6b) | hidden, layers, … (override the shape's fields)
 //   batch     sequences decoded together (default 4)
 //   prompt    prompt tokens per sequence (default 8)
 //   newTokens decoded tokens per sequence (default 8)
@@ -21,9 +21,6 @@ import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type
 import { RolloutCounter } from '../../src/rl/rollout/progress.ts';
 import { benchCheckpoint, num } from './common.ts';
 import { countGpu, type GpuCounter } from './gpu-counter.ts';
-
-/** Qwen3-0.6B's shapes (config.json of Qwen/Qwen3-0.6B). */
-const QWEN3_0_6B = { hidden: '1024', layers: '28', heads: '16', kvHeads: '8', headDim: '128', intermediate: '3072', vocab: '151936' };
 
 type Scheduler = 'lockstep' | 'continuous';
 
@@ -100,10 +97,14 @@ export async function benchDecodeLoop(opts: Record<string, string> = {}) {
   if (newTokens < 3) throw new Error('bench decode: --newTokens must be ≥ 3 (steps after the first are measured)');
   const gpu = await getGpu();
   const counter = countGpu(gpu.device);
-  const { ckpt, source } = await benchCheckpoint(opts.model ? opts : { ...QWEN3_0_6B, ...opts }, 'bf16');
+  const { ckpt, source } = await benchCheckpoint(opts.model ? opts : { shape: 'qwen3-0.6b', ...opts }, 'bf16');
   const engine = await loadEngine(ckpt, { gpu, weightDtype: (opts.weights ?? 'auto') as 'auto' | 'f16' | 'f32', plan: { numSequences: B, maxTokensPerSequence: prompt + newTokens } });
   try {
     await playEpisodes(engine, 'lockstep', 1, 4, 3, counter); // compiles every pipeline once
+    // …and one run of the measured size grows what grows once: the per-sequence pools (Qwen3.5's
+    // linear-state slots and snapshots double when more sequences generate at once) and each chained
+    // step's own scratch buffers, so the measured runs see only per-step work.
+    await playEpisodes(engine, 'lockstep', B, prompt, newTokens, counter);
     const runs: Awaited<ReturnType<typeof playEpisodes>>[] = [];
     for (const scheduler of ['lockstep', 'continuous'] as const) {
       for (const b of [1, B]) runs.push(await playEpisodes(engine, scheduler, b, prompt, newTokens, counter));
@@ -121,6 +122,7 @@ export async function benchDecodeLoop(opts: Record<string, string> = {}) {
       prompt,
       newTokens,
       sameTokens,
+      dispatchesPerDecodeStep: engine.stats.dispatchesPerDecodeStep,
       runs: runs.map(({ outputs: _, ...r }) => r),
     };
   } finally {

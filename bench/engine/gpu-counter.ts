@@ -70,3 +70,27 @@ export function countGpu(device: GPUDevice): GpuCounter {
     },
   });
 }
+
+/**
+ * Sums the bytes every `createBuffer` on `device` asks for, between calls of `take()`, leaving out
+ * uniform arenas and read-back staging (transfer buffers, not GPU working memory; the memory plan
+ * leaves them out too). Used to set a bench's allocations against the engine's memory plan.
+ */
+export function recordBufferBytes(device: GPUDevice): { take(): number; restore(): void } {
+  const own = device.createBuffer;
+  let bytes = 0;
+  device.createBuffer = function (desc: GPUBufferDescriptor): GPUBuffer {
+    if (!/^uniform arena$|readback$/.test(desc.label ?? '')) bytes += desc.size;
+    return own.call(device, desc);
+  };
+  return {
+    take() {
+      const b = bytes;
+      bytes = 0;
+      return b;
+    },
+    restore() {
+      device.createBuffer = own;
+    },
+  };
+}

@@ -206,10 +206,12 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       // PASS 0 per (token, head): σ, exp, products (~12); reads a, (g, β), (dg, dβ), writes da, db. PASS 1: Σ_t per head.
       return pass === 0 ? one('delta_gates_backward', 12 * p[0]!, 7 * p[0]! * F) : one('delta_gates_backward', 3 * p[0]!, 5 * p[0]! * F);
     case 'gated_delta.wgsl': {
-      // per (token, value head, column): decay + Sᵀk (3·dk), update + Sᵀq (4·dk); reads q, k (per key head) and v, (g, β), writes o.
-      const [, T, hk, hv, dv] = [p[0]!, p[1]!, p[2]!, p[3]!, p[4]!];
+      // per (token, value head, column): decay + Sᵀk (3·dk), update + Sᵀq (4·dk); reads q, k (per key head) and v, (g, β), writes o;
+      // generating (WITH_STATE), it also reads and writes each sequence's recurrent state S (hv·dk·dv): in decode that is most of the traffic.
+      const [seqs, T, hk, hv, dv] = [p[0]!, p[1]!, p[2]!, p[3]!, p[4]!];
       const dk = Number(d.constants.DK);
-      return one('gated_delta', T * hv * dv * 7 * dk, (T * 2 * hk * dk + 2 * T * hv * dv + 2 * T * hv) * F);
+      const state = d.constants.WITH_STATE === true || d.constants.WITH_STATE === 'true' ? 2 * seqs * hv * dk * dv : 0;
+      return one('gated_delta', T * hv * dv * 7 * dk, (T * 2 * hk * dk + 2 * T * hv * dv + 2 * T * hv + state) * F);
     }
     case 'gated_delta_backward.wgsl': {
       // per (token, value head, column): two forward steps (checkpoint walk + replay, 2·5·dk) and the backward step (~14·dk);

@@ -21,7 +21,8 @@
 // Options (strings, from `webgrpo bench kernels --KEY VALUE`):
 //   model, hidden, layers, heads, kvHeads, headDim, intermediate, vocab   as in the other engine benches
 //   weights        auto|f16|f32 (default auto)
-//   r              LoRA rank on all 7 linears (default 16; alpha = 2r)
+//   shape, arch    a named real shape (qwen3-0.6b, qwen3.5-0.8b) or the generated model's architecture
+//   r              LoRA rank on every linear of the model (default 16; alpha = 2r)
 //   batch, seqLen  the train step's sequences and tokens each (default 4 × 64, second half scored)
 //   prompt         decode context (default 64): the profiled decode steps feed positions prompt, prompt + 1, …
 //   decodeBatches  default 1,8
@@ -29,15 +30,14 @@
 //   peakSize       M,N,K of the matmul peak probe (default: the train step's T × intermediate × hidden)
 //   copyMiB        bandwidth probe buffer (default 64; 8 copies per timed submit)
 //   reps           profiled repeats of each run (default 3): per dispatch the fastest is kept
+//   train          off: profile the decode steps only (a model the engine cannot train yet)
 
 import { getGpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import type { DispatchTiming, Profiler } from '../../src/engine/recorder.ts';
-import type { LoraTarget } from '../../src/engine/types.ts';
+import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 import { benchCheckpoint, benchTrainBatch, matmulPeak, median, now, num } from './common.ts';
 import { dispatchCost, type CostContext } from './kernel-costs.ts';
-
-const ALL_TARGETS: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 /** Collects every profiled submit's dispatches while it is KernelCache.profiler. */
 export class DispatchCollector implements Profiler {
@@ -176,6 +176,8 @@ export async function benchKernels(opts: Record<string, string> = {}) {
   const prompt = num(opts, 'prompt', 64);
   const decodeBatches = (opts.decodeBatches ?? '1,8').split(',').map(Number);
   const reps = num(opts, 'reps', 3);
+  if (opts.train !== undefined && opts.train !== 'off') throw new Error(`bench kernels: --train takes only 'off' (decode steps alone), got '${opts.train}'`);
+  const withTrain = opts.train !== 'off';
   const want = opts.method ?? 'auto';
   if (!['auto', 'timestamp', 'serial'].includes(want)) throw new Error(`bench kernels: --method must be auto, timestamp or serial, got '${want}'`);
   const gpu = await getGpu({ timestampQuery: want !== 'serial' });
@@ -186,7 +188,8 @@ export async function benchKernels(opts: Record<string, string> = {}) {
   try {
     const cfg = engine.config;
     const T = B * seqLen;
-    engine.setTrainable({ kind: 'lora', lora: { r, alpha: 2 * r, targetModules: ALL_TARGETS, seed: 1 } });
+    const targets = modelLinears(cfg);
+    if (withTrain) engine.setTrainable({ kind: 'lora', lora: { r, alpha: 2 * r, targetModules: targets, seed: 1 } });
     const { sequences, dLdLogp, opt, scoredTokens: Ts } = benchTrainBatch(cfg.vocabSize, B, seqLen);
     const trainStep = async () => {
       await engine.backward({ sequences, temperature: 1, dLdLogp });
@@ -213,12 +216,12 @@ export async function benchKernels(opts: Record<string, string> = {}) {
     };
     const probeGflops = () => [...fastest].map(([kernel, f]) => ({ kernel, weights: f.weights, gflops: (2 * M * N * K) / (f.ms / 1000) / 1e9 }));
     const best = (w: 'f32' | 'f16') => Math.max(0, ...probeGflops().filter((m) => m.weights === w).map((m) => m.gflops));
-    await trainStep(); // compiles every pipeline
+    if (withTrain) await trainStep(); // compiles every pipeline
     // Packed causal sequences: token i of a sequence attends to i + 1 keys, all T rows are read.
     const trainCtx: CostContext = { attention: { attendedKeys: B * (seqLen * (seqLen + 1)) / 2, kvRows: T }, vocab: cfg.vocabSize };
     await probePeaks();
     const train: Profiled[] = [];
-    for (let i = 0; i < reps; i++) {
+    for (let i = 0; i < (withTrain ? reps : 0); i++) {
       const t0 = now();
       const run = await profileRun(engine, method, trainStep);
       train.push({ run, ctx: trainCtx, wallMs: now() - t0 });
@@ -259,7 +262,7 @@ export async function benchKernels(opts: Record<string, string> = {}) {
       kernels: engine.internals.kernelVariants,
       method: method === 'timestamp' ? 'timestamp-query (one compute pass per dispatch)' : 'serial submits (each dispatch awaited, CPU-timed)',
       peaks: { ...peaks, matmulShape: { M, N, K }, matmul: probeGflops(), matmulCpuTimed: matmul, probes: 3, bandwidth: { kind: 'copyBufferToBuffer, CPU-timed', ...bandwidth } },
-      train: { lora: { r, alpha: 2 * r, targets: ALL_TARGETS }, batch: B, seqLen, tokens: T, scoredTokens: Ts, ...report(train) },
+      train: withTrain ? { lora: { r, alpha: 2 * r, targets }, batch: B, seqLen, tokens: T, scoredTokens: Ts, ...report(train) } : null,
       decode: decode.map((d) => ({ B: d.B, positions: [prompt, prompt + reps - 1], adapters: true, ...report(d.runs) })),
     };
   } finally {

@@ -13,42 +13,44 @@
 //   model        checkpoint folder/repo; default: a generated random Qwen3 of the shape below
 //   hidden, layers, heads, kvHeads, headDim, intermediate, vocab   generated model shape
 //   mode         lora|full (default lora)
-//   r, alpha     LoRA rank and alpha (default 16, 32), on all 7 linears
+//   r, alpha     LoRA rank and alpha (default 16, 32), on every linear (Qwen3: 7; Qwen3.5: 12 names)
+//   shape        qwen3-0.6b | qwen3.5-0.8b: a real model's shapes (common.ts SHAPES); arch qwen3|qwen3_5
 //   batch        sequences per step (default 4)
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step
 //   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
+//
+// Memory: the bytes the engine creates when it loads, when training is set up and in the first step,
+// against the memory plan's items for exactly this workload (B sequences of seqLen tokens).
 
 import { getGpu } from '../../src/engine/gpu.ts';
 import { benchCheckpoint, benchTrainBatch, matmulPeak, peakName, median, now, num } from './common.ts';
-import { loadEngine } from '../../src/engine/engine.ts';
+import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
+import { planMemory, type TrainingMode } from '../../src/engine/memory-plan.ts';
+import { recordBufferBytes } from './gpu-counter.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import type { Qwen3Linear } from '../../src/model/qwen3-tensors.ts';
+import { layerLinears, linearShape, modelLinears } from '../../src/model/qwen3-tensors.ts';
 
-const ALL_TARGETS: Qwen3Linear[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
-
-/** [in, out] of each linear of one layer. */
-function linearShapes(cfg: ModelConfig): Record<Qwen3Linear, [number, number]> {
-  const D = cfg.hiddenSize;
-  const q = cfg.numHeads * cfg.headDim;
-  const kv = cfg.numKvHeads * cfg.headDim;
-  const F = cfg.intermediateSize;
-  return { q_proj: [D, q], k_proj: [D, kv], v_proj: [D, kv], o_proj: [q, D], gate_proj: [D, F], up_proj: [D, F], down_proj: [F, D] };
+/** [in, out] of each linear of each layer (Qwen3: the 7 linears everywhere; Qwen3.5: its layer type's mixer + the MLP). */
+function layerLinearShapes(cfg: ModelConfig): [number, number][][] {
+  return Array.from({ length: cfg.numLayers }, (_, l) => layerLinears(cfg, l).map((t): [number, number] => {
+    const [out, inp] = linearShape(cfg, t);
+    return [inp, out];
+  }));
 }
 
-/** FLOPs of one training step over T packed tokens with Ts scored rows (see the header). */
+/** FLOPs of one training step over T packed tokens with Ts scored rows, LoRA on every linear (see the header). */
 export function trainStepFlops(cfg: ModelConfig, T: number, Ts: number, mode: 'lora' | 'full', r: number): { matmulFlops: number; modelFlops: number } {
-  const shapes = Object.values(linearShapes(cfg));
-  const layerParams = shapes.reduce((a, [i, o]) => a + i * o, 0);
-  const P = cfg.numLayers * layerParams;
+  const layers = layerLinearShapes(cfg);
+  const P = layers.flat().reduce((a, [i, o]) => a + i * o, 0);
   const head = 2 * Ts * cfg.vocabSize * cfg.hiddenSize; // one (Ts, D)·(D, V) product
   let matmul = 2 * (2 * P * T) + 2 * P * T + 3 * head; // forward + recompute, dX, logits ×2 + dh
   if (mode === 'full') matmul += 2 * P * T + head; // dW, dE
   else {
-    for (const [inp, out] of shapes) {
+    for (const [inp, out] of layers.flat()) {
       const forward = 2 * T * r * (inp + out); // A·x, B·u
       const backward = 2 * T * r * (3 * inp + 2 * out); // u, dB, du, dA, dX
-      matmul += cfg.numLayers * (2 * forward + backward);
+      matmul += 2 * forward + backward;
     }
   }
   return { matmulFlops: matmul, modelFlops: 6 * (P * T + cfg.vocabSize * cfg.hiddenSize * Ts) };
@@ -65,10 +67,23 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
   const gpu = await getGpu();
   const { ckpt, source } = await benchCheckpoint(opts, 'f32');
   const weightDtype = (opts.weights ?? (mode === 'full' ? 'f32' : 'auto')) as 'auto' | 'f16' | 'f32';
-  const engine = await loadEngine(ckpt, { gpu, weightDtype });
+  // Bytes created per phase (load, training state, the first step) against the plan's items for this workload.
+  const bytes = recordBufferBytes(gpu.device);
+  let engine: WebGpuEngine;
+  try {
+    engine = await loadEngine(ckpt, { gpu, weightDtype, plan: { numSequences: B, maxTokensPerSequence: seqLen } });
+  } catch (err) {
+    bytes.restore();
+    gpu.device.destroy();
+    throw err;
+  }
   try {
     const cfg = engine.config;
-    engine.setTrainable(mode === 'full' ? { kind: 'full' } : { kind: 'lora', lora: { r, alpha, targetModules: ALL_TARGETS, seed: 1 } });
+    const allocated = { load: bytes.take(), trainingState: 0, firstStep: 0 };
+    const targets = modelLinears(cfg);
+    const trainMode: TrainingMode = mode === 'full' ? { kind: 'full' } : { kind: 'lora', r, targets };
+    engine.setTrainable(mode === 'full' ? { kind: 'full' } : { kind: 'lora', lora: { r, alpha, targetModules: targets, seed: 1 } });
+    allocated.trainingState = bytes.take();
     const { sequences, dLdLogp, opt, scoredTokens: Ts } = benchTrainBatch(cfg.vocabSize, B, seqLen);
     const trainStep = async () => {
       const t0 = now();
@@ -78,6 +93,25 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
       return { backwardMs: t1 - t0, stepMs: now() - t0 };
     };
     await trainStep(); // compiles every pipeline
+    allocated.firstStep = bytes.take();
+    bytes.restore();
+    // The plan of exactly this step (the engine's own plan was made before the training mode was known).
+    const plan = planMemory({
+      config: cfg, weightDtype: engine.weightDtype === 'f16' ? 'f16' : 'f32', mode: trainMode, numSequences: B, maxTokensPerSequence: seqLen,
+      limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
+    });
+    const item = (name: string) => plan.items.find((i) => i.name === name)?.bytes ?? 0;
+    const memory = {
+      plan: plan.items.map(({ name, bytes: b }) => ({ name, bytes: b })),
+      planTotalBytes: plan.totalBytes,
+      // Loading allocates the weights; setTrainable the trainable state; the first step its activations and backward buffers.
+      weights: { planned: item('weights'), allocated: allocated.load },
+      trainingState: {
+        planned: (mode === 'lora' ? item('LoRA params + grads') : item('gradients')) + item('AdamW moments') + item('gradient norm scratch'),
+        allocated: allocated.trainingState,
+      },
+      backward: { planned: item('activation checkpoints') + item('backward working set'), allocated: allocated.firstStep },
+    };
     const timed = [];
     for (let i = 0; i < steps; i++) timed.push(await trainStep());
     const stepMs = median(timed.map((t) => t.stepMs));
@@ -94,7 +128,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
       model: source,
       weightDtype: engine.weightDtype,
       mode,
-      lora: mode === 'lora' ? { r, alpha, targets: ALL_TARGETS } : null,
+      lora: mode === 'lora' ? { r, alpha, targets } : null,
       batch: B,
       seqLen,
       tokens: T,
@@ -106,6 +140,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
       achievedGflops: achieved,
       matmulPeak: { M, N, K, results: peak, bestGflops: best.gflops, best: peakName(best) },
       fractionOfPeak: achieved / best.gflops,
+      memory,
     };
   } finally {
     engine.destroy();

@@ -8,6 +8,11 @@ import { parseCli, str, type OptionTable } from './args.ts';
 
 type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
+/** The engine benches' model options (bench/engine/common.ts benchCheckpoint): a folder, a named shape, or a generated shape. */
+const MODEL_OPTIONS = ['model', 'shape', 'arch', 'hidden', 'layers', 'heads', 'kvHeads', 'headDim', 'intermediate', 'vocab',
+  'linearKeyHeads', 'linearValueHeads', 'linearKeyHeadDim', 'linearValueHeadDim', 'fullAttentionInterval'];
+const stringOptions = (keys: string[]): OptionTable => Object.fromEntries(keys.map((k) => [k, { type: 'string' as const }]));
+
 const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable }> = {
   'env-server': {
     load: async () => {
@@ -38,12 +43,12 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   engine: {
     load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
-    options: { matmulSize: { type: 'string' }, weights: { type: 'string' }, matmul: { type: 'string' }, attention: { type: 'string' } },
+    options: stringOptions([...MODEL_OPTIONS, 'matmulSize', 'weights', 'matmul', 'attention', 'halfLoads', 'prompt', 'newTokens', 'rounds']),
   },
   decode: {
     load: async () => (await import('../../bench/engine/decode-loop.ts')).benchDecodeLoop as Bench,
     help: 'the decode loop through both rollout schedulers: awaited host↔GPU round trips per token, buffers created per step, host ms per step (Qwen3-0.6B shapes)',
-    options: Object.fromEntries(['model', 'hidden', 'layers', 'heads', 'kvHeads', 'headDim', 'intermediate', 'vocab', 'batch', 'prompt', 'newTokens', 'weights'].map((k) => [k, { type: 'string' }])),
+    options: stringOptions([...MODEL_OPTIONS, 'batch', 'prompt', 'newTokens', 'weights']),
   },
   'half-loads': {
     load: async () => (await import('../../bench/engine/half-loads.ts')).benchHalfLoads as Bench,
@@ -53,12 +58,12 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   kernels: {
     load: async () => (await import('../../bench/engine/profile.ts')).benchKernels as Bench,
     help: 'GPU time per kernel family (LoRA train step, decode B=1/B=8): FLOPs, bytes, GFLOP/s, GB/s, share of peak',
-    options: Object.fromEntries(['model', 'hidden', 'layers', 'heads', 'kvHeads', 'headDim', 'intermediate', 'vocab', 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps'].map((k) => [k, { type: 'string' }])),
+    options: stringOptions([...MODEL_OPTIONS, 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps', 'train']),
   },
   train: {
     load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
     help: 'train-step time and achieved GFLOP/s vs the matmul peak',
-    options: { mode: { type: 'string' }, weights: { type: 'string' } },
+    options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps']),
   },
   rollouts: {
     load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
@@ -80,7 +85,9 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
 const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--out DIR] [--KEY VALUE …]
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
-Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
+Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);
+  engine, decode, kernels, train: --shape qwen3-0.6b|qwen3.5-0.8b (real shapes, random weights) or --arch qwen3|qwen3_5 --hidden … --fullAttentionInterval N;
+  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

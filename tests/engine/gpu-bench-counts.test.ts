@@ -1,6 +1,6 @@
 // What the benchmarks report must match what the engine runs: trainStepFlops (bench/engine/
 // train-step.ts) against the FLOPs of every GEMM a real training step records, and the decode
-// step's dispatch count against its breakdown in BENCHMARKS.md (16 per layer + 5).
+// step's dispatch count against its breakdown in BENCHMARKS.md (16 per layer + 5; Qwen3.5: 17 / 18 per layer type + 5).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { Qwen3Forward } from '../../src/engine/forward.ts';
@@ -8,6 +8,11 @@ import { TrainOps, type GemmArgs } from '../../src/engine/train/ops.ts';
 import { trainStepFlops } from '../../bench/engine/train-step.ts';
 import type { LoraTarget } from '../../src/engine/types.ts';
 import { onAdapter, someIds, tinyConfig, tinyEngine } from './helpers.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import { makeTinyModel } from '../../src/model/tiny-model.ts';
+import type { LayerType } from '../../src/model/types.ts';
+import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 
 const ALL: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
@@ -16,12 +21,21 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
 
-  for (const mode of ['lora', 'full'] as const) {
-    it(`trainStepFlops equals the GEMM FLOPs a ${mode} training step records`, async () => {
-      const cfg = tinyConfig();
-      const { engine } = await tinyEngine(gpu, cfg, 2);
+  /** A Qwen3.5 hybrid with both layer types (3 DeltaNet : 1 gated attention), as the benches build at 0.8B. */
+  const hybridEngine = async () => {
+    const layerTypes: LayerType[] = ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'];
+    const { files } = await makeTinyModel({ arch: 'qwen3_5', layers: 4, layerTypes, hidden: 32, intermediate: 64, heads: 2, kvHeads: 1, headDim: 16, vocab: 512 });
+    const engine = await loadEngine(await openCheckpoint(files), { gpu, weightDtype: 'f32' });
+    return { engine, cfg: engine.config };
+  };
+
+  for (const [arch, mode] of [['qwen3', 'lora'], ['qwen3', 'full'], ['qwen3_5', 'lora'], ['qwen3_5', 'full']] as const) {
+    it(`trainStepFlops equals the GEMM FLOPs a ${arch} ${mode} training step records`, async () => {
+      const { engine, cfg } = arch === 'qwen3' ? { engine: (await tinyEngine(gpu, tinyConfig(), 2)).engine, cfg: tinyConfig() } : await hybridEngine();
       const r = 4;
-      engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: ALL, seed: 1 } } : { kind: 'full' });
+      // LoRA on every linear of the model (Qwen3.5: the DeltaNet projections too), as the benches do.
+      const targets = arch === 'qwen3' ? ALL : modelLinears(cfg);
+      engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: targets, seed: 1 } } : { kind: 'full' });
       let flops = 0;
       const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
       const gemm = TrainOps.prototype.gemm;
@@ -56,6 +70,21 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
       const seq = engine.newSequence();
       await engine.generate({ items: [{ seq, append: someIds(4, cfg.vocabSize, 1), maxNewTokens: 2 }], sampling: { temperature: 1, topP: 1, topK: 0, seed: 1 }, stopIds: [] });
       expect(engine.stats.dispatchesPerDecodeStep).toBe(16 * numLayers + 5);
+      engine.destroy();
+    }
+  });
+
+  it('a Qwen3.5 decode step records 17 dispatches per Gated DeltaNet layer, 18 per gated-attention layer, + 5', async () => {
+    // DeltaNet layer: input norm, in_proj_qkv/z/b/a, conv1d + conv-state update, q/k l2norm, delta gates, gated delta
+    // rule, gated norm, out_proj (+ residual) = 12, then post norm + MLP (gate, up, SwiGLU, down) = 5.
+    // Gated attention: Qwen3's 11 + the (query, gate) split and the output gate = 13, then the same 5.
+    for (const layerTypes of [['linear_attention', 'full_attention'], ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']] as LayerType[][]) {
+      const { files } = await makeTinyModel({ arch: 'qwen3_5', layers: layerTypes.length, layerTypes, hidden: 32, intermediate: 64, heads: 2, kvHeads: 1, headDim: 16, vocab: 512 });
+      const engine = await loadEngine(await openCheckpoint(files), { gpu, weightDtype: 'f32' });
+      const seq = engine.newSequence();
+      await engine.generate({ items: [{ seq, append: someIds(4, 512, 1), maxNewTokens: 2 }], sampling: { temperature: 1, topP: 1, topK: 0, seed: 1 }, stopIds: [] });
+      const linear = layerTypes.filter((t) => t === 'linear_attention').length;
+      expect(engine.stats.dispatchesPerDecodeStep).toBe(17 * linear + 18 * (layerTypes.length - linear) + 5);
       engine.destroy();
     }
   });

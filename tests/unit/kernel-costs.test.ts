@@ -73,6 +73,14 @@ describe('kernel costs', () => {
     expect(cost('half_to_float.wgsl', [10, 0, 0, 0])).toMatchObject({ flops: 0, bytes: 60 });
   });
 
+  it('gated delta rule: 7·dk FLOPs per (token, value head, column); decoding also moves the recurrent state', () => {
+    // 2 sequences, T = 3, 1 key head / 2 value heads, dk = 8, dv = 4: 3·2·4·7·8 = 1344 FLOPs;
+    // q, k 3·2·8 + v, o 2·3·2·4 + (g, β) 2·3·2 = 108 floats; S read + written: 2·2·2·8·4 = 256 floats.
+    const params = [2, 3, 1, 2, 4, 16, 32, 0];
+    expect(cost('gated_delta.wgsl', params, { DK: 8, WITH_STATE: false })).toMatchObject({ family: 'gated_delta', flops: 1344, bytes: 108 * 4 });
+    expect(cost('gated_delta.wgsl', params, { DK: 8, WITH_STATE: true })).toMatchObject({ flops: 1344, bytes: (108 + 256) * 4 });
+  });
+
   it('every kernel file has a cost model', () => {
     for (const file of Object.keys(KERNEL_SOURCES)) {
       const params = [64, 64, 64, 0, 64, 0, 64, 0, 64, 0, 0, 0];
