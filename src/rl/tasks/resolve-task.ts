@@ -12,7 +12,7 @@ import { tokenizeTranscript, type SftExample, type Transcript } from '../grpo/sf
 import { envToolSchemas, type DatasetRow, type EnvFactory } from '../rollout/env.ts';
 import type { ToolSchema } from '../rollout/schema.ts';
 import { rolloutChatTemplate } from '../rollout/templates/select.ts';
-import { browsergymTask, parseBrowserGymMix } from './browsergym-task.ts';
+import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
 import { taskFromMetadata } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
@@ -27,12 +27,12 @@ export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 
 const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym'];
 
 /** The built-in env each single-env task plays (multi needs several; mcp has its own URL). */
-const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym' };
+const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
 
 export interface TaskChoice {
   /**
    * A task name (echo, catch, catch-compact, wordle, multi, browsergym, browsergym:TASK[,TASK…],
-   * browsergym:mix, mcp) or an OpenEnv base URL (its last path segment or its /metadata tells the task).
+   * browsergym:mix, browsergym-vlm (also :TASK… and :mix), mcp) or an OpenEnv base URL (its last path segment or its /metadata tells the task).
    */
   env: string;
   /** The env's base URL when `env` is a name (the page's choice); absent: the in-process env-server serves it. */
@@ -92,6 +92,8 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
   // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
   if (choice.env.startsWith('browsergym:')) return resolved('browsergym', browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
   if (choice.env === 'browsergym' && choice.miniwobNames) return resolved('browsergym', browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
   const task = TASKS[name];
   if (!task) throw unknownEnv(choice.env);
