@@ -128,10 +128,18 @@ export interface BindOptions {
   tokenizer: TextTokenizer;
   /** Rows of the example dataset (default: the example's own size). */
   datasetSize?: number;
+  /**
+   * The model reads images: its engine embeds a vision tower's features at the image placeholders.
+   * Default false — a task whose env returns screenshots (`needsVision`) is then refused.
+   */
+  readsImages?: boolean;
 }
 
 /** The resolved task bound to its env URL(s) and the model's tokenizer. */
 export function bindTask(r: ResolvedTask, o: BindOptions): RunTask {
+  if (r.task.needsVision && !o.readsImages) {
+    throw new Error(`the ${r.name} task needs a vision model: every tool result is a screenshot of the page, and this model reads text only (train the text-only browsergym task instead, or load a vision-language checkpoint whose vision tower webgrpo runs)`);
+  }
   const urls: Partial<Record<EnvUrlName, string>> = r.url === null ? { ...o.builtinUrls } : r.env ? { [r.env]: r.url } : {};
   const episodes = seededEpisodes(0);
   const envFactory = r.task.envFactory(urls, episodes);
