@@ -65,7 +65,8 @@ function unknownEnv(env: string): Error {
 
 function resolved(name: string, task: ChatTemplateTask, url: string | null): ResolvedTask {
   const env = TASK_ENV[name] ?? null;
-  return { name, task, url, env, preset: env && isPresetEnv(env) ? env : null, solver: SOLVERS[name] ? name : null };
+  const preset = isPresetEnv(name) ? name : env && isPresetEnv(env) ? env : null;
+  return { name, task, url, env, preset, solver: SOLVERS[name] ? name : null };
 }
 
 /** The task `choice` names (an MCP env's tool list, a URL's /metadata are read here, once). */
