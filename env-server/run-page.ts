@@ -46,14 +46,27 @@ function svgChart(title: string, metric: string, steps: StepRecord[]): string | 
 <polyline points="${line}" class="line"/><g class="dots">${dots}</g></svg></figure>`;
 }
 
+/** Inline PNG/JPEG only (the page's CSP allows nothing else): a stored turn's screenshots. */
+const IMAGE_DATA_URL = /^data:image\/(png|jpeg);base64,[A-Za-z0-9+/]+={0,2}$/;
+
+function imagesHtml(images: unknown): string {
+  if (!Array.isArray(images)) return '';
+  const shown = images.flatMap((im) => {
+    const { src, width, height } = (typeof im === 'object' && im !== null ? im : {}) as { src?: unknown; width?: unknown; height?: unknown };
+    if (typeof src !== 'string' || !IMAGE_DATA_URL.test(src) || !Number.isInteger(width) || !Number.isInteger(height)) return [];
+    return [`<img class="shot" src="${src}" width="${width as number}" height="${height as number}" alt="screenshot">`];
+  });
+  return shown.length > 0 ? `<div class="shots">${shown.join('')}</div>` : '';
+}
+
 function rolloutHtml(r: RolloutRecord): string {
   const d = r.data as { reward?: unknown; turns?: unknown };
   const turns = Array.isArray(d.turns) ? d.turns : [];
   const body = turns
     .map((t) => {
-      const turn = (typeof t === 'object' && t !== null ? t : {}) as { role?: unknown; text?: unknown };
+      const turn = (typeof t === 'object' && t !== null ? t : {}) as { role?: unknown; text?: unknown; images?: unknown };
       const text = typeof turn.text === 'string' ? turn.text : JSON.stringify(t);
-      return `<div class="turn"><b>${escape(String(turn.role ?? '?'))}</b><pre>${escape(text.length > TURN_CHARS ? `${text.slice(0, TURN_CHARS)}…` : text)}</pre></div>`;
+      return `<div class="turn"><b>${escape(String(turn.role ?? '?'))}</b>${imagesHtml(turn.images)}<pre>${escape(text.length > TURN_CHARS ? `${text.slice(0, TURN_CHARS)}…` : text)}</pre></div>`;
     })
     .join('');
   const reward = typeof d.reward === 'number' ? num(d.reward) : '—';
@@ -90,7 +103,7 @@ h1{font-size:22px;margin:0 0 4px}.muted{color:#6b7280}.status{background:#e5e7eb
 svg text{font-size:10px;fill:#6b7280}.axis{stroke:#d1d5db}.line{fill:none;stroke:#2563eb;stroke-width:1.5}.dots circle{fill:#2563eb}
 table{border-collapse:collapse;background:#fff}td{border-bottom:1px solid #e5e7eb;padding:3px 10px;vertical-align:top}
 pre{white-space:pre-wrap;margin:2px 0 8px;background:#fff;border:1px solid #e5e7eb;padding:6px;border-radius:4px}
-.rollout{margin:4px 0}section{margin-top:20px}
+.rollout{margin:4px 0}section{margin-top:20px}.shots{display:flex;gap:6px;flex-wrap:wrap}.shot{width:256px;height:auto;border:1px solid #ccc}
 </style></head><body>
 <h1>${escape(run.name)} <span class="status" data-testid="page-status">${escape(run.status)}</span></h1>
 <p class="muted">task <b>${escape(task)}</b> · model <b>${escape(model)}</b> · ${steps.length} steps · run ${escape(run.id)} · exported ${escape(new Date().toISOString())} from webgrpo</p>

@@ -9,6 +9,8 @@ import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { CompletionSample } from '../src/rl/grpo/metrics.ts';
 import { weightedRewardSum } from '../src/rl/grpo/rewards.ts';
 import type { Rollout } from '../src/rl/rollout/rollout.ts';
+import { contentImages, contentText } from '../src/rl/rollout/images.ts';
+import type { ScreenshotBudget } from './stored-screenshots.ts';
 
 export interface RolloutViewInput {
   /** The generation's rollouts, in trainer order (groups of G adjacent). */
@@ -20,6 +22,8 @@ export interface RolloutViewInput {
   /** One weight per reward function, in the order of each sample's `rewards`. */
   rewardWeights: readonly number[];
   tokenizer: TextTokenizer;
+  /** The run's screenshot budget: tool results' images are kept within it (none kept without one). */
+  screenshots?: ScreenshotBudget;
 }
 
 /** The completion's sampled turns: maximal runs of tool_mask = 1 tokens, in order. */
@@ -33,8 +37,21 @@ function sampledTurnIds(completionIds: readonly number[], toolMask: readonly num
   return turns;
 }
 
+/** A tool message's text: a string as it is; content blocks' text parts (their images are shown as images); anything else as JSON. */
 function textOf(content: ChatMessage['content']): string {
-  return typeof content === 'string' ? content : JSON.stringify(content);
+  if (typeof content === 'string') return content;
+  return Array.isArray(content) && content.every((b) => typeof b === 'object' && b !== null && 'type' in b) ? contentText(content) : JSON.stringify(content);
+}
+
+/** A tool turn for the viewer, with its images as the budget keeps them. */
+function toolTurn(m: Extract<ChatMessage, { role: 'tool' }>, budget: ScreenshotBudget | undefined): RolloutView['turns'][number] {
+  const turn: RolloutView['turns'][number] = { role: 'tool', name: m.name, text: textOf(m.content) };
+  const images = contentImages(m.content);
+  if (images.length === 0) return turn;
+  const kept = budget ? images.map((im) => budget.keep(im)).filter((k) => k !== null) : [];
+  if (kept.length > 0) turn.images = kept;
+  if (kept.length < images.length) turn.omittedImages = images.length - kept.length;
+  return turn;
 }
 
 /** Combined reward as the trainer computes it (weighted sum; null when unscorable or every function abstained). */
@@ -47,6 +64,7 @@ function combinedReward(rewards: Record<string, number | null>, weights: readonl
 }
 
 export function rolloutViews(input: RolloutViewInput): RolloutView[] {
+  input.screenshots?.step();
   const failures = new Map(input.unscorable.map((u) => [u.rollout, u.reason]));
   return input.samples.map((sample, i) => {
     const rollout = input.rollouts[i];
@@ -58,7 +76,7 @@ export function rolloutViews(input: RolloutViewInput): RolloutView[] {
       if (m.role === 'assistant') {
         turns.push({ role: 'assistant', text: sampled[k] ? input.tokenizer.decode(sampled[k]!) : m.content });
         k++;
-      } else if (m.role === 'tool') turns.push({ role: 'tool', name: m.name, text: textOf(m.content) });
+      } else if (m.role === 'tool') turns.push(toolTurn(m, input.screenshots));
     }
     const error = failures.get(i) ?? rollout.error;
     const view: RolloutView = {

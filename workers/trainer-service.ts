@@ -26,6 +26,7 @@ import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
 import type { RunCheckpoints } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
+import { ScreenshotBudget } from './stored-screenshots.ts';
 import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
 
 const MIB = 1024 * 1024;
@@ -286,6 +287,7 @@ function withoutUnknownKeys(config: Record<string, unknown>): Record<string, unk
 function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; tokenizer: TextTokenizer; meter: GpuMemoryMeter | null }): (e: RunEvent) => void {
   const weights = rewardWeights(o.config.reward_weights, o.task.rewardFuncs);
   const gpuMemoryMib = () => (o.meter ? o.meter.takePeak() / MIB : NaN);
+  const screenshots = new ScreenshotBudget();
   return (e) => {
     if (e.phase === 'status') {
       o.events.onStatus({ status: e.status, ...(e.message ? { message: e.message } : {}), ...(e.cause ? { cause: e.cause } : {}) });
@@ -299,7 +301,7 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
         phase: 'grpo',
         metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib() }),
         rollouts: e.rollouts
-          ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer })
+          ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer, screenshots })
           : [],
       });
     }

@@ -8,10 +8,15 @@ import type { BuiltinEnvName } from './worker-api.ts';
 export interface Preset {
   label: string;
   env: BuiltinEnvName;
+  /** The task the run trains when it is not the env's own example (browsergym-vlm on the browsergym env). */
+  task?: string;
   description: string;
 }
 
-export const PRESETS: Record<BuiltinEnvName, Preset> = {
+/** A preset's name: a built-in env's, or a task's where one env serves two tasks. */
+export type PresetName = BuiltinEnvName | 'browsergym-vlm';
+
+export const PRESETS: Record<PresetName, Preset> = {
   echo: {
     label: 'echo',
     env: 'echo',
@@ -32,10 +37,16 @@ export const PRESETS: Record<BuiltinEnvName, Preset> = {
     env: 'browsergym',
     description: "Click the button on a web page, read through its accessibility tree, with click/fill/send_keys/scroll/noop; 1.0 when the page says solved (TRL browsergym_llm.py, headless Chromium on the env-server).",
   },
+  'browsergym-vlm': {
+    label: 'BrowserGym (screenshots)',
+    env: 'browsergym',
+    task: 'browsergym-vlm',
+    description: "The same web task for a vision-language model: every action returns the page's screenshot (up to 512 pixels a side) and its text, the last two screenshots kept in context (TRL browsergym.py, BrowserGymVLMEnv). Needs a model that reads images.",
+  },
 };
 
 /** The env the page selects when it opens: the demo runs catch. */
-export const DEFAULT_PRESET: BuiltinEnvName = 'catch';
+export const DEFAULT_PRESET: PresetName = 'catch';
 
 /** The tier of the model the run will use: `params` of the loaded model, or null before loading (the built-in demo). */
 export function tierFor(params: number | null): ModelTier {
@@ -43,6 +54,6 @@ export function tierFor(params: number | null): ModelTier {
 }
 
 /** The config keys a preset sets (over DEFAULT_CONFIG). */
-export function presetValues(env: BuiltinEnvName, params: number | null): Record<string, unknown> {
-  return presetConfig(env as PresetEnv, tierFor(params));
+export function presetValues(name: PresetName, params: number | null): Record<string, unknown> {
+  return presetConfig(name as PresetEnv, tierFor(params));
 }

@@ -9,6 +9,15 @@ const ROLES = ['prompt', 'assistant', 'tool', 'env'] as const;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
 const isScore = (v: unknown): v is number | null => v === null || (typeof v === 'number' && Number.isFinite(v));
+/** Only inline PNG/JPEG images: a stored or imported run never makes the viewer fetch anything. */
+export const IMAGE_DATA_URL = /^data:image\/(png|jpeg);base64,[A-Za-z0-9+/]+={0,2}$/;
+
+function imageProblem(v: unknown): string | null {
+  if (!isObject(v)) return 'must be an object';
+  if (typeof v.src !== 'string' || !IMAGE_DATA_URL.test(v.src)) return 'src must be a data:image/png or data:image/jpeg base64 URL';
+  if (!(Number.isInteger(v.width) && (v.width as number) > 0 && Number.isInteger(v.height) && (v.height as number) > 0)) return 'width and height must be positive integers';
+  return null;
+}
 
 /** The first thing wrong with `data` as a RolloutView, or null when it is one. */
 function problemOf(data: unknown): string | null {
@@ -21,6 +30,14 @@ function problemOf(data: unknown): string | null {
     if (!(ROLES as readonly unknown[]).includes(t.role)) return `turns[${i}].role must be one of ${ROLES.join(', ')}, got ${JSON.stringify(t.role) ?? 'nothing'}`;
     if (typeof t.text !== 'string') return `turns[${i}].text must be a string`;
     if (t.name !== undefined && typeof t.name !== 'string') return `turns[${i}].name must be a string`;
+    if (t.images !== undefined) {
+      if (!Array.isArray(t.images)) return `turns[${i}].images must be an array`;
+      for (const [j, im] of t.images.entries()) {
+        const problem = imageProblem(im);
+        if (problem) return `turns[${i}].images[${j}] ${problem}`;
+      }
+    }
+    if (t.omittedImages !== undefined && !isCount(t.omittedImages)) return `turns[${i}].omittedImages must be a non-negative integer`;
   }
   if (!isScore(data.reward)) return `"reward" must be a number or null, got ${JSON.stringify(data.reward) ?? 'nothing'}`;
   if (typeof data.advantage !== 'number' || !Number.isFinite(data.advantage)) return `"advantage" must be a number, got ${JSON.stringify(data.advantage) ?? 'nothing'}`;

@@ -61,12 +61,29 @@ export interface UiStepEvent {
   rollouts: RolloutView[];
 }
 
+/** A screenshot kept with a stored rollout: a PNG or JPEG data URL and its size. */
+export interface RolloutTurnImage {
+  src: string;
+  width: number;
+  height: number;
+}
+
+export interface RolloutTurn {
+  role: 'prompt' | 'assistant' | 'tool' | 'env';
+  text: string;
+  name?: string;
+  /** The images the turn carried (a tool's screenshots), as kept for viewing. */
+  images?: RolloutTurnImage[];
+  /** Images the turn carried that were not kept (past the run's storage budget for screenshots). */
+  omittedImages?: number;
+}
+
 /** A rollout, flattened for display. */
 export interface RolloutView {
   group: number;
   index: number;
   /** Segments of the conversation, in order. */
-  turns: { role: 'prompt' | 'assistant' | 'tool' | 'env'; text: string; name?: string }[];
+  turns: RolloutTurn[];
   reward: number | null;
   advantage: number;
   rewards: Record<string, number | null>;

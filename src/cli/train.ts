@@ -38,7 +38,10 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --env NAME|URL          task: echo, catch, wordle, multi, browsergym (TRL's examples), catch-compact
                           (catch with one-word observations; tiny models play catch so), browsergym:TASK[,TASK…]
                           or browsergym:mix (web tasks, easy-biased mix); built-in env-server
-                          in-process, or any OpenEnv base URL (the task is told by its /metadata)
+                          in-process, or any OpenEnv base URL (the task is told by its /metadata);
+                          browsergym-vlm[:TASK…|:mix]: TRL's screenshot example (needs a vision model)
+  --env-url URL           the env a task named by --env plays, instead of the in-process one
+                          (e.g. --env browsergym-vlm --env-url https://openenv-browsergym-env.hf.space)
   --miniwob DIR|URL       browsergym over a real MiniWoB++ html/miniwob/ folder (or an http(s) URL
                           of one; default $MINIWOB_URL): its tasks by name, BrowserGym's episodes
   --axtree browsergym|classic  the page tree's form (default: classic over the built-in tasks,
@@ -67,6 +70,7 @@ Completions are printed only with --log_completions (TRL's key; also accepted in
 interface Args {
   model: string;
   env: string;
+  envUrl: string | undefined;
   sft: string | null;
   sftSolver: string | null;
   sftEpisodes: number;
@@ -84,6 +88,7 @@ interface Args {
 }
 
 const OWN_OPTIONS: OptionTable = {
+  'env-url': { type: 'string' },
   model: { type: 'string' },
   env: { type: 'string' },
   sft: { type: 'string' },
@@ -114,6 +119,7 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
     help: p.help,
     model,
     env,
+    envUrl: str(p, 'env-url'),
     sft: str(p, 'sft') ?? null,
     sftSolver: str(p, 'sft-solver') ?? null,
     sftEpisodes: intOption(p, 'sft-episodes', 64, 1),
@@ -307,7 +313,8 @@ export async function run(argv: string[]): Promise<number> {
   if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
   const miniwob = await miniwobOption(args.miniwob);
   const tier = (await modelSizeOf(args.model)).tier;
-  const resolved = await resolveTask({ env: args.env, tier, prompts, miniwobNames: miniwob?.names });
+  if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
+  const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
   if (resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
   }

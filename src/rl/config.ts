@@ -78,6 +78,7 @@ export interface GRPOConfig {
   max_concurrent_envs: number | null;
   mask_stubborn_steps: boolean;
   stubborn_threshold: number;
+  max_context_images: number | null;
 }
 
 type Kind = 'int' | 'number' | 'bool' | 'string' | 'json';
@@ -161,6 +162,7 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   max_concurrent_envs: null,
   mask_stubborn_steps: false,
   stubborn_threshold: 2,
+  max_context_images: 2,
 });
 
 export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
@@ -220,6 +222,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   max_concurrent_envs: { kind: 'int', min: 1, nullable: true, help: "most env sessions open at once, for a server capped below the decode slots (OpenEnv's MAX_CONCURRENT_ENVS); episodes play this many at a time (null = as many as decode slots)" },
   mask_stubborn_steps: { kind: 'bool', help: 'exclude turns that repeat a failing tool call more than stubborn_threshold times from the loss' },
   stubborn_threshold: { kind: 'int', min: 0, help: 'repeats of the same failing tool call allowed before its turns count as stubborn' },
+  max_context_images: { kind: 'int', min: 0, nullable: true, help: "most images (screenshots) an episode's context holds; older ones are replaced by a short text marker (null = keep all)" },
 };
 
 export class ConfigError extends Error {

@@ -33,6 +33,7 @@ function rollout(parts: { text: string; sampled: boolean }[], completion: Rollou
     stubbornMask: completionIds.map(() => 0),
     logprobs: completionIds.map(() => 0),
     completion,
+    images: [],
     truncated: false,
     env: { reset: () => null, tools: [] },
     toolCalls: completion.filter((m) => m.role === 'tool').length,

@@ -9,7 +9,7 @@ const GROUPS: { title: string; keys: (keyof GRPOConfig)[] }[] = [
   { title: 'Loss', keys: ['loss_type', 'beta', 'epsilon', 'epsilon_high', 'scale_rewards', 'num_iterations', 'mask_truncated_completions'] },
   { title: 'LoRA', keys: ['train_mode', 'lora_r', 'lora_alpha', 'lora_target_modules'] },
   { title: 'SFT warm-up', keys: ['sft_steps', 'sft_learning_rate', 'sft_batch_size'] },
-  { title: 'Rollouts', keys: ['rollout_scheduler', 'episode_timeout_s', 'env_call_timeout_s', 'max_concurrent_envs', 'mask_stubborn_steps', 'stubborn_threshold'] },
+  { title: 'Rollouts', keys: ['rollout_scheduler', 'episode_timeout_s', 'env_call_timeout_s', 'max_concurrent_envs', 'mask_stubborn_steps', 'stubborn_threshold', 'max_context_images'] },
   { title: 'Logging', keys: ['save_steps', 'chat_template_kwargs'] },
 ];
 

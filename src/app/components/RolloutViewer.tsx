@@ -2,11 +2,12 @@
 // them: the prompt, the model's turns, tool calls, environment responses, reward and advantage.
 // Special tokens are drawn faintly. Steps, groups and rollouts are numbered from 1, as the progress
 // bar and the charts' step axis count. A stored rollout of the wrong shape is listed as malformed.
+// Screenshots a tool returned (browsergym-vlm) sit beside its text as thumbnails; a click enlarges one.
 import { useEffect, useState } from 'react';
 import { api } from '../api.ts';
 import { formatNumber, splitSpecialTokens } from '../format.ts';
 import { checkRollout, type CheckedRollout } from '../stored-rollout.ts';
-import type { RolloutView } from '../worker-api.ts';
+import type { RolloutTurn, RolloutTurnImage, RolloutView } from '../worker-api.ts';
 
 function Text({ text }: { text: string }) {
   return (
@@ -16,8 +17,38 @@ function Text({ text }: { text: string }) {
   );
 }
 
+/** The turn's screenshots as thumbnails; `onOpen` enlarges one. */
+function Thumbnails({ turn, onOpen }: { turn: RolloutTurn; onOpen: (image: RolloutTurnImage) => void }) {
+  if (!turn.images?.length && !turn.omittedImages) return null;
+  return (
+    <div className="thumbnails">
+      {turn.images?.map((im, i) => (
+        <button key={i} className="thumbnail" onClick={() => onOpen(im)} title="enlarge" data-testid="screenshot-thumbnail">
+          <img src={im.src} width={im.width} height={im.height} alt={`screenshot ${i + 1} of ${turn.name ?? 'the tool'}'s result (${im.width}×${im.height})`} />
+        </button>
+      ))}
+      {!!turn.omittedImages && <span className="muted">{turn.omittedImages} screenshot{turn.omittedImages === 1 ? '' : 's'} not kept (the run's storage budget for screenshots)</span>}
+    </div>
+  );
+}
+
+/** One screenshot enlarged over the page; a click or Escape closes it. */
+function Enlarged({ image, onClose }: { image: RolloutTurnImage; onClose: () => void }) {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [onClose]);
+  return (
+    <div className="lightbox" role="dialog" aria-label="screenshot" onClick={onClose} data-testid="screenshot-enlarged">
+      <img src={image.src} alt={`screenshot (${image.width}×${image.height})`} style={{ width: `min(92vw, ${image.width * 2}px)` }} />
+    </div>
+  );
+}
+
 function Rollout({ r }: { r: RolloutView }) {
   const [open, setOpen] = useState(false);
+  const [enlarged, setEnlarged] = useState<RolloutTurnImage | null>(null);
   const adv = r.advantage;
   return (
     <div className="rollout" data-testid="rollout">
@@ -33,9 +64,13 @@ function Rollout({ r }: { r: RolloutView }) {
           {r.turns.map((t, i) => (
             <div key={i} className={`turn ${t.role}`}>
               <div className="role">{t.role === 'tool' ? `tool ${t.name ?? ''}` : t.role}</div>
-              <Text text={t.text} />
+              <div className="turn-body">
+                <Thumbnails turn={t} onOpen={setEnlarged} />
+                <Text text={t.text} />
+              </div>
             </div>
           ))}
+          {enlarged && <Enlarged image={enlarged} onClose={() => setEnlarged(null)} />}
           {Object.keys(r.rewards).length > 0 && (
             <div className="reward-fns">
               {Object.entries(r.rewards).map(([k, v]) => <span key={k}>{k}: {formatNumber(v)}</span>)}

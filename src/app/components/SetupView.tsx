@@ -7,7 +7,7 @@ import { api, ownedRuns } from '../api.ts';
 import { parsePromptText } from '../../rl/tasks/mcp-task.ts';
 import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
-import { DEFAULT_PRESET, PRESETS, presetValues, tierFor } from '../setup-presets.ts';
+import { DEFAULT_PRESET, PRESETS, presetValues, tierFor, type PresetName } from '../setup-presets.ts';
 import { useUi } from '../store.ts';
 import type { BuiltinEnvName } from '../worker-api.ts';
 import { ConfigForm, formValuesOf } from './ConfigForm.tsx';
@@ -36,7 +36,7 @@ function takeFork(): ForkSeed | null {
 }
 
 /** The form values of a preset for a model of `params` parameters (null: the built-in demo model, before loading). */
-function presetForm(name: BuiltinEnvName, params: number | null): Record<string, string> {
+function presetForm(name: PresetName, params: number | null): Record<string, string> {
   return formValuesOf({ ...DEFAULT_CONFIG, ...presetValues(name, params) });
 }
 
@@ -47,7 +47,7 @@ export function SetupView() {
     const name = fork?.env.name;
     return typeof name === 'string' && name ? { name, url: `${location.origin}/envs/${name}` } : null;
   });
-  const [preset, setPreset] = useState<BuiltinEnvName | null>(fork ? null : DEFAULT_PRESET);
+  const [preset, setPreset] = useState<PresetName | null>(fork ? null : DEFAULT_PRESET);
   const [values, setValues] = useState<Record<string, string>>(() =>
     fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : presetForm(DEFAULT_PRESET, model?.params ?? null),
   );
@@ -85,12 +85,13 @@ export function SetupView() {
     if (fork) ensureRunModel(fork.model).catch((err) => setForkError((err as Error).message));
   }, [fork]);
 
-  function applyPreset(name: BuiltinEnvName) {
+  function applyPreset(name: PresetName) {
     const next = presetForm(name, model?.params ?? null);
+    const envName = PRESETS[name].env;
     setValues(next);
     setPresetBase(next);
     setPreset(name);
-    setEnv({ name, url: `${location.origin}/envs/${name}` });
+    setEnv({ name: envName, url: `${location.origin}/envs/${envName}` });
   }
 
   // A preset is a value for the model the run trains: loading a model of another tier re-applies it
@@ -113,7 +114,7 @@ export function SetupView() {
   // an edit or a fork's config is never thrown away, and the preset label keeps naming what the fields hold.
   function pickEnv(next: EnvSelection) {
     const name = next.name as BuiltinEnvName;
-    if (Object.hasOwn(PRESETS, name) && preset !== null && preset !== name && !presetEdited) applyPreset(name);
+    if (Object.hasOwn(PRESETS, name) && preset !== null && PRESETS[preset].env !== name && !presetEdited) applyPreset(name);
     else setEnv(next);
   }
 
@@ -123,7 +124,9 @@ export function SetupView() {
     setStarting(true);
     setStartError(null);
     try {
-      const task = mode === 'prompts' ? 'mcp' : exampleTask!;
+      // A preset may name its own task on the env (browsergym-vlm on browsergym); else the env's example.
+      const presetTask = preset !== null && PRESETS[preset].env === env.name ? PRESETS[preset].task : undefined;
+      const task = mode === 'prompts' ? 'mcp' : presetTask ?? exampleTask!;
       const rows = mode === 'prompts' ? prompts.rows! : undefined;
       const created = await api.createRun({
         name: `${env.name} · ${model.name}`,
@@ -171,9 +174,9 @@ export function SetupView() {
       <section className="panel">
         <h3>Presets</h3>
         <div className="presets" role="group" aria-label="presets">
-          {Object.values(PRESETS).map((p) => (
-            <button key={p.env} className={preset === p.env ? 'preset selected' : 'preset'} aria-pressed={preset === p.env} onClick={() => applyPreset(p.env)} title={p.description}>
-              {preset === p.env ? <span aria-hidden="true">✓ </span> : null}{p.label}
+          {(Object.entries(PRESETS) as [PresetName, (typeof PRESETS)[PresetName]][]).map(([name, p]) => (
+            <button key={name} className={preset === name ? 'preset selected' : 'preset'} aria-pressed={preset === name} onClick={() => applyPreset(name)} title={p.description}>
+              {preset === name ? <span aria-hidden="true">✓ </span> : null}{p.label}
             </button>
           ))}
           {preset && <span className="muted" data-testid="preset-state">{presetEdited ? `${preset}, edited` : `${preset} preset`}</span>}

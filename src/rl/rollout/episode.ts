@@ -6,6 +6,7 @@
 import type { DecodeItem, DecodeSession, Engine, GenerateOutput, SampledToken, SamplingParams, SequenceHandle } from '../../engine/types.ts';
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
+import type { PlacedImage } from './image-tokens.ts';
 import type { RolloutCounter } from './progress.ts';
 
 /** The part of the engine a rollout drives. */
@@ -32,6 +33,11 @@ export interface Rollout {
   logprobs: number[];
   /** `[assistant, tool…, assistant, …]`, what reward functions receive as the completion. */
   completion: ChatMessage[];
+  /**
+   * The images in the context, where their placeholder tokens sit in promptIds + completionIds (all in
+   * tool suffixes: tool_mask 0). The engine embeds each image's vision features there.
+   */
+  images: PlacedImage[];
   /** The last completion id is neither eos nor pad (false for an empty completion). */
   truncated: boolean;
   /** The env instance that played this episode (reward functions read its state). */
@@ -72,6 +78,11 @@ export interface TurnRequest {
   episode: Episode;
   /** The prompt on the first turn, the tool suffix afterwards. */
   append: number[];
+  /**
+   * Set when the episode's context was rewritten (max_context_images dropped an image): its sequence was
+   * released and the engine prefills this whole context (prompt, completion, suffix) on a new one.
+   */
+  restart?: number[];
   first: boolean;
   maxNewTokens: number;
 }

@@ -135,7 +135,7 @@ async function feed(session: DecodeSession, episodes: Episode[], driver: Episode
     const steps = ready.length === 0 && inFlight === 0 ? Math.min(DECODE_CHAIN_MAX, ...batch.map(left)) : 1;
     const sampled = await timedStep(driver, session, batch.map((d) => ({
       seq: d.request.episode.seq!,
-      append: d.tokens.length === 0 ? d.request.append : [],
+      append: d.tokens.length === 0 ? (d.request.restart ?? d.request.append) : [],
       maxNewTokens: left(d),
       stream: d.request.episode.index,
     })), steps);

@@ -22,6 +22,8 @@ import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
+import { checkMaxContextImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
+import { contentImages, templateContent } from './images.ts';
 import type { RolloutSchedulerName } from '../config.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
@@ -51,6 +53,8 @@ export interface RolloutConfig {
   max_concurrent_envs?: number | null;
   /** A failing tool call repeated more than this many times makes its turn stubborn (default 2). */
   stubborn_threshold?: number;
+  /** Most images an episode's context holds; older ones become a short text marker (image-tokens.ts). null/undefined = all. */
+  max_context_images?: number | null;
 }
 
 export interface RunRolloutsOptions {
@@ -80,6 +84,11 @@ export interface RunRolloutsOptions {
   prefetched?: PreparedResets;
   /** Live counts (decode steps, env calls, episodes over) as they change, for progress displays. */
   onProgress?: (p: RolloutProgress) => void;
+  /**
+   * The vision side's expansion of an image into placeholder tokens. Default: the template's one
+   * `<|image_pad|>` per image, unexpanded (no vision model reads them: their positions are still recorded).
+   */
+  imageTokenizer?: ImageTokenizer;
 }
 
 /** What became of one reset: its observation, its failure, or a timeout past `resetLimit`. */
@@ -200,7 +209,8 @@ export function toolSuffixText(ctx: SuffixContext, toolMessages: readonly ToolMe
   ];
   const common = { chatTemplateKwargs: ctx.chatTemplateKwargs, specialTokens: templateSpecialTokens(ctx.tokenizer) };
   const a = renderChat(ctx.template, dummy, { ...common, addGenerationPrompt: false });
-  const b = renderChat(ctx.template, [...dummy, ...toolMessages], { ...common, addGenerationPrompt: true });
+  const forTemplate = toolMessages.map((m) => ({ ...m, content: templateContent(m.content) }));
+  const b = renderChat(ctx.template, [...dummy, ...forTemplate], { ...common, addGenerationPrompt: true });
   const eos = ctx.tokenizer.eosToken;
   const cut = a.lastIndexOf(eos);
   const prefix = cut >= 0 ? a.slice(0, cut + eos.length) : a;
@@ -276,6 +286,27 @@ function callKey(call: ToolCall): string {
   return JSON.stringify([call.function.name, canonical(call.function.arguments)]);
 }
 
+/** How an episode's images enter its tokens: the placeholder expansion and the context cap. */
+interface ImageRules {
+  tokenizer: ImageTokenizer | null;
+  cap: number | null;
+  /** Ids of DROPPED_IMAGE_TEXT. */
+  marker: number[];
+  startId?: number;
+  endId?: number;
+}
+
+function imageRules(tokenizer: TextTokenizer, config: RolloutConfig, expansion: ImageTokenizer | undefined): ImageRules {
+  const pad = tokenizer.tokenToId('<|image_pad|>');
+  return {
+    tokenizer: expansion ?? (pad === undefined ? null : { padTokenId: pad, tokensFor: () => 1 }),
+    cap: checkMaxContextImages(config.max_context_images),
+    marker: tokenizer.encode(DROPPED_IMAGE_TEXT),
+    startId: tokenizer.tokenToId('<|vision_start|>'),
+    endId: tokenizer.tokenToId('<|vision_end|>'),
+  };
+}
+
 /** The limits a batch plays under, read and checked once from its config. */
 interface EpisodeLimits {
   /** episode_timeout_s in ms (Infinity = none). */
@@ -284,9 +315,10 @@ interface EpisodeLimits {
   callMs: number;
   stubbornThreshold: number;
   maxModelLen: number;
+  images: ImageRules;
 }
 
-function episodeLimits(config: RolloutConfig, engine: RolloutEngine): EpisodeLimits {
+function episodeLimits(config: RolloutConfig, engine: RolloutEngine, tokenizer: TextTokenizer, expansion: ImageTokenizer | undefined): EpisodeLimits {
   if (!(config.max_completion_length >= 1)) throw new Error(`max_completion_length must be ≥ 1, got ${config.max_completion_length}`);
   const stubbornThreshold = config.stubborn_threshold ?? 2;
   if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
@@ -297,6 +329,7 @@ function episodeLimits(config: RolloutConfig, engine: RolloutEngine): EpisodeLim
     callMs: seconds(config.env_call_timeout_s, 'env_call_timeout_s'),
     stubbornThreshold,
     maxModelLen: engine.config.maxPositionEmbeddings,
+    images: imageRules(tokenizer, config, expansion),
   };
 }
 
@@ -390,11 +423,15 @@ class EpisodeRunner implements EpisodeDriver {
   }
 
   async toolTurn(episode: Episode): Promise<TurnRequest | null> {
-    const { callMs, episodeMs, maxModelLen, stubbornThreshold } = this.limits;
+    const { callMs, episodeMs } = this.limits;
     this.stats.envSteps++;
     const limit = Math.min(callMs, episode.deadline - performance.now());
-    const result = await this.progress.envCall(bounded(runToolTurn(episode, this.suffixCtx(), this.opts.config, maxModelLen, stubbornThreshold), limit));
-    if (result.done) return result.value;
+    const result = await this.progress.envCall(bounded(runToolTurn(episode, this.suffixCtx(), this.opts.config, this.limits), limit));
+    if (result.done) {
+      // Its context was rewritten (an image dropped): the next turn prefills it on a fresh sequence.
+      if (result.value?.restart) this.releaseSequence(episode);
+      return result.value;
+    }
     this.timeOut(episode, limit === callMs ? `an env call took over env_call_timeout_s = ${callMs / 1000}` : `episode_timeout_s = ${episodeMs / 1000}`);
     return null;
   }
@@ -436,7 +473,7 @@ function newEpisode(row: DatasetRow, i: number, env: ToolEnv): Episode {
   return {
     index: i,
     rollout: {
-      row, prompt: promptWithObservation(row, null), promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [],
+      row, prompt: promptWithObservation(row, null), promptIds: [], completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion: [], images: [],
       truncated: false, env, toolCalls: 0, toolFailures: 0, stubbornCalls: 0,
     },
     tools: [], pendingCalls: [], iterations: 0, deadline: Infinity, failedCalls: new Map(), lastTurn: [0, 0],
@@ -446,7 +483,7 @@ function newEpisode(row: DatasetRow, i: number, env: ToolEnv): Episode {
 export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> {
   const t0 = performance.now();
   const { tokenizer, rows, config } = opts;
-  const limits = episodeLimits(config, opts.engine);
+  const limits = episodeLimits(config, opts.engine, tokenizer, opts.imageTokenizer);
   // Episodes play (hold a decode slot and an env session) `slots` at a time; each one's reset starts
   // when it is admitted — or was started while the previous generation trained (prefetched) — and its
   // session is closed when it ends, so no more sessions are open than episodes playing.
@@ -475,9 +512,11 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
 /**
  * Executes an episode's pending calls and, budget permitting, returns the next turn's request (suffix
  * appended, budget left). Over budget, the iteration's tool messages are rolled back and the episode ends
- * with its unexecuted `…</tool_call><|im_end|>` (§7).
+ * with its unexecuted `…</tool_call><|im_end|>` (§7). Images of the tool messages are placed in the
+ * suffix, and the oldest images beyond max_context_images are dropped (the request then restarts).
  */
-async function runToolTurn(episode: Episode, ctx: SuffixContext, config: RolloutConfig, maxModelLen: number, stubbornThreshold: number): Promise<TurnRequest | null> {
+async function runToolTurn(episode: Episode, ctx: SuffixContext, config: RolloutConfig, limits: EpisodeLimits): Promise<TurnRequest | null> {
+  const { maxModelLen, stubbornThreshold, images: rules } = limits;
   const { rollout } = episode;
   const calls = episode.pendingCalls;
   episode.pendingCalls = [];
@@ -487,13 +526,37 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   rollout.toolCalls += result.calls;
   rollout.toolFailures += result.failures;
   markStubborn(episode, result.failedCalls, stubbornThreshold);
-  const suffix = toolSuffixIds(ctx, result.messages);
-  const used = rollout.completionIds.length + suffix.length;
+  const pictures = result.messages.flatMap((m) => contentImages(m.content));
+  let suffix = toolSuffixIds(ctx, result.messages);
+  let images = rollout.images;
+  if (pictures.length > 0 && rules.tokenizer) {
+    const expanded = expandImagePlaceholders(suffix, pictures, rules.tokenizer);
+    const base = rollout.promptIds.length + rollout.completionIds.length;
+    suffix = expanded.ids;
+    images = [...images, ...expanded.placed.map((p) => ({ ...p, offset: p.offset + base }))];
+  }
+  const capped = rules.cap === null ? null : dropOldestImages({
+    promptLength: rollout.promptIds.length,
+    completion: { ids: rollout.completionIds, toolMask: rollout.toolMask, stubbornMask: rollout.stubbornMask, logprobs: rollout.logprobs },
+    suffix, images, cap: rules.cap, marker: rules.marker, startId: rules.startId, endId: rules.endId,
+  });
+  const completionLength = capped ? capped.completion.ids.length : rollout.completionIds.length;
+  if (capped) suffix = capped.suffix;
+  const used = completionLength + suffix.length;
   if (used > config.max_completion_length || rollout.promptIds.length + used >= maxModelLen) return null;
   rollout.completion.push(...result.messages);
+  rollout.images = capped ? capped.images : images;
+  if (capped) {
+    rollout.completionIds = capped.completion.ids;
+    rollout.toolMask = capped.completion.toolMask;
+    rollout.stubbornMask = capped.completion.stubbornMask;
+    rollout.logprobs = capped.completion.logprobs;
+    episode.lastTurn = [episode.lastTurn[0] - capped.completionShift, episode.lastTurn[1] - capped.completionShift];
+  }
   return {
     episode,
     append: suffix,
+    ...(capped ? { restart: [...rollout.promptIds, ...rollout.completionIds, ...suffix] } : {}),
     first: false,
     maxNewTokens: Math.min(config.max_completion_length - used, maxModelLen - rollout.promptIds.length - used),
   };

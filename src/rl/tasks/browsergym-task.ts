@@ -5,6 +5,7 @@
 
 import type { DatasetRow } from '../rollout/env.ts';
 import { BROWSERGYM_DATASET_PROMPT, BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
+import { BROWSERGYM_VLM_SYSTEM_PROMPT, BrowserGymVlmToolEnv } from './envs/browsergym-vlm.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import type { ExampleTask } from './task.ts';
 import { hashInts } from '../seeds.ts';
@@ -66,18 +67,22 @@ function rewardFunction(): RewardFunction {
   return fn;
 }
 
+function dataset(mix: BrowserGymMix, system: string) {
+  return (size = 1000): DatasetRow[] =>
+    Array.from({ length: size }, (_, i) => ({
+      prompt: [
+        { role: 'system', content: system },
+        { role: 'user', content: BROWSERGYM_DATASET_PROMPT },
+      ],
+      task_name: mixTaskAt(mix, i),
+    }));
+}
+
 /** The example task over a mix (default: TRL's click-test). */
 export function browsergymTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
   return {
     name: 'browsergym',
-    dataset: (size = 1000): DatasetRow[] =>
-      Array.from({ length: size }, (_, i) => ({
-        prompt: [
-          { role: 'system', content: BROWSERGYM_SYSTEM_PROMPT },
-          { role: 'user', content: BROWSERGYM_DATASET_PROMPT },
-        ],
-        task_name: mixTaskAt(mix, i),
-      })),
+    dataset: dataset(mix, BROWSERGYM_SYSTEM_PROMPT),
     envFactory: (urls, open = openEnvEpisodes()) => {
       const url = urls.browsergym;
       if (!url) throw new Error('the browsergym env needs a base URL');
@@ -102,3 +107,33 @@ export function browsergymTask(mix: BrowserGymMix = ['click-test']): ExampleTask
     },
   };
 }
+
+/**
+ * TRL's vision-language example (browsergym.py, BrowserGymVLMEnv) over a mix: screenshots in every tool
+ * result, so it trains only a model that reads images (`needsVision`).
+ */
+export function browsergymVlmTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
+  return {
+    name: 'browsergym-vlm',
+    needsVision: true,
+    dataset: dataset(mix, BROWSERGYM_VLM_SYSTEM_PROMPT),
+    envFactory: (urls, open = openEnvEpisodes()) => {
+      const url = urls.browsergym;
+      if (!url) throw new Error('the browsergym-vlm task needs the browsergym env\'s base URL');
+      return () => new BrowserGymVlmToolEnv(url, open);
+    },
+    rewardFuncs: [rewardFunction()],
+    // browsergym.py's GRPOConfig arguments (§6.7): temperature and top_k stay at GRPOConfig's defaults there.
+    config: {
+      chat_template_kwargs: { enable_thinking: false },
+      learning_rate: 5e-6,
+      gradient_accumulation_steps: 32,
+      num_generations: 4,
+      max_completion_length: 1024,
+      num_train_epochs: 1,
+      logging_steps: 1,
+      log_completions: true,
+    },
+  };
+}
+

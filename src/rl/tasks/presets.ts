@@ -11,7 +11,8 @@
 import { qwen3ParamCount } from '../../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../../model/types.ts';
 
-export type PresetEnv = 'echo' | 'catch' | 'wordle' | 'browsergym';
+/** A built-in env's preset, or a task's own where one env serves two tasks (browsergym-vlm plays browsergym). */
+export type PresetEnv = 'echo' | 'catch' | 'wordle' | 'browsergym' | 'browsergym-vlm';
 export type ModelTier = 'tiny' | 'full-size';
 
 /** Models below this many parameters get the 'tiny' tier (the built-in ones have ~0.1 M). */
@@ -50,6 +51,12 @@ export const PRESET_CONFIGS: Record<PresetEnv, Record<ModelTier, Record<string, 
     'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 10, learning_rate: 5e-6, temperature: 0.7, top_k: 50, max_steps: 50, sft_steps: 10 },
     // The page trees make ~3k-token prompts: slow on a CPU adapter, and the demo model never saw a web page.
     tiny: { ...TINY_COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 256, max_tool_calling_iterations: 10, learning_rate: 5e-4, max_steps: 10, sft_steps: 10 },
+  },
+  'browsergym-vlm': {
+    // TRL's browsergym.py settings (10-step cap; temperature and top_k at GRPOConfig's defaults), the
+    // context holding the last two screenshots. No warm-up: the scripted solver's transcripts have no screenshots.
+    'full-size': { ...COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 1024, max_tool_calling_iterations: 10, learning_rate: 5e-6, max_steps: 50, sft_steps: 0, max_context_images: 2 },
+    tiny: { ...TINY_COMMON, num_generations: 4, per_device_train_batch_size: 4, max_completion_length: 256, max_tool_calling_iterations: 10, learning_rate: 5e-4, max_steps: 10, max_context_images: 2 },
   },
 };
 

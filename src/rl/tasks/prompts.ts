@@ -8,7 +8,7 @@ import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import { WordleEnv } from './envs/wordle.ts';
-import { browsergymTask } from './browsergym-task.ts';
+import { browsergymTask, browsergymVlmTask } from './browsergym-task.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ExampleName, ExampleTask } from './task.ts';
 
@@ -149,4 +149,6 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
   },
   // TRL's browsergym_llm.py; other task mixes: browsergymTask() in browsergym-task.ts.
   browsergym: browsergymTask(),
+  // TRL's browsergym.py (BrowserGymVLMEnv): the same pages, with screenshots.
+  'browsergym-vlm': browsergymVlmTask(),
 };

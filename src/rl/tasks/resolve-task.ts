@@ -12,7 +12,7 @@ import { tokenizeTranscript, type SftExample, type Transcript } from '../grpo/sf
 import { envToolSchemas, type DatasetRow, type EnvFactory } from '../rollout/env.ts';
 import type { ToolSchema } from '../rollout/schema.ts';
 import { rolloutChatTemplate } from '../rollout/templates/select.ts';
-import { browsergymTask, parseBrowserGymMix } from './browsergym-task.ts';
+import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
 import { taskFromMetadata } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
@@ -27,12 +27,12 @@ export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 
 const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym'];
 
 /** The built-in env each single-env task plays (multi needs several; mcp has its own URL). */
-const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym' };
+const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
 
 export interface TaskChoice {
   /**
    * A task name (echo, catch, catch-compact, wordle, multi, browsergym, browsergym:TASK[,TASK…],
-   * browsergym:mix, mcp) or an OpenEnv base URL (its last path segment or its /metadata tells the task).
+   * browsergym:mix, browsergym-vlm (also :TASK… and :mix), mcp) or an OpenEnv base URL (its last path segment or its /metadata tells the task).
    */
   env: string;
   /** The env's base URL when `env` is a name (the page's choice); absent: the in-process env-server serves it. */
@@ -65,7 +65,8 @@ function unknownEnv(env: string): Error {
 
 function resolved(name: string, task: ChatTemplateTask, url: string | null): ResolvedTask {
   const env = TASK_ENV[name] ?? null;
-  return { name, task, url, env, preset: env && isPresetEnv(env) ? env : null, solver: SOLVERS[name] ? name : null };
+  const preset = isPresetEnv(name) ? name : env && isPresetEnv(env) ? env : null;
+  return { name, task, url, env, preset, solver: SOLVERS[name] ? name : null };
 }
 
 /** The task `choice` names (an MCP env's tool list, a URL's /metadata are read here, once). */
@@ -92,6 +93,8 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
   // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
   if (choice.env.startsWith('browsergym:')) return resolved('browsergym', browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
   if (choice.env === 'browsergym' && choice.miniwobNames) return resolved('browsergym', browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
   const task = TASKS[name];
   if (!task) throw unknownEnv(choice.env);
@@ -126,10 +129,18 @@ export interface BindOptions {
   tokenizer: TextTokenizer;
   /** Rows of the example dataset (default: the example's own size). */
   datasetSize?: number;
+  /**
+   * The model reads images: its engine embeds a vision tower's features at the image placeholders.
+   * Default false — a task whose env returns screenshots (`needsVision`) is then refused.
+   */
+  readsImages?: boolean;
 }
 
 /** The resolved task bound to its env URL(s) and the model's tokenizer. */
 export function bindTask(r: ResolvedTask, o: BindOptions): RunTask {
+  if (r.task.needsVision && !o.readsImages) {
+    throw new Error(`the ${r.name} task needs a vision model: every tool result is a screenshot of the page, and this model reads text only (train the text-only browsergym task instead, or load a vision-language checkpoint whose vision tower webgrpo runs)`);
+  }
   const urls: Partial<Record<EnvUrlName, string>> = r.url === null ? { ...o.builtinUrls } : r.env ? { [r.env]: r.url } : {};
   const episodes = seededEpisodes(0);
   const envFactory = r.task.envFactory(urls, episodes);

@@ -9,7 +9,7 @@ import type { RewardFunction } from '../grpo/rewards.ts';
 /** The built-in envs a task may need a URL for. */
 export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
-export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym';
+export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym' | 'browsergym-vlm';
 
 export interface ExampleTask {
   /** `mcp`: the generic task of any MCP env (src/rl/tasks/mcp-task.ts). */
@@ -22,6 +22,8 @@ export interface ExampleTask {
   rewardFuncs: RewardFunction[];
   /** The script's GRPOConfig arguments (TRL names) that differ from the defaults. */
   config: Record<string, unknown>;
+  /** Its env returns images (screenshots): only a model that reads them can train on it. */
+  needsVision?: boolean;
 }
 
 /** A task (dataset, env factory, reward functions, config overrides), optionally with its own chat template. */

@@ -70,14 +70,14 @@ export const BROWSERGYM_TOOLS: ToolDeclaration[] = [
   },
 ];
 
-/** TRL's `_format_observation` (§6.5). */
-export function formatObservation(observation: Record<string, unknown>): string {
+/** TRL's `_format_observation` (§6.5); `withError` false: the VLM script's reset form, which has no Error part (§6.8). */
+export function formatObservation(observation: Record<string, unknown>, withError = true): string {
   const parts: string[] = [];
   const goal = typeof observation.goal === 'string' ? observation.goal : '';
   const error = typeof observation.error === 'string' ? observation.error : '';
   const tree = typeof observation.axtree_txt === 'string' ? observation.axtree_txt : '';
   if (goal) parts.push(`Goal: ${goal}`);
-  if (observation.last_action_error === true && error) parts.push(`Error: ${error}`);
+  if (withError && observation.last_action_error === true && error) parts.push(`Error: ${error}`);
   if (tree) {
     const points = [...tree];
     parts.push(`Page structure:\n${points.length > AXTREE_CUT ? points.slice(0, AXTREE_CUT).join('') + '...' : tree}`);
@@ -107,13 +107,19 @@ export class BrowserGymToolEnv implements ToolEnv {
   private readonly episode: EpisodeSlot;
   private readonly maxSteps: number;
   private readonly defaultTask: string;
-  readonly tools: Tool[] = [
-    { declaration: BROWSERGYM_TOOLS[0]!, call: (a) => this.act(`click(${repr(a.bid)})`) },
-    { declaration: BROWSERGYM_TOOLS[1]!, call: (a) => this.act(`fill(${repr(a.bid)}, ${repr(a.text)})`) },
-    { declaration: BROWSERGYM_TOOLS[2]!, call: (a) => this.act(`send_keys(${repr(a.text)})`) },
-    { declaration: BROWSERGYM_TOOLS[3]!, call: (a) => this.act(`scroll(${repr(a.direction)})`) },
-    { declaration: BROWSERGYM_TOOLS[4]!, call: () => this.act('noop()') },
-  ];
+  readonly tools: Tool[] = this.toolsWith(BROWSERGYM_TOOLS);
+
+  /** TRL's five tools with these declarations (in BROWSERGYM_TOOLS' order), each sending its action string. */
+  protected toolsWith(declarations: readonly ToolDeclaration[]): Tool[] {
+    const actions: ((a: Record<string, unknown>) => string)[] = [
+      (a) => `click(${repr(a.bid)})`,
+      (a) => `fill(${repr(a.bid)}, ${repr(a.text)})`,
+      (a) => `send_keys(${repr(a.text)})`,
+      (a) => `scroll(${repr(a.direction)})`,
+      () => 'noop()',
+    ];
+    return declarations.map((declaration, i) => ({ declaration, call: (a) => this.act(actions[i]!(a)) }));
+  }
 
   constructor(baseUrl: string, open: OpenEpisode, options: BrowserGymEnvOptions = {}) {
     this.episode = new EpisodeSlot(baseUrl, open);
@@ -127,12 +133,17 @@ export class BrowserGymToolEnv implements ToolEnv {
     this.steps = 0;
     this.pages.length = 0;
     this.taskName = typeof row.task_name === 'string' ? row.task_name : this.defaultTask;
-    const first = await this.episode.reset({ task_name: this.taskName });
+    const first = await this.episode.reset(this.resetKwargs(this.taskName));
     this.done = first.done;
-    return this.record(first);
+    return this.resetObservation(first);
   }
 
-  private async act(actionStr: string): Promise<string> {
+  /** The reset frame's kwargs: the row's task (one server serves every task). */
+  protected resetKwargs(taskName: string): Record<string, unknown> {
+    return { task_name: taskName };
+  }
+
+  protected async act(actionStr: string): Promise<unknown> {
     if (this.done) throw new Error('Episode is done.');
     this.steps += 1;
     const result = await this.episode.step({ action_str: actionStr });
@@ -141,11 +152,20 @@ export class BrowserGymToolEnv implements ToolEnv {
     // TRL: a finished episode scores 1.0 if the page's reward is positive, else 0.0.
     this.reward = this.done ? (stepReward > 0 ? 1.0 : 0.0) : stepReward;
     if (this.steps >= this.maxSteps) this.done = true;
-    return this.record(result);
+    return this.stepObservation(result);
   }
 
-  private record(result: StepResult): string {
-    const text = formatObservation(result.observation);
+  /** What reset returns (appended to the prompt): the formatted observation. */
+  protected resetObservation(result: StepResult): string {
+    return this.record(formatObservation(result.observation));
+  }
+
+  /** What a tool call returns: the formatted observation. */
+  protected stepObservation(result: StepResult): unknown {
+    return this.record(formatObservation(result.observation));
+  }
+
+  protected record(text: string): string {
     this.pages.push(text);
     return text;
   }
