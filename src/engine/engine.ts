@@ -3,6 +3,8 @@
 // (src/engine/train), which receives the EngineInternals (internals.ts).
 
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
+import type { OpenedCheckpoint } from '../model/checkpoint.ts';
+import { loadVisionTower } from './vision/load.ts';
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { adapterName, getGpu, type Gpu } from './gpu.ts';
@@ -47,6 +49,11 @@ export interface LoadEngineOptions {
    * when it does not fit.
    */
   plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number };
+  /**
+   * Also load a Qwen3.5 checkpoint's vision tower (model.visual.*), so that score() takes images
+   * (ScoreSequence.images). Off by default: text-only use does not pay for its weights.
+   */
+  vision?: boolean;
 }
 
 /** The train side's part of Engine (src/engine/train). */
@@ -288,5 +295,16 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, precision, check.warnings);
+  const fwd = new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes);
+  if (opts.vision) {
+    try {
+      if (!('weightFiles' in ckpt)) throw new Error('vision: the vision tower loads from an opened checkpoint (openCheckpoint), not a bare Checkpoint');
+      fwd.vision = await loadVisionTower(fwd, ckpt as OpenedCheckpoint, matrixDtype);
+    } catch (err) {
+      fwd.destroy();
+      if (ownsGpu) gpu.device.destroy();
+      throw err;
+    }
+  }
+  return new WebGpuEngine(fwd, ownsGpu, memoryPlan, precision, check.warnings);
 }

@@ -9,6 +9,8 @@ import type {
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, StagingPool, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
+import { mropeTable } from './vision/inputs.ts';
+import type { VisionTower } from './vision/tower.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
 import { sequenceTable } from './linear-attention-plan.ts';
@@ -25,10 +27,24 @@ export interface PackedToken {
   kvBase: number;
   kvSlot: number;
   seq: number;
+  /**
+   * M-RoPE positions (temporal, height, width) of a prompt with images (transformers' 3×T
+   * position_ids); absent = all three equal `position`. `position` itself stays the token's index in
+   * its sequence: attention's causal extent is by index, only the rotary angles use these.
+   */
+  mrope?: readonly [number, number, number];
+}
+
+/** Merged image embeddings to splice into the text embeddings: embeds row i → packed row rows[i]. */
+export interface ImageSplice {
+  embeds: GPUBuffer;
+  /** (count) u32 packed rows of the <|image_pad|> tokens. */
+  rows: GPUBuffer;
+  count: number;
 }
 
 /** Write modes of matmul.wgsl. */
-const enum MatmulMode {
+export const enum MatmulMode {
   Overwrite = 0,
   Accumulate = 1,
   Residual = 2,
@@ -51,6 +67,8 @@ export class Qwen3Forward implements EngineInternals {
   private readonly scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch buffers, destroyed after the next submit. */
   private retired: GPUBuffer[] = [];
+  /** Qwen3.5's vision tower when loaded (loadEngine's `vision` option); its config carries the M-RoPE section. */
+  vision: VisionTower | null = null;
 
   constructor(
     readonly gpu: Gpu,
@@ -167,7 +185,7 @@ export class Qwen3Forward implements EngineInternals {
       seqLengths[seqLengths.length - 1]! += 1;
     });
     // Only the first rotaryDim dims of a head rotate (all of them for Qwen3).
-    const rope = ropeTable(positions, this.config.rotaryDim, this.config.ropeTheta);
+    const rope = tokens.some((t) => t.mrope) ? this.mrope(tokens) : ropeTable(positions, this.config.rotaryDim, this.config.ropeTheta);
     const batch: PackedBatch = {
       T,
       tokens: make('tokens', ids.byteLength),
@@ -187,6 +205,12 @@ export class Qwen3Forward implements EngineInternals {
       q.writeBuffer(batch.seqTable, 0, table);
     }
     return batch;
+  }
+
+  private mrope(tokens: PackedToken[]): Float32Array<ArrayBuffer> {
+    if (!this.vision) throw new Error('engine: M-RoPE positions need the vision tower\'s config (load the engine with vision: true)');
+    const { rotaryDim, ropeTheta } = this.config;
+    return mropeTable(tokens.map((t) => t.mrope ?? [t.position, t.position, t.position]), rotaryDim, ropeTheta, this.vision.config.mropeSection);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -385,9 +409,13 @@ export class Qwen3Forward implements EngineInternals {
     this.encodeLinear(rec, layer, 'down_proj', acts.hidden, acts.xOut, T, { ...lin, residual: acts.xMid }); // xOut = xMid + down·hidden
   }
 
-  /** Embedding + all layers; returns the buffer holding the last layer's output (T, D). */
-  encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions): GPUBuffer {
+  /** Embedding (with image embeddings spliced in) + all layers; returns the buffer holding the last layer's output (T, D). */
+  encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions, images?: ImageSplice): GPUBuffer {
     this.encodeEmbedding(rec, batch, acts.x);
+    if (images) {
+      const D = this.config.hiddenSize;
+      rec.dispatch(this.getPipeline('rows_scatter.wgsl'), [images.embeds, images.rows, acts.x], [images.count, D, 0, 0], groups1d(images.count * D), 'image embeddings splice');
+    }
     const io = { x: acts.x, xOut: acts.xOut };
     for (let l = 0; l < this.config.numLayers; l++) {
       const layerActs = { ...acts, x: io.x, xOut: io.xOut };
@@ -446,6 +474,7 @@ export class Qwen3Forward implements EngineInternals {
     for (const b of this.scratch.values()) b.destroy();
     this.scratch.clear();
     for (const p of this.params.values()) for (const c of p.chunks) c.buffer.destroy();
+    this.vision?.destroy();
     this.stagingPool.destroy();
   }
 }
