@@ -5,6 +5,10 @@
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { loadVisionTower } from './vision/load.ts';
+import { readVisionTowerConfig } from './vision/config.ts';
+
+/** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
+const DEFAULT_IMAGE_PATCHES = 1024;
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { adapterName, getGpu, type Gpu } from './gpu.ts';
@@ -48,7 +52,7 @@ export interface LoadEngineOptions {
    * of 1024 tokens, LoRA r=16 on all linears, no total budget). Loading fails with the plan's message
    * when it does not fit.
    */
-  plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number };
+  plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number; maxImagePatches?: number };
   /**
    * Also load a Qwen3.5 checkpoint's vision tower (model.visual.*), so that score() takes images
    * (ScoreSequence.images). Off by default: text-only use does not pay for its weights.
@@ -254,6 +258,11 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
   }
+  const visionConfig = opts.vision ? readVisionTowerConfig(cfg.raw, cfg.rotaryDim) : null;
+  if (opts.vision && !visionConfig) {
+    if (ownsGpu) gpu.device.destroy();
+    throw new Error('vision: config.json has no vision_config (not a vision-language checkpoint)');
+  }
   const planFor = (weightDtype: GpuDtype) => planMemory({
     config: cfg,
     weightDtype,
@@ -261,6 +270,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     numSequences: opts.plan?.numSequences ?? 1,
     maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
     limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
+    ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
   });
   const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
   const matrixDtype = precision.stored;
