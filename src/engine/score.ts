@@ -40,8 +40,7 @@ function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: n
  */
 function encodeImages(fwd: Qwen3Forward, rec: Recorder, seqs: ScoreSequence[]): ImageSplice | undefined {
   if (!seqs.some((s) => s.images)) return undefined;
-  const tower = fwd.vision;
-  if (!tower) throw new Error('score: a sequence has images but the engine has no vision tower (load it with vision: true from a Qwen3.5 vision-language checkpoint)');
+  const tower = fwd.vision!;
   const { imageTokenId, spatialMergeSize } = tower.config;
   const grids: GridThw[] = [];
   const pixels: Float32Array[] = [];
@@ -85,6 +84,9 @@ export function planPasses(lengths: number[], budget: number): number[][] {
 
 export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Promise<ScoreOutput> {
   checkScoreRequest(req, fwd.config.vocabSize);
+  if (!fwd.vision && req.sequences.some((s) => s.images)) {
+    throw new Error('score: a sequence has images but the engine has no vision tower (load it with vision: true from a Qwen3.5 vision-language checkpoint)');
+  }
   const adapters = req.adapters ?? true;
   const out: ScoreOutput = {
     logprobs: req.sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom)),

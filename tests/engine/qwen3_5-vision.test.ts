@@ -1,18 +1,23 @@
-// Qwen3.5's vision tower and image prompts on WebGPU against transformers itself.
+// Qwen3.5's vision tower and image+text prompts on WebGPU against transformers itself: the tiny
+// Qwen3_5ForConditionalGeneration of tests/fixtures/transformers-qwen3_5-vl (its make.py), with the
+// processor's pixel_values, the M-RoPE position ids, the tower's float64 output and float64 log-probs.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
-import { loadEngine } from '../../src/engine/engine.ts';
+import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import type { GridThw } from '../../src/engine/vision/inputs.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-const DIR = process.env.VL_DIR ?? '/tmp/h23b-vl/model/';
+const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
 const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
-  ids: number[]; image_grid_thw: [number, number, number][]; position_ids: [number[], number[], number[]]; merged: number[]; logprobs: number[];
+  input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][];
+  position_ids: [number[], number[], number[]]; vision: { merged: number[] }; score_from: number; temperature: number; logprobs: number[];
 };
 
+/** One F32 tensor of a safetensors file. */
 function readF32(file: string, name: string): Float32Array {
   const bytes = readFileSync(file);
   const n = Number(bytes.readBigUInt64LE(0));
@@ -21,28 +26,68 @@ function readF32(file: string, name: string): Float32Array {
   return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
 }
 
+const PIXELS = `${DIR}pixel_values.safetensors`;
+
+async function towerOutput(engine: WebGpuEngine, pixelValues: Float32Array, grids: GridThw[]): Promise<Float32Array> {
+  const fwd = engine.internals;
+  const rec = fwd.recorder('vision test');
+  const { embeds, rows } = fwd.vision!.encode(rec, pixelValues, grids);
+  const read = rec.read(embeds, 0, rows * fwd.config.hiddenSize * 4);
+  return new Float32Array((await rec.submit())[read]!);
+}
+
 describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
 
-  it('vision tower output and image+text log-probs within 1e-4 of transformers', async () => {
-    const ckpt = await openCheckpoint(DIR);
-    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
-    const pixelValues = readF32(`${DIR}pixel_values.safetensors`, 'pixel_values');
-    const fwd = engine.internals;
-    const rec = fwd.recorder('vision test');
-    const { embeds, rows } = fwd.vision!.encode(rec, pixelValues, expected.image_grid_thw);
-    const read = rec.read(embeds, 0, rows * fwd.config.hiddenSize * 4);
-    const merged = new Float32Array((await rec.submit())[read]!);
-    const towerErr = maxAbsDiff(merged, expected.merged);
-    console.log(`vision tower: max |Δ| vs transformers float64 = ${towerErr.toExponential(2)} (max |x| ${Math.max(...expected.merged.map(Math.abs)).toFixed(2)})`);
-    expect(towerErr).toBeLessThan(1e-4);
-    const images = { pixelValues, grids: expected.image_grid_thw, positions: expected.position_ids };
-    const out = await engine.score({ sequences: [{ ids: expected.ids, scoreFrom: 1, images }], temperature: 1 });
-    const err = maxAbsDiff(out.logprobs[0]!, expected.logprobs);
-    console.log(`image+text log-probs: max |Δ| vs transformers float64 = ${err.toExponential(2)}`);
-    expect(err).toBeLessThan(1e-4);
+  for (const weightDtype of ['f32', 'f16'] as const) {
+    it(`${weightDtype} weights: the vision tower's merged embeddings and the image+text prompt's per-token log-probs vs transformers float64`, async () => {
+      const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype, vision: true });
+      expect(engine.memoryPlan.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
+      // f16: the tower's matrices are halves too; their rounding costs ~1e-3 in the tower, ~4e-3 in log-probs (a broken kernel costs O(1)).
+      const towerMatrix = engine.internals.vision!['params'].get('model.visual.blocks.0.attn.qkv.weight')!;
+      expect(towerMatrix.dtype).toBe(weightDtype);
+      const tol = weightDtype === 'f32' ? 1e-4 : 2e-2;
+      const main = readF32(PIXELS, 'main');
+      const merged = await towerOutput(engine, main, expected.image_grid_thw);
+      const towerErr = maxAbsDiff(merged, expected.vision.merged);
+      expect(towerErr).toBeLessThan(tol);
+
+      const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+      const seq = { ids: expected.input_ids, scoreFrom: expected.score_from, images };
+      // Packed behind a text-only sequence: its plain positions and the image rows must not mix.
+      const text = { ids: expected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
+      const out = await engine.score({ sequences: [text, seq], temperature: expected.temperature });
+      const err = maxAbsDiff(out.logprobs[1]!, expected.logprobs);
+      console.log(`${weightDtype}: vision tower max |Δ| = ${towerErr.toExponential(2)}, image+text log-probs max |Δ| = ${err.toExponential(2)} vs transformers float64`);
+      expect(err).toBeLessThan(tol);
+      const alone = await engine.score({ sequences: [text], temperature: expected.temperature });
+      expect(maxAbsDiff(out.logprobs[0]!, alone.logprobs[0]!)).toBeLessThan(1e-6);
+      engine.destroy();
+    });
+  }
+
+  it('several images in one pass attend within their own image only; bad image inputs fail with the problem named', async () => {
+    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
+    const main = readF32(PIXELS, 'main');
+    const small = readF32(PIXELS, 'small');
+    const both = new Float32Array(main.length + small.length);
+    both.set(small);
+    both.set(main, small.length);
+    const out = await towerOutput(engine, both, [...expected.small_image_grid_thw, ...expected.image_grid_thw]);
+    const smallRows = expected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
+    expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), expected.vision.merged)).toBeLessThan(1e-4);
+
+    const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+    const ids = expected.input_ids;
+    await expect(engine.score({ sequences: [{ ids: ids.filter((_, i) => i !== 4), scoreFrom: 1, images }], temperature: 1 }))
+      .rejects.toThrow(/has 5 image tokens \(id 484\) but its image grids give 6 merged embeddings/);
+    await expect(engine.score({ sequences: [{ ids, scoreFrom: 1, images: { ...images, pixelValues: main.subarray(1) } }], temperature: 1 }))
+      .rejects.toThrow(/pixel_values holds 36863 values; the grids \[\[1,4,6\]\] need 24 patches × 1536/);
     engine.destroy();
+    const textOnly = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32' });
+    await expect(textOnly.score({ sequences: [{ ids, scoreFrom: 1, images }], temperature: 1 })).rejects.toThrow(/no vision tower/);
+    textOnly.destroy();
   });
 });
