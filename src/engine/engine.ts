@@ -164,9 +164,6 @@ export class WebGpuEngine implements Engine {
   // The ONE place where src/engine/train plugs in: set `this.train = createTrainState(this.internals)`.
   private trainSide(): TrainSide {
     this.checkAlive();
-    // The kernels' backward exists (kernels/*_backward.wgsl) but train/backward.ts walks Qwen3 layers
-    // only: refuse rather than return gradients of the wrong function.
-    if (this.config.architecture === 'qwen3_5') throw new Error('training a Qwen3.5 model is not supported yet: the engine scores it, but its backward pass (Gated DeltaNet, gated attention) is not wired into train/backward.ts');
     this.train ??= createTrainState(this.internals);
     return this.train;
   }

@@ -9,7 +9,8 @@
 // backwardBufferPlan with the same size, so the plan cannot drift from what is allocated
 // (tests/engine/gpu-memory.test.ts compares it with the bytes createBuffer was asked for).
 
-import { linearShape, qwen3ParamCount, qwen3TensorLayout, QWEN3_LINEARS, type ModelLinear } from '../model/qwen3-tensors.ts';
+import { adaptedLinears, linearAttnConvDim, linearShape, modelLinears, qwen3ParamCount, qwen3TensorLayout, type ModelLinear } from '../model/qwen3-tensors.ts';
+import { DELTA_CHUNK, deltaBackwardWork } from './linear-attention-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { visionActivationBytes, visionTensorLayout, type VisionTowerConfig } from './vision/config.ts';
 
@@ -83,12 +84,15 @@ export function formatBytes(bytes: number): string {
   return u === 0 ? `${bytes} B` : `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`;
 }
 
-/** Parameters LoRA adds: r·(in + out) per targeted linear, in every layer. */
+/**
+ * Parameters LoRA adds: r·(in + out) per targeted linear of every layer that has it (Qwen3.5: the
+ * DeltaNet linears in linear_attention layers, q/k/v/o_proj in full_attention ones; as PEFT skips them).
+ */
 export function loraParamCount(config: ModelConfig, r: number, targets: readonly ModelLinear[]): number {
-  return targets.reduce((s, t) => {
-    const [out, inp] = linearShape(config, t);
+  return adaptedLinears(config, targets).reduce((s, { target }) => {
+    const [out, inp] = linearShape(config, target);
     return s + r * (inp + out);
-  }, 0) * config.numLayers;
+  }, 0);
 }
 
 /**
@@ -161,25 +165,45 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
 }
 
 /**
- * Every buffer one backward call over T packed tokens (Ts of them scored) allocates, by role, in
- * bytes as allocated. `loraR` is the largest LoRA rank (0: none). backward.ts allocates exactly these.
+ * Every buffer one backward call over packed sequences of `lengths` tokens (Ts of them scored)
+ * allocates, by role, in bytes as allocated. `loraR` is the largest LoRA rank (0: none).
+ * backward.ts allocates exactly these.
  */
-export function backwardBufferPlan(c: ModelConfig, T: number, Ts: number, loraR: number, bindingBytes: number): Map<string, number> {
+export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number): Map<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
+  const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
   const add = (role: string, bytes: number) => plan.set(role, bufferSize(bytes));
-  // the packed batch: token ids, [kvBase, position, kvSlot, seq], RoPE cos/sin
+  // the packed batch: token ids, [kvBase, position, kvSlot, seq], RoPE cos/sin of the rotary dims
   add('packed tokens', Math.max(T, 1) * 4);
   add('packed meta', Math.max(T, 1) * 16);
-  add('packed rope', Math.max(T * d * F32, 4));
+  add('packed rope', Math.max(T * c.rotaryDim * F32, 4));
   for (const [role, n] of Object.entries(layerActsCounts(c))) add(`layer ${role}`, T * n * F32);
   for (let l = 0; l < L; l++) add(`x[${l}]`, T * D * F32);
+  const la = c.layerTypes.includes('linear_attention') ? c.linearAttention : undefined;
   const perToken: [string, number][] = [
     ['dx', D], ['dnorm', D], ['dhidden', F], ['dgate', F], ['dup', F], ['dattn', H * d], ['dq', H * d], ['dq raw', H * d],
-    ['dk', K * d], ['dk raw', K * d], ['dv', K * d], ['attention stats', 2 * H], ['rstd', Math.max(H, K, 1)], ['sequence bounds', 2],
+    ['dk', K * d], ['dk raw', K * d], ['dv', K * d], ['attention stats', 2 * H], ['rstd', Math.max(H, K, la?.numValueHeads ?? 1)], ['sequence bounds', 2],
   ];
+  // Qwen3.5's gated attention: o_proj's input gradient, and the (query, gate) gradient of q_proj's output.
+  if (c.attnOutputGate) perToken.push(['dattn gated', H * d], ['dq gate', 2 * H * d]);
+  let frozen = Math.max(D, d);
+  if (la) {
+    const { numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv } = la;
+    const C = linearAttnConvDim(c);
+    perToken.push(
+      ['la dnormed', hv * dv], ['la dn', hv * dv], ['la dz', hv * dv], ['la dcore', hv * dv], ['la dqk', 2 * hv * dk],
+      ['la dconv', C], ['la dpre', C], ['la dqkv', C], ['la dgb', 2 * hv], ['la da', hv], ['la db', hv],
+    );
+    // The delta rule's backward: a saved state every DELTA_CHUNK tokens of each sequence + one chunk's replay per sequence.
+    add('la delta work', deltaBackwardWork(lengths, hv, dk, dv, DELTA_CHUNK).floats * F32);
+    add('packed seqTable', lengths.length * 16);
+    frozen = Math.max(frozen, C * la.convKernelDim, dv, hv);
+    // A_log and dt_bias are written by one dispatch: two distinct frozen scratches.
+    add('frozen dw b', hv * F32);
+  }
   for (const [role, n] of perToken) add(role, T * n * F32);
-  add('frozen dw', Math.max(D, d) * F32);
+  add('frozen dw', frozen * F32);
   if (loraR > 0) {
     add('lora u', T * loraR * F32);
     add('lora du', T * loraR * F32);
@@ -198,12 +222,10 @@ export const MAX_SUMSQ_GROUPS = 64;
 /** The optimizer's gradient-norm buffers: one partial per Σg² workgroup of every trainable tensor, and the 16-byte result. */
 function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number): number {
   const counts: number[] = [];
-  for (let l = 0; l < c.numLayers; l++) {
-    if (mode.kind === 'lora') {
-      for (const t of QWEN3_LINEARS.filter((x) => mode.targets.includes(x))) {
-        const [out, inp] = linearShape(c, t);
-        counts.push(mode.r * inp, out * mode.r);
-      }
+  if (mode.kind === 'lora') {
+    for (const { target } of adaptedLinears(c, mode.targets)) {
+      const [out, inp] = linearShape(c, target);
+      counts.push(mode.r * inp, out * mode.r);
     }
   }
   if (mode.kind === 'full') {
@@ -233,8 +255,9 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   }
   if (mode.kind === 'lora') {
     if (!Number.isSafeInteger(mode.r) || mode.r <= 0) throw new Error(`planMemory: LoRA rank must be a positive integer, got ${mode.r}`);
-    const unknown = mode.targets.filter((t) => !(QWEN3_LINEARS as readonly string[]).includes(t));
-    if (unknown.length > 0) throw new Error(`planMemory: unknown LoRA target(s) ${unknown.join(', ')} (valid: ${QWEN3_LINEARS.join(', ')})`);
+    const valid: readonly string[] = modelLinears(c);
+    const unknown = mode.targets.filter((t) => !valid.includes(t));
+    if (unknown.length > 0) throw new Error(`planMemory: unknown LoRA target(s) ${unknown.join(', ')} (valid: ${valid.join(', ')})`);
     if (mode.targets.length === 0) throw new Error('planMemory: LoRA needs at least one target module');
   }
   const D = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
@@ -285,7 +308,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
-  const backward = backwardBufferPlan(c, tokens, B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
+  const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
   let checkpointBytes = 0;
   let backwardBytes = 0;
   for (const [role, bytes] of backward) {

@@ -4,6 +4,7 @@
 // one-line help the UI shows, so they never drift.
 
 import type { LoraTarget } from '../engine/types.ts';
+import { QWEN3_5_LINEARS } from '../model/qwen3-tensors.ts';
 
 export type LossType = 'dapo' | 'grpo' | 'bnpo' | 'dr_grpo';
 export type ScaleRewards = 'group' | 'batch' | 'none';
@@ -94,7 +95,14 @@ interface KeySpec {
   help: string;
 }
 
-const LORA_TARGETS: readonly LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+/** The default targets: every linear of Qwen3 (in Qwen3.5, the attention layers' and every MLP). */
+const DEFAULT_LORA_TARGETS: readonly LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+/**
+ * Names a config may list: every linear of either model, as PEFT/TRL users write them (Qwen3.5's
+ * DeltaNet in_proj_qkv/in_proj_z/in_proj_b/in_proj_a/out_proj included). A target is adapted in the
+ * layers that have it; one the loaded model has nowhere is refused when training starts.
+ */
+const LORA_TARGETS: readonly LoraTarget[] = QWEN3_5_LINEARS;
 
 export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   num_generations: 8,
@@ -143,7 +151,7 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   train_mode: 'lora',
   lora_r: 16,
   lora_alpha: 32,
-  lora_target_modules: [...LORA_TARGETS],
+  lora_target_modules: [...DEFAULT_LORA_TARGETS],
   sft_steps: 0,
   sft_learning_rate: 1e-3,
   sft_batch_size: 8,

@@ -74,8 +74,7 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
   if (kv > kvLimit) return { what: `the KV cache of one layer (${sequences} sequences × ${tokens} tokens × ${kvRow} B)`, bytes: kv, limit: `this adapter's ${formatBytes(kvLimit)} buffer limit` };
   const logits = sequences * model.vocabSize * 4;
   if (logits > bufferLimit) return { what: `the decode logits (${sequences} sequences × ${model.vocabSize} vocabulary × 4 B)`, bytes: logits, limit: `this adapter's ${formatBytes(bufferLimit)} buffer limit` };
-  const T = micro * tokens;
-  for (const [role, bytes] of backwardBufferPlan(model, T, micro * (tokens - 1), loraR, bufferLimit)) {
+  for (const [role, bytes] of backwardBufferPlan(model, Array<number>(micro).fill(tokens), micro * (tokens - 1), loraR, bufferLimit)) {
     if (bytes > bufferLimit) return { what: `the backward '${role}' buffer (${micro} sequences × ${tokens} tokens)`, bytes, limit: `this adapter's ${formatBytes(bufferLimit)} buffer limit` };
   }
   if (limits.budgetBytes !== undefined) {

@@ -14,6 +14,8 @@ import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
 import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
+import { DELTA_CHUNK, deltaBackwardTile, deltaBackwardWork } from '../linear-attention-plan.ts';
+import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
 
 const NEG_BIG = -3.0e38;
 
@@ -26,6 +28,31 @@ export interface ScoredRows {
   targets: Uint32Array<ArrayBuffer>; // (Ts) token id
   grads: Float32Array<ArrayBuffer>; // (Ts) dL/dlogp
   entropyGrads: Float32Array<ArrayBuffer>; // (Ts) dL/dentropy
+}
+
+/** Qwen3.5's gated attention layers: o_proj's input gradient and the (query, gate) gradient of q_proj's output. */
+interface GatedAttentionGrads {
+  dAttnGated: GPUBuffer; // (T, H·d)
+  dqGate: GPUBuffer; //     (T, H·2d) per head: d query dims, then d gate dims
+}
+
+/** Per-call gradients of a Gated DeltaNet layer (C = 2·Hk·dk + Hv·dv conv channels). */
+interface DeltaNetGrads {
+  dNormed: GPUBuffer; // (T, Hv·dv) out_proj's input
+  dn: GPUBuffer; //      (T, Hv·dv) w ⊙ rmsnorm(core)
+  dz: GPUBuffer; //      (T, Hv·dv) in_proj_z's output
+  dCore: GPUBuffer; //   (T, Hv·dv) the delta rule's output
+  dqk: GPUBuffer; //     (T, 2, Hv, dk) dq, dk per value head
+  dConv: GPUBuffer; //   (T, C) the conv output: q, k, v columns
+  dPre: GPUBuffer; //    (T, C) conv1d backward scratch
+  dQkv: GPUBuffer; //    (T, C) in_proj_qkv's output
+  dgb: GPUBuffer; //     (T, Hv, 2) dg, dβ
+  da: GPUBuffer; //      (T, Hv) in_proj_a's output
+  db: GPUBuffer; //      (T, Hv) in_proj_b's output
+  work: GPUBuffer; //    delta backward checkpoints + replay scratch (linear-attention-plan.ts)
+  scratchOffset: number;
+  dwScratchB: GPUBuffer; // a second frozen-dw target (A_log and dt_bias share a dispatch)
+  tile: number;
 }
 
 export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): void {
@@ -175,7 +202,7 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
   const Ts = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
   const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
-  const plan = backwardBufferPlan(cfg, T, Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
+  const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
   const scratch = new Scratch(internals, pool, plan);
   const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
@@ -214,6 +241,10 @@ class BackwardPass {
   private readonly bounds: GPUBuffer; //  (T, 2) u32 [first, last+1) of each token's sequence
   private readonly loraU: GPUBuffer | null; //  (T, r) A·x
   private readonly loraDu: GPUBuffer | null; // (T, r) dL/d(A·x)
+  /** Qwen3.5's input/post/final and q/k norms scale by (1 + w). */
+  private readonly unitNorms: boolean;
+  private readonly gated: GatedAttentionGrads | null;
+  private readonly delta: DeltaNetGrads | null;
 
   constructor(
     private readonly internals: EngineInternals,
@@ -244,8 +275,35 @@ class BackwardPass {
     this.dkRaw = scratch.f32('dk raw', T * this.kvDim);
     this.dv = scratch.f32('dv', T * this.kvDim);
     this.stats = scratch.f32('attention stats', T * cfg.numHeads * 2);
-    this.rstd = scratch.f32('rstd', T * Math.max(cfg.numHeads, cfg.numKvHeads, 1));
-    this.dwScratch = scratch.f32('frozen dw', Math.max(this.D, cfg.headDim));
+    const la = cfg.layerTypes.includes('linear_attention') ? cfg.linearAttention! : null;
+    this.rstd = scratch.f32('rstd', T * Math.max(cfg.numHeads, cfg.numKvHeads, la?.numValueHeads ?? 1));
+    const C = la ? linearAttnConvDim(cfg) : 0;
+    this.dwScratch = scratch.f32('frozen dw', Math.max(this.D, cfg.headDim, ...(la ? [C * la.convKernelDim, la.valueHeadDim, la.numValueHeads] : [])));
+    this.unitNorms = cfg.architecture === 'qwen3_5';
+    this.gated = cfg.attnOutputGate ? { dAttnGated: scratch.f32('dattn gated', T * this.qDim), dqGate: scratch.f32('dq gate', T * 2 * this.qDim) } : null;
+    if (la) {
+      const { numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv } = la;
+      const work = deltaBackwardWork(batch.seqLengths, hv, dk, dv, DELTA_CHUNK);
+      this.delta = {
+        dNormed: scratch.f32('la dnormed', T * hv * dv),
+        dn: scratch.f32('la dn', T * hv * dv),
+        dz: scratch.f32('la dz', T * hv * dv),
+        dCore: scratch.f32('la dcore', T * hv * dv),
+        dqk: scratch.f32('la dqk', T * 2 * hv * dk),
+        dConv: scratch.f32('la dconv', T * C),
+        dPre: scratch.f32('la dpre', T * C),
+        dQkv: scratch.f32('la dqkv', T * C),
+        dgb: scratch.f32('la dgb', T * 2 * hv),
+        da: scratch.f32('la da', T * hv),
+        db: scratch.f32('la db', T * hv),
+        work: scratch.f32('la delta work', work.floats),
+        scratchOffset: work.scratchOffset,
+        dwScratchB: scratch.f32('frozen dw b', hv),
+        tile: deltaBackwardTile(dk, dv, internals.gpu.limits.maxComputeWorkgroupStorageSize),
+      };
+    } else {
+      this.delta = null;
+    }
     const bounds = new Uint32Array(T * 2);
     batch.seqStarts.forEach((start, i) => {
       const end = start + batch.seqLengths[i]!;
@@ -307,7 +365,7 @@ class BackwardPass {
     const normW = param(internals, 'model.norm.weight');
 
     ops.gatherRows(rec, this.acts.x, rowIndex, xs, Ts, D);
-    ops.rmsnormForward(rec, xs, normW.chunks[0]!.buffer, hs, rstdF, Ts, D, cfg.rmsNormEps);
+    ops.rmsnormForward(rec, xs, normW.chunks[0]!.buffer, hs, rstdF, Ts, D, cfg.rmsNormEps, this.unitNorms);
 
     const head = param(internals, cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
     const headGrads = this.full ? this.trainable.gradChunks(head.name) : null;
@@ -355,7 +413,7 @@ class BackwardPass {
     ops.rmsnormBackward(rec, {
       x: xs, dy: dhs, w: normW.chunks[0]!.buffer, dx: dxs, rstd: this.rstd, scratchDw: this.dwScratch,
       dw: this.full ? this.trainable.gradChunks(normW.name)![0]! : null,
-      rows: Ts, n: D, eps: cfg.rmsNormEps, accumulate: false,
+      rows: Ts, n: D, eps: cfg.rmsNormEps, accumulate: false, unitOffset: this.unitNorms,
     });
     rec.clear(this.dx);
     ops.gatherRowsBackward(rec, dxs, rowIndex, this.dx, Ts, D);
@@ -398,9 +456,6 @@ class BackwardPass {
   private encodeLayerBackward(rec: Recorder, l: number): void {
     const { internals, ops, acts, T, D, F } = this;
     const cfg = internals.config;
-    const H = cfg.numHeads;
-    const K = cfg.numKvHeads;
-    const d = cfg.headDim;
     const pre = `model.layers.${l}`;
 
     // MLP: x_out = x_mid + down(silu(gate(b)) ⊙ up(b)), b = rmsnorm(x_mid)
@@ -410,40 +465,99 @@ class BackwardPass {
     rec.clear(this.dNorm);
     this.linearBackward(rec, l, 'gate_proj', acts.b, this.dGate, this.dNorm);
     this.linearBackward(rec, l, 'up_proj', acts.b, this.dUp, this.dNorm);
-    const postLn = param(internals, `${pre}.post_attention_layernorm.weight`);
-    ops.rmsnormBackward(rec, {
-      x: acts.xMid, dy: this.dNorm, w: postLn.chunks[0]!.buffer, dx: this.dx, rstd: this.rstd, scratchDw: this.dwScratch,
-      dw: this.normGrad(postLn.name), rows: T, n: D, eps: cfg.rmsNormEps, accumulate: true,
-    });
+    this.normBackward(rec, `${pre}.post_attention_layernorm.weight`, acts.xMid, this.dNorm, this.dx, T, D, true);
 
-    // Attention: x_mid = x + o(attn(rope(qnorm(q(a))), rope(knorm(k(a))), v(a))), a = rmsnorm(x)
+    // Token mixer: x_mid = x + mixer(a), a = rmsnorm(x); leaves dL/da in this.dNorm.
+    rec.clear(this.dNorm);
+    if (cfg.layerTypes[l] === 'linear_attention') this.encodeDeltaNetBackward(rec, l);
+    else this.encodeAttentionBackward(rec, l);
+    this.normBackward(rec, `${pre}.input_layernorm.weight`, acts.x, this.dNorm, this.dx, T, D, true);
+  }
+
+  /** rmsnorm backward of one of the model's (1 + w) / w norms over rows of n: dx (+)= …, dw += … when trained. */
+  private normBackward(rec: Recorder, weightName: string, x: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer, rows: number, n: number, accumulate: boolean, unitOffset = this.unitNorms): void {
+    const w = param(this.internals, weightName);
+    this.ops.rmsnormBackward(rec, {
+      x, dy, w: w.chunks[0]!.buffer, dx, rstd: this.rstd, scratchDw: this.dwScratch,
+      dw: this.normGrad(w.name), rows, n, eps: this.internals.config.rmsNormEps, accumulate, unitOffset,
+    });
+  }
+
+  /**
+   * Softmax attention: x_mid = x + o(attn(rope(qnorm(q(a))), rope(knorm(k(a))), v(a))); Qwen3.5's
+   * gated form multiplies attn by σ(gate), the gate being each head's second half of q_proj's output.
+   */
+  private encodeAttentionBackward(rec: Recorder, l: number): void {
+    const { internals, ops, acts, T } = this;
+    const cfg = internals.config;
+    const { numHeads: H, numKvHeads: K, headDim: d } = cfg;
+    const pre = `model.layers.${l}`;
+    const gated = this.gated;
     rec.clear(this.dAttn);
-    this.linearBackward(rec, l, 'o_proj', acts.attn, this.dx, this.dAttn);
+    if (gated) {
+      rec.clear(gated.dAttnGated);
+      this.linearBackward(rec, l, 'o_proj', acts.attnGated!, this.dx, gated.dAttnGated);
+      // dattn, and the gate halves of d(q_proj output); the query halves follow below.
+      ops.sigmoidGateBackward(rec, { x: acts.attn, gate: acts.qGate!, dy: gated.dAttnGated, dx: this.dAttn, dgate: gated.dqGate, rows: T * H, n: d, gateOffset: d, gateStride: 2 * d });
+    } else {
+      this.linearBackward(rec, l, 'o_proj', acts.attn, this.dx, this.dAttn);
+    }
     ops.attentionBackward(rec, {
       q: acts.q, k: acts.k, v: acts.v, o: acts.attn, dout: this.dAttn, bounds: this.bounds, stats: this.stats,
       dq: this.dq, dk: this.dk, dv: this.dv, tokens: T, heads: H, kvHeads: K, headDim: d,
     });
-    ops.ropeBackward(rec, this.dq, this.batch.rope, T, H, d);
-    ops.ropeBackward(rec, this.dk, this.batch.rope, T, K, d);
-    const qNorm = param(internals, `${pre}.self_attn.q_norm.weight`);
-    const kNorm = param(internals, `${pre}.self_attn.k_norm.weight`);
-    ops.rmsnormBackward(rec, {
-      x: acts.qRaw, dy: this.dq, w: qNorm.chunks[0]!.buffer, dx: this.dqRaw, rstd: this.rstd, scratchDw: this.dwScratch,
-      dw: this.normGrad(qNorm.name), rows: T * H, n: d, eps: cfg.rmsNormEps, accumulate: false,
-    });
-    ops.rmsnormBackward(rec, {
-      x: acts.kRaw, dy: this.dk, w: kNorm.chunks[0]!.buffer, dx: this.dkRaw, rstd: this.rstd, scratchDw: this.dwScratch,
-      dw: this.normGrad(kNorm.name), rows: T * K, n: d, eps: cfg.rmsNormEps, accumulate: false,
-    });
-    rec.clear(this.dNorm);
-    this.linearBackward(rec, l, 'q_proj', acts.a, this.dqRaw, this.dNorm);
+    ops.ropeBackward(rec, this.dq, this.batch.rope, T, H, d, cfg.rotaryDim);
+    ops.ropeBackward(rec, this.dk, this.batch.rope, T, K, d, cfg.rotaryDim);
+    this.normBackward(rec, `${pre}.self_attn.q_norm.weight`, acts.qRaw, this.dq, this.dqRaw, T * H, d, false);
+    this.normBackward(rec, `${pre}.self_attn.k_norm.weight`, acts.kRaw, this.dk, this.dkRaw, T * K, d, false);
+    if (gated) {
+      ops.rowsCopy(rec, this.dqRaw, gated.dqGate, { rows: T * H, n: d, srcOffset: 0, srcStride: d, dstOffset: 0, dstStride: 2 * d });
+      this.linearBackward(rec, l, 'q_proj', acts.a, gated.dqGate, this.dNorm);
+    } else {
+      this.linearBackward(rec, l, 'q_proj', acts.a, this.dqRaw, this.dNorm);
+    }
     this.linearBackward(rec, l, 'k_proj', acts.a, this.dkRaw, this.dNorm);
     this.linearBackward(rec, l, 'v_proj', acts.a, this.dv, this.dNorm);
-    const inLn = param(internals, `${pre}.input_layernorm.weight`);
-    ops.rmsnormBackward(rec, {
-      x: acts.x, dy: this.dNorm, w: inLn.chunks[0]!.buffer, dx: this.dx, rstd: this.rstd, scratchDw: this.dwScratch,
-      dw: this.normGrad(inLn.name), rows: T, n: D, eps: cfg.rmsNormEps, accumulate: true,
+  }
+
+  /**
+   * Qwen3.5's Gated DeltaNet (forward.ts encodeDeltaNet, read bottom-up): out_proj → gated norm (and
+   * its z gate) → delta rule → l2norm of q/k → gates (β, g) → causal conv + SiLU → the in_proj linears.
+   */
+  private encodeDeltaNetBackward(rec: Recorder, l: number): void {
+    const { internals, ops, acts, T } = this;
+    const la = internals.config.linearAttention!;
+    const { numKeyHeads: hk, numValueHeads: hv, keyHeadDim: dk, valueHeadDim: dv, convKernelDim: kc } = la;
+    const C = linearAttnConvDim(internals.config);
+    const g = this.delta!;
+    const p = `model.layers.${l}.linear_attn`;
+    const paramBuf = (name: string) => param(internals, `${p}.${name}`).chunks[0]!.buffer;
+
+    rec.clear(g.dNormed);
+    this.linearBackward(rec, l, 'out_proj', acts.laNormed!, this.dx, g.dNormed);
+    ops.rmsnormGatedBackward(rec, { x: acts.laCore!, z: acts.laZ!, w: paramBuf('norm.weight'), rstd: acts.laRstd!, dy: g.dNormed, dn: g.dn, dz: g.dz, rows: T * hv, n: dv });
+    // The gated norm's weight scales by w itself (Qwen3_5RMSNormGated), not by (1 + w).
+    this.normBackward(rec, `${p}.norm.weight`, acts.laCore!, g.dn, g.dCore, T * hv, dv, false, false);
+    // dq/dk per value head into g.dqk; dv straight into the v columns of the conv output's gradient.
+    ops.gatedDeltaBackward(rec, {
+      qk: acts.laQk!, v: acts.laConv!, gb: acts.laGb!, dout: g.dCore, seqTable: this.batch.seqTable!, work: g.work, dqk: g.dqk, dv: g.dConv, dgb: g.dgb,
+      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, tile: g.tile, scratchOffset: g.scratchOffset,
+      vOffset: 2 * hk * dk, vStride: C,
     });
+    // q and k heads: one l2norm backward over 2·Hk heads, summing each key head's group of value heads.
+    ops.l2normBackward(rec, { x: acts.laConv!, inv: acts.laInv!, dy: g.dqk, dx: g.dConv, tokens: T, heads: 2 * hk, n: dk, offset: 0, stride: C, group: hv / hk });
+    ops.deltaGatesBackward(rec, {
+      a: acts.laA!, aLog: paramBuf('A_log'), dtBias: paramBuf('dt_bias'), gb: acts.laGb!, dgb: g.dgb, da: g.da, db: g.db,
+      dALog: this.normGrad(`${p}.A_log`) ?? this.dwScratch, dDtBias: this.normGrad(`${p}.dt_bias`) ?? g.dwScratchB, tokens: T, hv,
+    });
+    ops.conv1dSiluBackward(rec, {
+      x: acts.laQkv!, w: paramBuf('conv1d.weight'), bounds: this.bounds, dy: g.dConv, dpre: g.dPre, dx: g.dQkv,
+      dw: this.normGrad(`${p}.conv1d.weight`) ?? this.dwScratch, tokens: T, channels: C, kernel: kc,
+    });
+    this.linearBackward(rec, l, 'in_proj_qkv', acts.a, g.dQkv, this.dNorm);
+    this.linearBackward(rec, l, 'in_proj_z', acts.a, g.dz, this.dNorm);
+    this.linearBackward(rec, l, 'in_proj_b', acts.a, g.db, this.dNorm);
+    this.linearBackward(rec, l, 'in_proj_a', acts.a, g.da, this.dNorm);
   }
 
   /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied). */

@@ -136,16 +136,19 @@ export class TrainOps {
   rmsnormBackward(rec: Recorder, a: {
     x: GPUBuffer; dy: GPUBuffer; w: GPUBuffer; dx: GPUBuffer; rstd: GPUBuffer; dw: GPUBuffer | null; scratchDw: GPUBuffer;
     rows: number; n: number; eps: number; accumulate: boolean;
+    /** Qwen3.5's norms scale by (1 + w). */
+    unitOffset: boolean;
   }): void {
-    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0, 0];
+    const params = [a.rows, a.n, f32(a.eps), a.accumulate ? 1 : 0, a.unitOffset ? 1 : 0];
     const storage = [a.x, a.dy, a.w, a.dx, a.rstd, a.dw ?? a.scratchDw];
     rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 0 }), storage, params, rowGroups(a.rows), 'rmsnorm dx');
     if (a.dw) rec.dispatch(this.internals.getPipeline('rmsnorm_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.n), 'rmsnorm dw');
   }
 
-  /** In-place inverse RoPE rotation of a (T, heads, d) gradient. */
-  ropeBackward(rec: Recorder, grad: GPUBuffer, rope: GPUBuffer, tokens: number, heads: number, headDim: number): void {
-    rec.dispatch(this.internals.getPipeline('rope_backward.wgsl'), [grad, rope], [tokens, heads, headDim, headDim / 2], groups1d(tokens * heads * (headDim / 2)), 'rope backward');
+  /** In-place inverse RoPE rotation of a (T, heads, d) gradient over the first rotaryDim dims of each head. */
+  ropeBackward(rec: Recorder, grad: GPUBuffer, rope: GPUBuffer, tokens: number, heads: number, headDim: number, rotaryDim: number): void {
+    const half = rotaryDim / 2;
+    rec.dispatch(this.internals.getPipeline('rope_backward.wgsl'), [grad, rope], [tokens, heads, headDim, half], groups1d(tokens * heads * half), 'rope backward');
   }
 
   attentionBackward(rec: Recorder, a: {
@@ -178,9 +181,68 @@ export class TrainOps {
     rec.dispatch(this.internals.getPipeline('gather_rows_backward.wgsl'), [dout, index, dx], [rows, width, 0, 0], groups1d(rows * width), 'gather rows backward');
   }
 
-  /** y = w ⊙ rmsnorm(x) (the forward side's rmsnorm.wgsl), rstd kept. */
-  rmsnormForward(rec: Recorder, x: GPUBuffer, w: GPUBuffer, y: GPUBuffer, rstd: GPUBuffer, rows: number, n: number, eps: number): void {
-    rec.dispatch(this.internals.getPipeline('rmsnorm.wgsl'), [x, w, y, rstd], [rows, n, 0, 0, f32(eps)], groups1d(rows), 'final norm');
+  /** y = w ⊙ rmsnorm(x) (or (1 + w) ⊙ … with unitOffset; the forward side's rmsnorm.wgsl), rstd kept. */
+  rmsnormForward(rec: Recorder, x: GPUBuffer, w: GPUBuffer, y: GPUBuffer, rstd: GPUBuffer, rows: number, n: number, eps: number, unitOffset: boolean): void {
+    rec.dispatch(this.internals.getPipeline('rmsnorm.wgsl'), [x, w, y, rstd], [rows, n, unitOffset ? 1 : 0, 0, f32(eps)], groups1d(rows), 'final norm');
+  }
+
+  // ---- Qwen3.5: gated attention and the Gated DeltaNet (kernels/*.wgsl name each formula) ----
+
+  /** dst[dstOffset + r·dstStride + i] = src[srcOffset + r·srcStride + i] for `rows` rows of n. */
+  rowsCopy(rec: Recorder, src: GPUBuffer, dst: GPUBuffer, a: { rows: number; n: number; srcOffset: number; srcStride: number; dstOffset: number; dstStride: number }): void {
+    rec.dispatch(this.internals.getPipeline('rows_copy.wgsl'), [src, dst], [a.rows, a.n, a.srcOffset, a.srcStride, a.dstOffset, a.dstStride], groups1d(a.rows * a.n), 'rows copy');
+  }
+
+  /** y = x ⊙ σ(gate): dx = …, and dgate into the strided view the gate was read from. */
+  sigmoidGateBackward(rec: Recorder, a: { x: GPUBuffer; gate: GPUBuffer; dy: GPUBuffer; dx: GPUBuffer; dgate: GPUBuffer; rows: number; n: number; gateOffset: number; gateStride: number }): void {
+    rec.dispatch(this.internals.getPipeline('sigmoid_gate_backward.wgsl'), [a.x, a.gate, a.dy, a.dx, a.dgate], [a.rows, a.n, a.gateOffset, a.gateStride], groups1d(a.rows * a.n), 'sigmoid gate backward');
+  }
+
+  /** Gated norm y = w ⊙ rmsnorm(x) ⊙ silu(z): dn = dL/d(w ⊙ rmsnorm(x)) (for rmsnormBackward) and dz. */
+  rmsnormGatedBackward(rec: Recorder, a: { x: GPUBuffer; z: GPUBuffer; w: GPUBuffer; rstd: GPUBuffer; dy: GPUBuffer; dn: GPUBuffer; dz: GPUBuffer; rows: number; n: number }): void {
+    rec.dispatch(this.internals.getPipeline('rmsnorm_gated_backward.wgsl'), [a.x, a.z, a.w, a.rstd, a.dy, a.dn, a.dz], [a.rows * a.n, a.n, 0, 0], groups1d(a.rows * a.n), 'gated norm backward');
+  }
+
+  /**
+   * The delta rule's backward over packed sequences (checkpoints every CHUNK tokens in `work`, then
+   * replay): dqk (T, 2, Hv, dk) per value head, dv into the strided conv-gradient view, dgb (T, Hv, 2).
+   */
+  gatedDeltaBackward(rec: Recorder, a: {
+    qk: GPUBuffer; v: GPUBuffer; gb: GPUBuffer; dout: GPUBuffer; seqTable: GPUBuffer; work: GPUBuffer; dqk: GPUBuffer; dv: GPUBuffer; dgb: GPUBuffer;
+    seqs: number; tokens: number; hk: number; hv: number; dk: number; dvDim: number; chunk: number; tile: number; scratchOffset: number; vOffset: number; vStride: number;
+  }): void {
+    const groups = a.seqs * a.hv;
+    rec.dispatch(
+      this.internals.getPipeline('gated_delta_backward.wgsl', { DK: a.dk, DV: a.dvDim, CHUNK: a.chunk, TILE: a.tile }),
+      [a.qk, a.v, a.gb, a.dout, a.seqTable, a.work, a.dqk, a.dv, a.dgb],
+      [a.seqs, a.tokens, a.hk, a.hv, a.scratchOffset, a.vOffset, a.vStride, a.vOffset, a.vStride, f32(1 / Math.sqrt(a.dk))],
+      [Math.min(groups, MAX_GROUPS), Math.ceil(groups / MAX_GROUPS), 1],
+      'gated delta backward',
+    );
+  }
+
+  /** l2norm over `heads` heads of n per token read at offset + t·stride: dx into the same strided view (dy summed over value-head groups). */
+  l2normBackward(rec: Recorder, a: { x: GPUBuffer; inv: GPUBuffer; dy: GPUBuffer; dx: GPUBuffer; tokens: number; heads: number; n: number; offset: number; stride: number; group: number }): void {
+    const rows = a.tokens * a.heads;
+    rec.dispatch(this.internals.getPipeline('l2norm_backward.wgsl'), [a.x, a.inv, a.dy, a.dx], [rows, a.heads, a.n, a.offset, a.stride, a.group], groups1d(rows), 'l2norm backward');
+  }
+
+  /** g = −exp(A_log)·softplus(a + dt_bias), β = σ(b): da, db, and dA_log, ddt_bias accumulated. */
+  deltaGatesBackward(rec: Recorder, a: { a: GPUBuffer; aLog: GPUBuffer; dtBias: GPUBuffer; gb: GPUBuffer; dgb: GPUBuffer; da: GPUBuffer; db: GPUBuffer; dALog: GPUBuffer; dDtBias: GPUBuffer; tokens: number; hv: number }): void {
+    const storage = [a.a, a.aLog, a.dtBias, a.gb, a.dgb, a.da, a.db, a.dALog, a.dDtBias];
+    const params = [a.tokens * a.hv, a.hv, 0, 0];
+    rec.dispatch(this.internals.getPipeline('delta_gates_backward.wgsl', { PASS: 0 }), storage, params, groups1d(a.tokens * a.hv), 'delta gates backward');
+    rec.dispatch(this.internals.getPipeline('delta_gates_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.hv), 'delta gates dA_log ddt_bias');
+  }
+
+  /** Causal depthwise conv + SiLU over packed sequences: dx (T, C) written, dw (C, K) accumulated; dpre is (T, C) scratch. */
+  conv1dSiluBackward(rec: Recorder, a: { x: GPUBuffer; w: GPUBuffer; bounds: GPUBuffer; dy: GPUBuffer; dpre: GPUBuffer; dx: GPUBuffer; dw: GPUBuffer; tokens: number; channels: number; kernel: number }): void {
+    const storage = [a.x, a.w, a.bounds, a.dy, a.dpre, a.dx, a.dw];
+    const params = [a.tokens, a.channels, 0, 0];
+    const n = a.tokens * a.channels;
+    rec.dispatch(this.internals.getPipeline('conv1d_silu_backward.wgsl', { KSIZE: a.kernel, PASS: 0 }), storage, params, groups1d(n), 'conv1d dpre');
+    rec.dispatch(this.internals.getPipeline('conv1d_silu_backward.wgsl', { KSIZE: a.kernel, PASS: 1 }), storage, params, groups1d(n), 'conv1d dx');
+    rec.dispatch(this.internals.getPipeline('conv1d_silu_backward.wgsl', { KSIZE: a.kernel, PASS: 2 }), storage, params, groups1d(a.channels * a.kernel), 'conv1d dw');
   }
 
   /** Σ g² of one gradient tensor into partials[slot .. slot + groups). */

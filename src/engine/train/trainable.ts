@@ -68,7 +68,8 @@ function f32Buffer(internals: EngineInternals, label: string, count: number): GP
 }
 
 function newTensor(internals: EngineInternals, name: string, shape: number[], weights: { buffer: GPUBuffer; rowStart: number; rows: number }[]): TrainableTensor {
-  const rowLen = shape.length === 2 ? shape[1]! : shape[0]!;
+  // Matrices are chunked by rows; any other tensor (1-D norms, Qwen3.5's [C, 1, K] conv) is one chunk.
+  const rowLen = shape.length === 2 ? shape[1]! : shape.reduce((a, b) => a * b, 1);
   return {
     name,
     shape,
