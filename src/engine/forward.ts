@@ -226,6 +226,11 @@ export class Qwen3Forward implements EngineInternals {
     }
   }
 
+  encodeImageSplice(rec: Recorder, images: ImageSplice, x: GPUBuffer): void {
+    const D = this.config.hiddenSize;
+    rec.dispatch(this.getPipeline('rows_scatter.wgsl'), [images.embeds, images.rows, x], [images.count, D, 0, 0], groups1d(images.count * D), 'image embeddings splice');
+  }
+
   /**
    * y[:, yOffset .. yOffset+N) (row stride ldy) = scale · x·W[wRow0 .. wRow0+N)ᵀ, with mode
    * overwrite / accumulate / residual. W is a raw buffer of `dtype` holding rows of length K.
@@ -412,10 +417,7 @@ export class Qwen3Forward implements EngineInternals {
   /** Embedding (with image embeddings spliced in) + all layers; returns the buffer holding the last layer's output (T, D). */
   encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions, images?: ImageSplice): GPUBuffer {
     this.encodeEmbedding(rec, batch, acts.x);
-    if (images) {
-      const D = this.config.hiddenSize;
-      rec.dispatch(this.getPipeline('rows_scatter.wgsl'), [images.embeds, images.rows, acts.x], [images.count, D, 0, 0], groups1d(images.count * D), 'image embeddings splice');
-    }
+    if (images) this.encodeImageSplice(rec, images, acts.x);
     const io = { x: acts.x, xOut: acts.xOut };
     for (let l = 0; l < this.config.numLayers; l++) {
       const layerActs = { ...acts, x: io.x, xOut: io.xOut };

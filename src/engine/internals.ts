@@ -17,6 +17,8 @@
 
 import type { Gpu } from './gpu.ts';
 import type { HalfLoads } from './weight-loads.ts';
+import type { ImageSplice, PackedToken } from './forward.ts';
+import type { VisionTower } from './vision/tower.ts';
 import type { ModelConfig } from '../model/types.ts';
 import type { ModelLinear } from '../model/qwen3-tensors.ts';
 import type { Recorder } from './recorder.ts';
@@ -170,8 +172,16 @@ export interface EngineInternals {
   createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs;
   /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack), into `make`'s buffers when given. */
   packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch;
+  /** Uploads packed tokens (any layout; M-RoPE positions where given) into `make`'s buffers. */
+  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch;
   /** Records the embedding gather of batch.tokens into `out` (T, D). */
   encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void;
+  /** Qwen3.5's vision tower when loaded (prompts with images), else null. */
+  readonly vision: VisionTower | null;
+  /** A reusable scratch buffer of at least `byteSize` bytes, by role. */
+  scratchBuffer(role: string, byteSize: number): GPUBuffer;
+  /** Records the image embeddings' copy into the embedded rows `x` (T, D) at the image tokens. */
+  encodeImageSplice(rec: Recorder, images: ImageSplice, x: GPUBuffer): void;
   /** Records one decoder layer: reads acts.x, writes every other field of acts. */
   encodeLayerForward(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void;
   /**

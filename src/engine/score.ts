@@ -3,10 +3,9 @@
 // a pass of its own); only the rows that predict a scored token reach the LM head, whose vocabulary
 // is streamed in chunks.
 
-import type { ImageSplice, PackedToken, Qwen3Forward } from './forward.ts';
-import type { Recorder } from './recorder.ts';
-import type { ScoreOutput, ScoreRequest, ScoreSequence } from './types.ts';
-import type { GridThw } from './vision/inputs.ts';
+import type { Qwen3Forward } from './forward.ts';
+import type { ScoreOutput, ScoreRequest } from './types.ts';
+import { checkImageInputs, encodeImages, packPrompts } from './vision/prompts.ts';
 
 const SCORE_TOKENS_PER_PASS = 2048;
 
@@ -21,47 +20,6 @@ export function checkScoreRequest(req: ScoreRequest, vocabSize: number): void {
       if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new Error(`score: sequence ${i} has token ${t}, outside the vocabulary [0, ${vocabSize})`);
     }
   });
-}
-
-/** Checks one sequence's images against its ids: placeholder count and position ids. */
-function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: number): void {
-  const img = s.images!;
-  const pads = s.ids.filter((t) => t === imageTokenId).length;
-  const merged = img.grids.reduce((a, [t, h, w]) => a + (t * h * w) / (merge * merge), 0);
-  if (pads !== merged) throw new Error(`score: sequence ${i} has ${pads} image tokens (id ${imageTokenId}) but its image grids give ${merged} merged embeddings`);
-  if (img.positions.length !== 3 || img.positions.some((row) => row.length !== s.ids.length || !row.every((v) => Number.isInteger(v) && v >= 0))) {
-    throw new Error(`score: sequence ${i} images.positions must be 3 rows of ${s.ids.length} non-negative integers (the M-RoPE position ids)`);
-  }
-}
-
-/**
- * Runs the vision tower once over every image of the pass (attention stays within each image) and
- * returns where its rows go: the image tokens of the packed batch, in order.
- */
-function encodeImages(fwd: Qwen3Forward, rec: Recorder, seqs: ScoreSequence[]): ImageSplice | undefined {
-  if (!seqs.some((s) => s.images)) return undefined;
-  const tower = fwd.vision!;
-  const { imageTokenId, spatialMergeSize } = tower.config;
-  const grids: GridThw[] = [];
-  const pixels: Float32Array[] = [];
-  const rows: number[] = [];
-  let base = 0;
-  seqs.forEach((s, i) => {
-    if (s.images) {
-      checkImages(s, i, imageTokenId, spatialMergeSize);
-      grids.push(...s.images.grids);
-      pixels.push(s.images.pixelValues);
-      s.ids.forEach((t, p) => { if (t === imageTokenId) rows.push(base + p); });
-    }
-    base += s.ids.length;
-  });
-  const all = new Float32Array(pixels.reduce((a, p) => a + p.length, 0));
-  let off = 0;
-  for (const p of pixels) { all.set(p, off); off += p.length; }
-  const { embeds } = tower.encode(rec, all, grids);
-  const rowBuf = fwd.scratchBuffer('score.imageRows', rows.length * 4);
-  fwd.device.queue.writeBuffer(rowBuf, 0, Uint32Array.from(rows));
-  return { embeds, rows: rowBuf, count: rows.length };
 }
 
 /** Groups sequence indices into passes of at most `budget` tokens (in order). */
@@ -84,9 +42,7 @@ export function planPasses(lengths: number[], budget: number): number[][] {
 
 export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Promise<ScoreOutput> {
   checkScoreRequest(req, fwd.config.vocabSize);
-  if (!fwd.vision && req.sequences.some((s) => s.images)) {
-    throw new Error('score: a sequence has images but the engine has no vision tower (load it with vision: true from a Qwen3.5 vision-language checkpoint)');
-  }
+  checkImageInputs(fwd, req.sequences, 'score');
   const adapters = req.adapters ?? true;
   const out: ScoreOutput = {
     logprobs: req.sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom)),
@@ -107,16 +63,7 @@ export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Prom
     }
     if (rows.length === 0) continue;
     const R = rows.length;
-    const batch = fwd.packTokens(
-      seqs.flatMap((s, si) => {
-        const base = seqs.slice(0, si).reduce((a, q) => a + q.ids.length, 0);
-        return s.ids.map((token, p): PackedToken => {
-          const pos = s.images?.positions;
-          return { token, position: p, kvBase: base, kvSlot: base + p, seq: si, ...(pos ? { mrope: [pos[0][p]!, pos[1][p]!, pos[2][p]!] } : {}) };
-        });
-      }),
-      (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes),
-    );
+    const batch = packPrompts(fwd, seqs, (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes));
     const acts = fwd.scratchLayerActs(batch.T, 'score');
     const rec = fwd.recorder('score');
     const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters }, encodeImages(fwd, rec, seqs));

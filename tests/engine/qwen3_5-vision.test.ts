@@ -7,6 +7,13 @@ import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import type { GridThw } from '../../src/engine/vision/inputs.ts';
+import { readSafetensorsHeader } from '../../src/model/checkpoint.ts';
+import { nodeFolderFiles } from '../../src/model/node-files.ts';
+import { decodeToFloat32 } from '../../src/model/safetensors.ts';
+import { peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.ts';
+import { QWEN3_5_LINEARS, storedTensorName } from '../../src/model/qwen3-tensors.ts';
+import type { NamedTensor } from '../../src/engine/types.ts';
+import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -15,7 +22,24 @@ const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pat
 const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
   input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][];
   position_ids: [number[], number[], number[]]; vision: { merged: number[] }; score_from: number; temperature: number; logprobs: number[];
+  loss_weights: number[];
 };
+
+async function tensorsOf(file: string): Promise<Map<string, Float32Array>> {
+  const files = nodeFolderFiles(DIR);
+  const out = new Map<string, Float32Array>();
+  for (const t of await readSafetensorsHeader(files, file)) out.set(t.name, decodeToFloat32(t, await files.read(file, t.fileOffset, t.fileOffset + t.byteLength)));
+  return out;
+}
+
+/** The worst relative error over the engine's gradients, each against `want(name)`. */
+function worstError(got: NamedTensor[], want: (name: string) => Float32Array | undefined): { name: string; rel: number } {
+  return got.map((t) => {
+    const w = want(t.name);
+    if (!w) throw new Error(`no reference gradient for ${t.name}`);
+    return { name: t.name, rel: relNormError(t.data, w) };
+  }).sort((a, b) => b.rel - a.rel)[0]!;
+}
 
 /** One F32 tensor of a safetensors file. */
 function readF32(file: string, name: string): Float32Array {
@@ -67,6 +91,36 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       engine.destroy();
     });
   }
+
+  it('gradients on the image+text prompt (vision tower frozen): LoRA on all twelve text linears and full fine-tuning of the language model within 1e-3 relative of torch', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const cfg = ckpt.config;
+    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, positions: expected.position_ids };
+    const request = () => ({
+      sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images }],
+      temperature: expected.temperature,
+      dLdLogp: [Float32Array.from(expected.loss_weights)],
+    });
+    const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+    lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
+    const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+    await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
+    await lora.backward(request());
+    const loraWant = await tensorsOf('lora-grads.safetensors');
+    const loraWorst = worstError(await lora.readGrads(), (n) => loraWant.get(peftTensorName(n, cfg)));
+    lora.destroy();
+
+    const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    full.setTrainable({ kind: 'full' });
+    await full.backward(request());
+    const fullWant = await tensorsOf('grads.safetensors');
+    const fullWorst = worstError(await full.readGrads(), (n) => fullWant.get(storedTensorName(cfg, n)));
+    full.destroy();
+    console.log(`image prompt grads: LoRA worst relative error ${loraWorst.rel.toExponential(2)} (${loraWorst.name}), full FT ${fullWorst.rel.toExponential(2)} (${fullWorst.name})`);
+    expect(loraWorst.rel, loraWorst.name).toBeLessThan(1e-3);
+    expect(fullWorst.rel, fullWorst.name).toBeLessThan(1e-3);
+  });
 
   it('several images in one pass attend within their own image only; bad image inputs fail with the problem named', async () => {
     const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
