@@ -70,8 +70,11 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype, vision: true });
       expect(engine.memoryPlan.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
       // f16: the tower's matrices are halves too; their rounding costs ~1e-3 in the tower, ~4e-3 in log-probs (a broken kernel costs O(1)).
-      const towerMatrix = engine.internals.vision!['params'].get('model.visual.blocks.0.attn.qkv.weight')!;
-      expect(towerMatrix.dtype).toBe(weightDtype);
+      const towerParams = engine.internals.vision!.params;
+      expect(towerParams.get('model.visual.blocks.0.attn.qkv.weight')!.dtype).toBe(weightDtype);
+      // The plan counts exactly the bytes the tower's weights were uploaded into.
+      const uploaded = [...towerParams.values()].reduce((a, p) => a + p.chunks.reduce((b, c) => b + c.buffer.size, 0), 0);
+      expect(engine.memoryPlan.items.find((i) => i.name === 'vision tower weights')!.bytes).toBe(uploaded);
       const tol = weightDtype === 'f32' ? 1e-4 : 2e-2;
       const main = readF32(PIXELS, 'main');
       const merged = await towerOutput(engine, main, expected.image_grid_thw);

@@ -26,7 +26,7 @@ export class VisionTower {
     private readonly fwd: Qwen3Forward,
     readonly config: VisionTowerConfig,
     /** Tensors by stored name (`model.visual.…`); matrices 2-D (the patch embedding flattened). */
-    private readonly params: Map<string, ParamEntry>,
+    readonly params: Map<string, ParamEntry>,
   ) {}
 
   private param(name: string): ParamEntry {
