@@ -4,13 +4,13 @@
 
 import type { ModelConfig } from '../model/types.ts';
 import type { Gpu } from './gpu.ts';
+import { MatmulMode, type ImageSplice, type MatmulArgs, type PackedToken, type VisionEncoder } from './internals.ts';
 import type {
-  KernelVariants, MatmulVariant, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
+  KernelVariants, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, StagingPool, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import { mropeTable } from './vision/inputs.ts';
-import type { VisionTower } from './vision/tower.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
 import { sequenceTable } from './linear-attention-plan.ts';
@@ -18,37 +18,7 @@ import { weightLoads, type HalfLoads } from './weight-loads.ts';
 
 export type { HalfLoads };
 
-export type { AttentionVariant, KernelVariants, MatmulVariant } from './internals.ts';
-
-/** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
-export interface PackedToken {
-  token: number;
-  position: number;
-  kvBase: number;
-  kvSlot: number;
-  seq: number;
-  /**
-   * M-RoPE positions (temporal, height, width) of a prompt with images (transformers' 3×T
-   * position_ids); absent = all three equal `position`. `position` itself stays the token's index in
-   * its sequence: attention's causal extent is by index, only the rotary angles use these.
-   */
-  mrope?: readonly [number, number, number];
-}
-
-/** Merged image embeddings to splice into the text embeddings: embeds row i → packed row rows[i]. */
-export interface ImageSplice {
-  embeds: GPUBuffer;
-  /** (count) u32 packed rows of the <|image_pad|> tokens. */
-  rows: GPUBuffer;
-  count: number;
-}
-
-/** Write modes of matmul.wgsl. */
-export const enum MatmulMode {
-  Overwrite = 0,
-  Accumulate = 1,
-  Residual = 2,
-}
+export type { AttentionVariant, ImageSplice, KernelVariants, MatmulVariant, PackedToken } from './internals.ts';
 
 /** Byte budget of one logits chunk (rows × vocab columns × 4 bytes) when scoring. */
 const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -68,7 +38,7 @@ export class Qwen3Forward implements EngineInternals {
   /** Outgrown scratch buffers, destroyed after the next submit. */
   private retired: GPUBuffer[] = [];
   /** Qwen3.5's vision tower when loaded (loadEngine's `vision` option); its config carries the M-RoPE section. */
-  vision: VisionTower | null = null;
+  vision: VisionEncoder | null = null;
 
   constructor(
     readonly gpu: Gpu,
@@ -235,14 +205,7 @@ export class Qwen3Forward implements EngineInternals {
    * y[:, yOffset .. yOffset+N) (row stride ldy) = scale · x·W[wRow0 .. wRow0+N)ᵀ, with mode
    * overwrite / accumulate / residual. W is a raw buffer of `dtype` holding rows of length K.
    */
-  encodeMatmul(rec: Recorder, a: {
-    x: GPUBuffer; w: GPUBuffer; wDtype: 'f16' | 'f32'; y: GPUBuffer; M: number; N: number; K: number;
-    wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
-    /** Kernel variant (default: the engine's). */
-    variant?: MatmulVariant;
-    /** How f16 W is read (default: the engine's). */
-    halfLoads?: HalfLoads;
-  }): void {
+  encodeMatmul(rec: Recorder, a: MatmulArgs): void {
     const mode = a.mode ?? MatmulMode.Overwrite;
     const tiled = (a.variant ?? this.kernelVariants.matmul) === 'tiled';
     const wRow0 = a.wRow0 ?? 0;

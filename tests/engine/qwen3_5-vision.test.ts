@@ -7,6 +7,7 @@ import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import type { GridThw } from '../../src/engine/vision/inputs.ts';
+import type { VisionTower } from '../../src/engine/vision/tower.ts';
 import { readSafetensorsHeader } from '../../src/model/checkpoint.ts';
 import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { decodeToFloat32 } from '../../src/model/safetensors.ts';
@@ -70,7 +71,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype, vision: true });
       expect(engine.memoryPlan.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
       // f16: the tower's matrices are halves too; their rounding costs ~1e-3 in the tower, ~4e-3 in log-probs (a broken kernel costs O(1)).
-      const towerParams = engine.internals.vision!.params;
+      const towerParams = (engine.internals.vision as VisionTower).params;
       expect(towerParams.get('model.visual.blocks.0.attn.qkv.weight')!.dtype).toBe(weightDtype);
       // The plan counts exactly the bytes the tower's weights were uploaded into.
       const uploaded = [...towerParams.values()].reduce((a, p) => a + p.chunks.reduce((b, c) => b + c.buffer.size, 0), 0);

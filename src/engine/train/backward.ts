@@ -8,7 +8,7 @@
 //   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
 
-import type { EngineInternals, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
+import type { EngineInternals, ImageSplice, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
@@ -17,7 +17,6 @@ import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.
 import { DELTA_CHUNK, deltaBackwardTile, deltaBackwardWork } from '../linear-attention-plan.ts';
 import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
 import { checkImageInputs, encodeImages, packPrompts } from '../vision/prompts.ts';
-import type { ImageSplice } from '../forward.ts';
 
 const NEG_BIG = -3.0e38;
 

@@ -4,8 +4,7 @@
 
 import { readSafetensorsHeader, type OpenedCheckpoint, type StoredTensor } from '../../model/checkpoint.ts';
 import { decodeToFloat32, dtypeSize } from '../../model/safetensors.ts';
-import type { ParamEntry } from '../internals.ts';
-import type { Qwen3Forward } from '../forward.ts';
+import type { EngineInternals, ParamEntry } from '../internals.ts';
 import { fitsHalf, uploadTensor, type RowReader } from '../params.ts';
 import { readVisionTowerConfig, visionTensorLayout } from './config.ts';
 import { VisionTower } from './tower.ts';
@@ -25,7 +24,7 @@ async function visionTensors(ckpt: OpenedCheckpoint): Promise<Map<string, Stored
  * every value fits a half, as the decoder's). Throws when the checkpoint has no vision_config or a
  * tensor is missing or misshapen.
  */
-export async function loadVisionTower(fwd: Qwen3Forward, ckpt: OpenedCheckpoint, matrixDtype: 'f16' | 'f32'): Promise<VisionTower> {
+export async function loadVisionTower(fwd: EngineInternals, ckpt: OpenedCheckpoint, matrixDtype: 'f16' | 'f32'): Promise<VisionTower> {
   const config = readVisionTowerConfig(ckpt.config.raw, fwd.config.rotaryDim);
   if (!config) throw new Error(`${ckpt.location}: config.json has no vision_config (not a vision-language checkpoint)`);
   if (config.outHiddenSize !== fwd.config.hiddenSize) {
@@ -47,7 +46,7 @@ export async function loadVisionTower(fwd: Qwen3Forward, ckpt: OpenedCheckpoint,
       // The position table is gathered row by row by pos_embed.wgsl, which reads f32.
       const matrix = shape.length >= 2 && !name.endsWith('pos_embed.weight');
       const dtype = matrixDtype === 'f16' && matrix && rowLen % 2 === 0 && fitsHalf(read, rows, rowLen) ? 'f16' : 'f32';
-      params.set(name, uploadTensor(fwd.device, name, shape.length >= 2 ? [rows, rowLen] : shape, read, dtype, fwd.maxBindingBytes));
+      params.set(name, uploadTensor(fwd.gpu.device, name, shape.length >= 2 ? [rows, rowLen] : shape, read, dtype, fwd.maxBindingBytes));
     }
   } catch (err) {
     for (const p of params.values()) for (const c of p.chunks) c.buffer.destroy();

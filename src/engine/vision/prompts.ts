@@ -1,8 +1,7 @@
 // Prompts with images, shared by scoring and backward: the pack (M-RoPE positions for sequences
 // that carry images) and the vision tower's output placed at the <|image_pad|> rows.
 
-import type { ImageSplice, PackedToken } from '../forward.ts';
-import type { EngineInternals, PackedBatch } from '../internals.ts';
+import type { EngineInternals, ImageSplice, PackedBatch, PackedToken } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
 import type { ScoreSequence } from '../types.ts';
 import type { GridThw } from './inputs.ts';

@@ -5,9 +5,7 @@
 // merger (LayerNorm, each 2×2 block's patches concatenated, MLP with exact GELU) into the language
 // model's hidden size. Output rows are in the order transformers' masked_scatter consumes them.
 
-import type { Qwen3Forward } from '../forward.ts';
-import { MatmulMode } from '../forward.ts';
-import type { ParamEntry } from '../internals.ts';
+import { MatmulMode, type EngineInternals, type ParamEntry, type VisionEncoder } from '../internals.ts';
 import { groups1d, f32, type Recorder } from '../recorder.ts';
 import { patchLayout, type GridThw } from './inputs.ts';
 import { patchValues, type VisionTowerConfig } from './config.ts';
@@ -21,9 +19,9 @@ const enum Act {
   GeluErf = 2,
 }
 
-export class VisionTower {
+export class VisionTower implements VisionEncoder {
   constructor(
-    private readonly fwd: Qwen3Forward,
+    private readonly fwd: EngineInternals,
     readonly config: VisionTowerConfig,
     /** Tensors by stored name (`model.visual.…`); matrices 2-D (the patch embedding flattened). */
     readonly params: Map<string, ParamEntry>,
@@ -70,7 +68,7 @@ export class VisionTower {
     const d = c.headDim;
     const fwd = this.fwd;
     const buf = (role: string, floats: number) => fwd.scratchBuffer(`visual.${role}`, floats * 4);
-    const q = fwd.device.queue;
+    const q = fwd.gpu.device.queue;
     const pixels = buf('pixels', S * P);
     q.writeBuffer(pixels, 0, pixelValues.buffer, pixelValues.byteOffset, pixelValues.byteLength);
     const posIndex = fwd.scratchBuffer('visual.posIndex', layout.posIndex.byteLength);
