@@ -112,3 +112,44 @@ export function mropeTable(positions: readonly (readonly [number, number, number
   });
   return out;
 }
+
+/**
+ * transformers' get_rope_index for one sequence of images and text (no video): text tokens count up
+ * on all three axes; the t·(h/m)·(w/m) <|image_pad|> tokens of an image take (start + t, start + row,
+ * start + col) with start the position after the preceding text, and the text after it resumes at
+ * start + max(h, w)/m. Returns the 3 rows (temporal, height, width) and the rope delta
+ * (max position + 1 − length) that decoding after the prompt adds to a token's index.
+ */
+export function mropePositionIds(ids: readonly number[], grids: readonly GridThw[], cfg: { imageTokenId: number; spatialMergeSize: number }): { positions: [number[], number[], number[]]; delta: number } {
+  const m = cfg.spatialMergeSize;
+  checkGrids(grids, m);
+  const rows: [number[], number[], number[]] = [[], [], []];
+  let next = 0;
+  let image = 0;
+  for (let i = 0; i < ids.length;) {
+    if (ids[i] !== cfg.imageTokenId) {
+      for (const r of rows) r.push(next);
+      next += 1;
+      i += 1;
+      continue;
+    }
+    const grid = grids[image++];
+    if (!grid) throw new Error(`vision: the ids hold more images (runs of image token ${cfg.imageTokenId}) than the ${grids.length} grid(s) given`);
+    const [t, h, w] = [grid[0], grid[1] / m, grid[2] / m];
+    for (let ti = 0; ti < t; ti++) {
+      for (let r = 0; r < h; r++) {
+        for (let c = 0; c < w; c++) {
+          if (ids[i] !== cfg.imageTokenId) throw new Error(`vision: image ${image - 1} (${grid.join('×')} patches) needs ${t * h * w} image tokens in a row at position ${i - (ti * h * w + r * w + c)}`);
+          rows[0].push(next + ti);
+          rows[1].push(next + r);
+          rows[2].push(next + c);
+          i += 1;
+        }
+      }
+    }
+    next += Math.max(h, w);
+  }
+  if (image !== grids.length) throw new Error(`vision: ${grids.length} grid(s) given but the ids hold ${image} image(s)`);
+  const max = rows.reduce((a, r) => r.reduce((b, v) => Math.max(b, v), a), -1);
+  return { positions: rows, delta: max + 1 - ids.length };
+}
