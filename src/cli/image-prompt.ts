@@ -3,9 +3,18 @@
 // does (in id space: the pad is an added token, so expanding the text or the ids gives the same ids),
 // and the M-RoPE position ids of transformers' get_rope_index.
 
+import { readFile } from 'node:fs/promises';
 import { renderChat, type ChatMessage } from '../model/chat-template.ts';
-import type { TextTokenizer } from '../model/tokenizer.ts';
+import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
+import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { mropePositionIds, type GridThw } from '../engine/vision/inputs.ts';
+import { readVisionTowerConfig } from '../engine/vision/config.ts';
+import type { ScoreImages } from '../engine/types.ts';
+import { decodePng } from '../vision/png.ts';
+import { preprocessImage, readImageProcessorConfig } from '../vision/processor.ts';
+
+/** Processor config files as transformers writes them (newest first). */
+const PROCESSOR_FILES = ['processor_config.json', 'preprocessor_config.json'];
 
 export interface ImagePrompt {
   ids: number[];
@@ -23,4 +32,26 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
   const n = (grid[0] * grid[1] * grid[2]) / cfg.spatialMergeSize ** 2;
   const ids = rendered.flatMap((t) => (t === cfg.imageTokenId ? new Array<number>(n).fill(t) : [t]));
   return { ids, positions: mropePositionIds(ids, [grid], cfg).positions };
+}
+
+/** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
+export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text: string): Promise<{ ids: number[]; images: ScoreImages }> {
+  const vision = readVisionTowerConfig(ckpt.config.raw, ckpt.config.rotaryDim);
+  if (!vision) throw new Error(`--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
+  let processor = null;
+  for (const name of PROCESSOR_FILES) {
+    const found = await ckpt.readText(name);
+    if (found !== null) {
+      processor = readImageProcessorConfig(found, `${ckpt.location}/${name}`);
+      break;
+    }
+  }
+  if (!processor) throw new Error(`--image: ${ckpt.location} has no ${PROCESSOR_FILES.join(' or ')}`);
+  if (processor.patchSize !== vision.patchSize || processor.temporalPatchSize !== vision.temporalPatchSize || processor.mergeSize !== vision.spatialMergeSize) {
+    throw new Error(`--image: the processor's patch ${processor.patchSize}, temporal ${processor.temporalPatchSize}, merge ${processor.mergeSize} differ from vision_config's ${vision.patchSize}, ${vision.temporalPatchSize}, ${vision.spatialMergeSize}`);
+  }
+  const { pixelValues, grid } = preprocessImage(decodePng(new Uint8Array(await readFile(file)), file), processor);
+  const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
+  const { ids, positions } = imagePrompt(tokenizer, text, grid, vision);
+  return { ids, images: { pixelValues, grids: [grid], positions } };
 }
