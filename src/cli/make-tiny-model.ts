@@ -36,7 +36,9 @@ qwen3_5 only:
   --conv-kernel N        linear_conv_kernel_dim (default ${TINY_DEFAULTS.convKernel})
   --partial-rotary X     partial_rotary_factor (default ${TINY_DEFAULTS.partialRotary})
   --composite true|false write Qwen3_5ForConditionalGeneration's form (text_config,
-                         model.language_model.* tensors) instead of Qwen3_5ForCausalLM's (default false)`;
+                         model.language_model.* tensors) instead of Qwen3_5ForCausalLM's (default false)
+  --vision               add a tiny vision tower (vision_config, model.visual.* tensors,
+                         processor_config.json); implies --composite true`;
 
 const INT_FLAGS: Record<string, keyof TinyModelOptions> = {
   seed: 'seed', hidden: 'hidden', layers: 'layers', heads: 'heads', 'kv-heads': 'kvHeads',
@@ -45,9 +47,12 @@ const INT_FLAGS: Record<string, keyof TinyModelOptions> = {
   'linear-key-head-dim': 'linearKeyHeadDim', 'linear-value-head-dim': 'linearValueHeadDim', 'conv-kernel': 'convKernel',
 };
 
-const OPTIONS: OptionTable = Object.fromEntries(
-  ['out', ...Object.keys(INT_FLAGS), 'tie', 'store-lm-head', 'tokenizer', 'dtype', 'config-form', 'arch', 'layer-types', 'partial-rotary', 'composite'].map((k) => [k, { type: 'string' as const }]),
-);
+const OPTIONS: OptionTable = {
+  ...Object.fromEntries(
+    ['out', ...Object.keys(INT_FLAGS), 'tie', 'store-lm-head', 'tokenizer', 'dtype', 'config-form', 'arch', 'layer-types', 'partial-rotary', 'composite'].map((k) => [k, { type: 'string' as const }]),
+  ),
+  vision: { type: 'boolean' },
+};
 
 export function parseArgs(argv: string[]): { out: string; options: TinyModelOptions } | 'help' {
   const p = parseCli(argv, OPTIONS);
@@ -69,6 +74,7 @@ export function parseArgs(argv: string[]): { out: string; options: TinyModelOpti
   for (const [flag, key] of [['tokenizer', 'tokenizer'], ['dtype', 'dtype'], ['config-form', 'configForm'], ['arch', 'arch']] as const) {
     if (str(p, flag) !== undefined) options[key] = str(p, flag);
   }
+  if (p.values.vision === true) options.vision = true;
   const partial = str(p, 'partial-rotary');
   if (partial !== undefined) {
     const x = Number(partial);

@@ -23,6 +23,8 @@ export interface OpenCheckpointOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Abort a download. */
   signal?: AbortSignal;
+  /** Keep Qwen3.5's vision tower (`model.visual.*`, checked against vision_config); default false drops it. */
+  vision?: boolean;
   /** Automatic resumes of a download after a dropped connection (default 3). */
   retries?: number;
   /** Wait before the first automatic resume, doubled each time (default 500 ms). */

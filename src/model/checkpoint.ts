@@ -25,7 +25,7 @@ export interface OpenedCheckpoint extends Checkpoint {
   location: string;
   /** The weights files, in shard order. */
   weightFiles: string[];
-  /** Every decoder tensor with its file and offset, under canonical names (same keys as `tensors`). */
+  /** Every decoder tensor (and vision tensor, if opened with `vision`) with its file and offset, under canonical names (same keys as `tensors`). */
   stored: Map<string, StoredTensor>;
   /** Sum of the bytes of the tensors in `stored`. */
   totalTensorBytes: number;
@@ -55,7 +55,7 @@ const isNode = typeof process !== 'undefined' && !!process.versions?.node;
  * - browser `File`s (a picked folder), a Map of in-memory files, or any CheckpointFiles.
  */
 export async function openCheckpoint(source: CheckpointSource, options: OpenCheckpointOptions = {}): Promise<OpenedCheckpoint> {
-  return openCheckpointFiles(await resolveSource(source, options));
+  return openCheckpointFiles(await resolveSource(source, options), options);
 }
 
 async function resolveSource(source: CheckpointSource, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
@@ -77,12 +77,18 @@ async function resolveSource(source: CheckpointSource, options: OpenCheckpointOp
   throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
 }
 
-/** Reads config.json and the safetensors headers of whatever files hold the checkpoint. */
-export async function openCheckpointFiles(files: CheckpointFiles): Promise<OpenedCheckpoint> {
+/**
+ * Reads config.json and the safetensors headers of whatever files hold the checkpoint. The vision
+ * tower's tensors are dropped unless `vision` is true (then the config must have a vision_config).
+ */
+export async function openCheckpointFiles(files: CheckpointFiles, { vision = false }: Pick<OpenCheckpointOptions, 'vision'> = {}): Promise<OpenedCheckpoint> {
   const where = files.location;
   const configText = await files.readText('config.json');
   if (configText === null) throw new Error(`${where}: no config.json (not a Hugging Face model folder?)`);
   const config = parseConfigText(configText, `${where}/config.json`);
+  if (vision && !config.vision) {
+    throw new Error(`${where}/config.json: no vision_config, so there is no vision tower to load (a Qwen3_5ForConditionalGeneration checkpoint has one)`);
+  }
 
   const weightFiles = await listWeightFiles(files);
   const stored = new Map<string, StoredTensor>();
@@ -104,9 +110,10 @@ export async function openCheckpointFiles(files: CheckpointFiles): Promise<Opene
   }
 
   // Qwen3.5's composite checkpoints nest the decoder under model.language_model. and carry a vision tower
-  // and an MTP head: keep the decoder's tensors only, under the canonical model.* names the engine uses.
+  // and an MTP head: keep the decoder's tensors under the canonical model.* names the engine uses, and
+  // the tower's (model.visual.*) only when asked.
   for (const [storedName, t] of [...stored]) {
-    const name = canonicalTensorName(config, storedName);
+    const name = canonicalTensorName(config, storedName, vision);
     if (name === storedName) continue;
     stored.delete(storedName);
     totalTensorBytes -= name === null ? t.byteLength : 0;

@@ -1,8 +1,10 @@
 // config.json → ModelConfig. Accepts both serializations of a Qwen3 config (shared/specs/qwen3.md §2):
 // transformers 4 (`rope_theta`, `torch_dtype`) and transformers 5 (`rope_parameters.rope_theta`, `dtype`),
 // and Qwen3.5's text model (docs/qwen3_5.md §1): flat (`qwen3_5_text`, Qwen3_5ForCausalLM) or nested
-// under `text_config` (`qwen3_5`, Qwen3_5ForConditionalGeneration, whose vision tower we do not load).
+// under `text_config` (`qwen3_5`, Qwen3_5ForConditionalGeneration, with its vision tower's `vision_config`
+// when present: vision-config.ts).
 
+import { parseVisionConfig } from './vision-config.ts';
 import type { Architecture, LayerType, LinearAttentionConfig, ModelConfig } from './types.ts';
 
 type Json = Record<string, unknown>;
@@ -181,6 +183,11 @@ export function parseConfig(json: unknown, file = 'config.json'): ModelConfig {
     }
   }
 
+  // Only the composite class has a tower; a composite config without vision_config (webgrpo's text-only
+  // tiny models) has none stored, so none is loaded (transformers would build a default one).
+  const hasVision = qwen35 && text !== raw && raw.vision_config !== undefined && raw.vision_config !== null;
+  const vision = hasVision ? parseVisionConfig(raw, hiddenSize, vocabSize, ropeParameters, fail) : null;
+
   return {
     architecture,
     layerTypes,
@@ -202,6 +209,7 @@ export function parseConfig(json: unknown, file = 'config.json'): ModelConfig {
     maxPositionEmbeddings: positiveInt('max_position_embeddings', qwen35 ? QWEN3_5_DEFAULTS.max_position_embeddings : 40960),
     bosTokenId,
     eosTokenIds,
+    vision,
     raw,
   };
 }
@@ -247,7 +255,7 @@ export function declaredDtype(config: ModelConfig): 'BF16' | 'F16' | 'F32' | nul
 /** The Qwen3.5-only fields as a Qwen3 model has them, for configs built in code (tests, benchmarks). */
 export function qwen3ArchitectureFields(numLayers: number, headDim: number): Pick<
   ModelConfig,
-  'architecture' | 'layerTypes' | 'linearAttention' | 'partialRotaryFactor' | 'rotaryDim' | 'attnOutputGate' | 'tensorPrefix'
+  'architecture' | 'layerTypes' | 'linearAttention' | 'partialRotaryFactor' | 'rotaryDim' | 'attnOutputGate' | 'tensorPrefix' | 'vision'
 > {
   return {
     architecture: 'qwen3',
@@ -257,5 +265,6 @@ export function qwen3ArchitectureFields(numLayers: number, headDim: number): Pic
     rotaryDim: headDim,
     attnOutputGate: false,
     tensorPrefix: 'model.',
+    vision: null,
   };
 }

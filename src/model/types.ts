@@ -16,6 +16,41 @@ export interface LinearAttentionConfig {
 }
 
 /**
+ * Qwen3.5's vision tower (Qwen3_5VisionModel, config.json `vision_config`) and what the prompt needs to
+ * place its output: the image tokens and the text rotary's M-RoPE split (docs/qwen3_5.md §Vision).
+ */
+export interface VisionConfig {
+  depth: number; // vision blocks
+  hiddenSize: number; // Dv
+  intermediateSize: number; // the blocks' MLP width
+  numHeads: number; // heads of the (bidirectional) block attention; headDim = hiddenSize / numHeads
+  headDim: number;
+  inChannels: number; // 3 (RGB)
+  patchSize: number; // p: a patch is p×p pixels…
+  temporalPatchSize: number; // …of tp frames (an image is repeated tp times)
+  spatialMergeSize: number; // m: the merger joins m×m neighbouring patches into one language-model token
+  outHiddenSize: number; // the merger's output width = the text model's hidden_size
+  /** The learned position grid: numPositionEmbeddings = side², bilinearly resampled to each image's patch grid. */
+  numPositionEmbeddings: number;
+  positionGridSide: number;
+  /** The blocks' MLP activation: 'gelu_pytorch_tanh' (Qwen3.5) or 'gelu' (erf); the merger always uses erf GELU. */
+  hiddenAct: 'gelu_pytorch_tanh' | 'gelu';
+  /** Base of the 2-D (axial) rotary of the blocks: headDim/4 frequencies for the row, the same for the column. */
+  ropeTheta: number;
+  /** LayerNorm epsilon of the blocks and the merger (fixed by transformers' code). */
+  layerNormEps: number;
+  imageTokenId: number;
+  videoTokenId: number;
+  visionStartTokenId: number;
+  visionEndTokenId: number;
+  /**
+   * The text rotary's M-RoPE: frequency i of the text model's rotary follows the temporal, height or
+   * width position as i mod 3 = 0, 1, 2 (interleaved), for i < 3·section[axis], else the temporal one.
+   */
+  mropeSection: [number, number, number];
+}
+
+/**
  * Qwen3 or Qwen3.5 (text) hyper-parameters, normalized from every config.json form (rope_theta or
  * rope_parameters; Qwen3.5's text_config nested or flat).
  *
@@ -50,6 +85,8 @@ export interface ModelConfig {
   maxPositionEmbeddings: number;
   bosTokenId: number | null;
   eosTokenIds: number[];
+  /** Qwen3_5ForConditionalGeneration's vision tower, when config.json has a vision_config; else null. */
+  vision: VisionConfig | null;
   /** The config.json as read, for round-tripping and display. */
   raw: Record<string, unknown>;
 }

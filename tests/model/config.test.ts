@@ -27,7 +27,7 @@ describe('parseConfig', () => {
         headDim: 128, rmsNormEps: 1e-6, ropeTheta: 1000000, tieWordEmbeddings: true, maxPositionEmbeddings: 40960,
         bosTokenId: 151643, eosTokenIds: [151645], raw: undefined,
         architecture: 'qwen3', layerTypes: Array(28).fill('full_attention'), linearAttention: null,
-        partialRotaryFactor: 1, rotaryDim: 128, attnOutputGate: false, tensorPrefix: 'model.',
+        partialRotaryFactor: 1, rotaryDim: 128, attnOutputGate: false, tensorPrefix: 'model.', vision: null,
       });
       expect(c.raw).toBe(raw);
       expect(declaredDtype(c)).toBe('BF16');
@@ -86,7 +86,8 @@ const QWEN3_5_TEXT = {
 };
 const QWEN3_5_VL = {
   architectures: ['Qwen3_5ForConditionalGeneration'], model_type: 'qwen3_5', image_token_id: 248056,
-  text_config: QWEN3_5_TEXT, tie_word_embeddings: true, vision_config: { depth: 12, model_type: 'qwen3_5' },
+  text_config: QWEN3_5_TEXT, tie_word_embeddings: true,
+  vision_config: { depth: 12, hidden_size: 768, intermediate_size: 3072, num_heads: 12, out_hidden_size: 1024, model_type: 'qwen3_5' },
 };
 
 describe('parseConfig: Qwen3.5', () => {
@@ -99,6 +100,12 @@ describe('parseConfig: Qwen3.5', () => {
       vocabSize: 248320, hiddenSize: 1024, intermediateSize: 3584, numLayers: 24, numHeads: 8, numKvHeads: 2,
       headDim: 256, rmsNormEps: 1e-6, ropeTheta: 10000000, tieWordEmbeddings: true, maxPositionEmbeddings: 262144,
       bosTokenId: null, eosTokenIds: [248044], raw: undefined,
+      vision: {
+        depth: 12, hiddenSize: 768, intermediateSize: 3072, numHeads: 12, headDim: 64, inChannels: 3, patchSize: 16,
+        temporalPatchSize: 2, spatialMergeSize: 2, outHiddenSize: 1024, numPositionEmbeddings: 2304, positionGridSide: 48,
+        hiddenAct: 'gelu_pytorch_tanh', ropeTheta: 10000, layerNormEps: 1e-6, imageTokenId: 248056, videoTokenId: 248057,
+        visionStartTokenId: 248053, visionEndTokenId: 248054, mropeSection: [11, 11, 10],
+      },
     });
     expect(declaredDtype(c)).toBe('BF16');
   });

@@ -1,0 +1,60 @@
+// The tensor names and shapes of Qwen3.5's vision tower (`model.visual.*` of a
+// Qwen3_5ForConditionalGeneration checkpoint, docs/qwen3_5.md §Vision), derived from its vision config.
+
+import type { ExpectedTensor } from './qwen3-tensors.ts';
+import type { VisionConfig } from './types.ts';
+
+export const VISION_PREFIX = 'model.visual.';
+
+/** The linears of one vision block ([out, in] weights, each with a bias). */
+export const VISION_BLOCK_LINEARS = ['attn.qkv', 'attn.proj', 'mlp.linear_fc1', 'mlp.linear_fc2'] as const;
+export type VisionBlockLinear = (typeof VISION_BLOCK_LINEARS)[number];
+
+/** Width of the merger's input: the m×m merged patches' features side by side. */
+export function mergedWidth(v: VisionConfig): number {
+  return v.hiddenSize * v.spatialMergeSize * v.spatialMergeSize;
+}
+
+/** Values in one flattened patch: channels × temporal frames × p × p (the patch embedding's Conv3d kernel). */
+export function patchDim(v: VisionConfig): number {
+  return v.inChannels * v.temporalPatchSize * v.patchSize * v.patchSize;
+}
+
+export function visionBlockLinearShape(v: VisionConfig, linear: VisionBlockLinear): [number, number] {
+  const D = v.hiddenSize;
+  switch (linear) {
+    case 'attn.qkv': return [3 * D, D];
+    case 'attn.proj': return [D, D];
+    case 'mlp.linear_fc1': return [v.intermediateSize, D];
+    case 'mlp.linear_fc2': return [D, v.intermediateSize];
+  }
+}
+
+/** Every vision tensor in module order: patch embedding, position grid, blocks, merger. */
+export function visionTensorLayout(v: VisionConfig): ExpectedTensor[] {
+  const D = v.hiddenSize;
+  const p = VISION_PREFIX;
+  const out: ExpectedTensor[] = [
+    { name: `${p}patch_embed.proj.weight`, shape: [D, v.inChannels, v.temporalPatchSize, v.patchSize, v.patchSize] },
+    { name: `${p}patch_embed.proj.bias`, shape: [D] },
+    { name: `${p}pos_embed.weight`, shape: [v.numPositionEmbeddings, D] },
+  ];
+  for (let b = 0; b < v.depth; b++) {
+    const bp = `${p}blocks.${b}`;
+    out.push({ name: `${bp}.norm1.weight`, shape: [D] }, { name: `${bp}.norm1.bias`, shape: [D] });
+    out.push({ name: `${bp}.norm2.weight`, shape: [D] }, { name: `${bp}.norm2.bias`, shape: [D] });
+    for (const linear of VISION_BLOCK_LINEARS) {
+      const shape = visionBlockLinearShape(v, linear);
+      out.push({ name: `${bp}.${linear}.weight`, shape }, { name: `${bp}.${linear}.bias`, shape: [shape[0]] });
+    }
+  }
+  const M = mergedWidth(v);
+  out.push({ name: `${p}merger.norm.weight`, shape: [D] }, { name: `${p}merger.norm.bias`, shape: [D] });
+  out.push({ name: `${p}merger.linear_fc1.weight`, shape: [M, M] }, { name: `${p}merger.linear_fc1.bias`, shape: [M] });
+  out.push({ name: `${p}merger.linear_fc2.weight`, shape: [v.outHiddenSize, M] }, { name: `${p}merger.linear_fc2.bias`, shape: [v.outHiddenSize] });
+  return out;
+}
+
+export function visionParamCount(v: VisionConfig): number {
+  return visionTensorLayout(v).reduce((s, t) => s + t.shape.reduce((a, b) => a * b, 1), 0);
+}
