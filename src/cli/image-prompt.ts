@@ -1,17 +1,18 @@
 // `score --image --text`'s prompt: one user message (the image, then the text) rendered by the model's
 // chat template, its <|image_pad|> expanded to the image's t·h·w/merge² tokens as Qwen3VLProcessor
 // does (in id space: the pad is an added token, so expanding the text or the ids gives the same ids),
-// and the M-RoPE position ids of transformers' get_rope_index.
+// and the M-RoPE position ids of transformers' get_rope_index (src/vision/image-prompt.ts).
 
 import { readFile } from 'node:fs/promises';
 import { renderChat, type ChatMessage } from '../model/chat-template.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
-import { mropePositionIds, type GridThw } from '../engine/vision/inputs.ts';
+import type { GridThw } from '../engine/vision/inputs.ts';
 import { readVisionTowerConfig } from '../engine/vision/config.ts';
 import type { ScoreImages } from '../engine/types.ts';
 import { decodePng } from '../vision/png.ts';
-import { preprocessImage, readImageProcessorConfig } from '../vision/processor.ts';
+import { parseImageProcessorConfig, processImage } from '../vision/image-processor.ts';
+import { expandImageTokens, mropePositionIds } from '../vision/image-prompt.ts';
 
 /** Processor config files as transformers writes them (newest first). */
 const PROCESSOR_FILES = ['processor_config.json', 'preprocessor_config.json'];
@@ -27,11 +28,9 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
   // transformers' multimodal message form: a list of content blocks.
   const message = { role: 'user', content: [{ type: 'image' }, { type: 'text', text }] } as unknown as ChatMessage;
   const rendered = tokenizer.encode(renderChat(template, [message], { addGenerationPrompt: true }));
-  const pads = rendered.filter((t) => t === cfg.imageTokenId).length;
-  if (pads !== 1) throw new Error(`the chat template rendered ${pads} image tokens (id ${cfg.imageTokenId}) for one image; expected exactly 1`);
-  const n = (grid[0] * grid[1] * grid[2]) / cfg.spatialMergeSize ** 2;
-  const ids = rendered.flatMap((t) => (t === cfg.imageTokenId ? new Array<number>(n).fill(t) : [t]));
-  return { ids, positions: mropePositionIds(ids, [grid], cfg).positions };
+  const images = [{ gridThw: [grid[0], grid[1], grid[2]] as [number, number, number] }];
+  const { ids, mmTokenTypeIds } = expandImageTokens(rendered, images, cfg.imageTokenId, cfg.spatialMergeSize);
+  return { ids, positions: mropePositionIds(mmTokenTypeIds, images, cfg.spatialMergeSize).positions };
 }
 
 /** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
@@ -42,7 +41,14 @@ export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text
   for (const name of PROCESSOR_FILES) {
     const found = await ckpt.readText(name);
     if (found !== null) {
-      processor = readImageProcessorConfig(found, `${ckpt.location}/${name}`);
+      const where = `${ckpt.location}/${name}`;
+      let json: unknown;
+      try {
+        json = JSON.parse(found);
+      } catch (err) {
+        throw new Error(`${where} is not valid JSON: ${(err as Error).message}`);
+      }
+      processor = parseImageProcessorConfig(json, where);
       break;
     }
   }
@@ -50,7 +56,8 @@ export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text
   if (processor.patchSize !== vision.patchSize || processor.temporalPatchSize !== vision.temporalPatchSize || processor.mergeSize !== vision.spatialMergeSize) {
     throw new Error(`--image: the processor's patch ${processor.patchSize}, temporal ${processor.temporalPatchSize}, merge ${processor.mergeSize} differ from vision_config's ${vision.patchSize}, ${vision.temporalPatchSize}, ${vision.spatialMergeSize}`);
   }
-  const { pixelValues, grid } = preprocessImage(decodePng(new Uint8Array(await readFile(file)), file), processor);
+  const png = decodePng(new Uint8Array(await readFile(file)), file);
+  const { pixelValues, gridThw: grid } = processImage(png.rgb, png.width, png.height, processor);
   const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
   const { ids, positions } = imagePrompt(tokenizer, text, grid, vision);
   return { ids, images: { pixelValues, grids: [grid], positions } };

@@ -1,40 +1,7 @@
-// Host-side inputs of image prompts (src/engine/vision/inputs.ts) against transformers' numbers.
-import { readFileSync } from 'node:fs';
+// The M-RoPE table (src/engine/vision/inputs.ts): plain RoPE when t = h = w, per-axis frequencies otherwise.
 import { describe, expect, it } from 'vitest';
-import { mropePositionIds, mropeTable } from '../../src/engine/vision/inputs.ts';
+import { mropeTable } from '../../src/engine/vision/inputs.ts';
 import { ropeTable } from '../../src/engine/rope-table.ts';
-
-const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
-const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
-  input_ids: number[]; image_grid_thw: [number, number, number][]; position_ids: number[][]; rope_delta: number;
-};
-const cfg = { imageTokenId: 484, spatialMergeSize: 2 };
-
-describe('M-RoPE position ids (get_rope_index)', () => {
-  it('equal the fixture\'s 3×T position ids and rope delta', () => {
-    const { positions, delta } = mropePositionIds(expected.input_ids, expected.image_grid_thw, cfg);
-    expect(positions).toEqual(expected.position_ids);
-    expect(delta).toBe(expected.rope_delta);
-  });
-
-  it('two images with text between them (transformers 5.18 get_rope_index output)', () => {
-    // ids/grids of a prompt run through transformers' Qwen3_5Model.get_rope_index (image token 300).
-    const ids = [5, 17, 301, ...Array(6).fill(300), 302, 40, 41, 42, 301, 300, 302, 60, 61];
-    const { positions, delta } = mropePositionIds(ids, [[1, 4, 6], [1, 2, 2]], { imageTokenId: 300, spatialMergeSize: 2 });
-    expect(positions).toEqual([
-      [0, 1, 2, 3, 3, 3, 3, 3, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14],
-      [0, 1, 2, 3, 3, 3, 4, 4, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14],
-      [0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
-    ]);
-    expect(delta).toBe(15 - ids.length);
-  });
-
-  it('refuses ids and grids that do not match', () => {
-    expect(() => mropePositionIds(expected.input_ids, [], cfg)).toThrow(/no image grids/);
-    expect(() => mropePositionIds(expected.input_ids.filter((_, i) => i !== 4), expected.image_grid_thw, cfg)).toThrow(/needs 6 image tokens in a row/);
-    expect(() => mropePositionIds(expected.input_ids, [...expected.image_grid_thw, [1, 2, 2]], cfg)).toThrow(/2 grid\(s\) given but the ids hold 1 image/);
-  });
-});
 
 describe('M-RoPE table', () => {
   it('is the plain RoPE table, bit for bit, when t = h = w (text-only prompts are unchanged)', () => {
