@@ -8,7 +8,6 @@ import { renderChat, type ChatMessage } from '../model/chat-template.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import type { GridThw } from '../engine/vision/inputs.ts';
-import { readVisionTowerConfig } from '../engine/vision/config.ts';
 import type { ScoreImages } from '../engine/types.ts';
 import { decodePng } from '../vision/png.ts';
 import { parseImageProcessorConfig, processImage } from '../vision/image-processor.ts';
@@ -35,7 +34,7 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
 
 /** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
 export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text: string): Promise<{ ids: number[]; images: ScoreImages }> {
-  const vision = readVisionTowerConfig(ckpt.config.raw, ckpt.config.rotaryDim);
+  const vision = ckpt.config.vision;
   if (!vision) throw new Error(`--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
   let processor = null;
   for (const name of PROCESSOR_FILES) {

@@ -5,7 +5,6 @@
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { loadVisionTower } from './vision/load.ts';
-import { readVisionTowerConfig } from './vision/config.ts';
 
 /** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
 const DEFAULT_IMAGE_PATCHES = 1024;
@@ -255,7 +254,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
   }
-  const visionConfig = opts.vision ? readVisionTowerConfig(cfg.raw, cfg.rotaryDim) : null;
+  const visionConfig = opts.vision ? cfg.vision : null;
   if (opts.vision && !visionConfig) {
     if (ownsGpu) gpu.device.destroy();
     throw new Error('vision: config.json has no vision_config (not a vision-language checkpoint)');

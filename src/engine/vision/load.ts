@@ -6,7 +6,7 @@ import { readSafetensorsHeader, type OpenedCheckpoint, type StoredTensor } from 
 import { decodeToFloat32, dtypeSize } from '../../model/safetensors.ts';
 import type { EngineInternals, ParamEntry } from '../internals.ts';
 import { fitsHalf, uploadTensor, type RowReader } from '../params.ts';
-import { readVisionTowerConfig, visionTensorLayout } from './config.ts';
+import { visionTensorLayout } from './config.ts';
 import { VisionTower } from './tower.ts';
 
 async function visionTensors(ckpt: OpenedCheckpoint): Promise<Map<string, StoredTensor>> {
@@ -25,11 +25,8 @@ async function visionTensors(ckpt: OpenedCheckpoint): Promise<Map<string, Stored
  * tensor is missing or misshapen.
  */
 export async function loadVisionTower(fwd: EngineInternals, ckpt: OpenedCheckpoint, matrixDtype: 'f16' | 'f32'): Promise<VisionTower> {
-  const config = readVisionTowerConfig(ckpt.config.raw, fwd.config.rotaryDim);
+  const config = ckpt.config.vision;
   if (!config) throw new Error(`${ckpt.location}: config.json has no vision_config (not a vision-language checkpoint)`);
-  if (config.outHiddenSize !== fwd.config.hiddenSize) {
-    throw new Error(`config.json vision_config.out_hidden_size ${config.outHiddenSize} differs from the language model's hidden_size ${fwd.config.hiddenSize}`);
-  }
   const stored = await visionTensors(ckpt);
   const params = new Map<string, ParamEntry>();
   try {
