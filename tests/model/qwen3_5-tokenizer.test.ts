@@ -105,4 +105,12 @@ describe(`Qwen3.5 chat templates render as transformers ${fixture.writer.transfo
     expect(isPrefixPreserving(thinkTemplate, tok)).toBe(true);
     expect(rolloutChatTemplate(tok, { hasTools: true })).toBe(tok.chatTemplate);
   });
+
+  it("one that is not (Qwen3's loop.last rule) is refused, not swapped for the Qwen3 variant's JSON calls", () => {
+    const variant = tok.chatTemplate!.replace('{%- if loop.index0 > ns.last_query_index %}', '{%- if loop.index0 > ns.last_query_index and loop.last %}');
+    expect(variant).not.toBe(tok.chatTemplate);
+    const other: TextTokenizer = { ...tok, chatTemplate: variant, chatTemplates: { default: variant } };
+    expect(isPrefixPreserving(variant, other)).toBe(false);
+    expect(() => rolloutChatTemplate(other, { hasTools: true })).toThrow(/JSON tool calls/);
+  });
 });
