@@ -73,6 +73,11 @@ describe('the compare view and the exported page', { timeout: 300_000 }, () => {
     expect(kept.status).toBe(200);
     const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
     const page = await context.newPage();
+    // Another browser: the run's id alone opens nothing, its share link does.
+    await page.goto(`${app.url}/#/runs/${run.id}`);
+    await page.getByTestId('not-found').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('not-found').textContent()).toMatch(/share link needed/);
+    await page.screenshot({ path: `${SCREENSHOTS}share-link-needed.png` });
     await page.goto(`${app.url}/#/runs/${run.id}?share=${run.shareToken}`);
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-page').click()]);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-page-'));
