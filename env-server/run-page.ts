@@ -89,7 +89,7 @@ export function renderRunPage({ run, steps, rollouts, adapter }: RunPageInput): 
     ? '<p class="muted">No adapter was kept with this run.</p>'
     : adapter.bytes
       ? `<ul>${adapter.files.map((f) => `<li><a data-testid="page-adapter" download="${escape(f.name)}" href="data:application/octet-stream;base64,${adapter.bytes!.get(f.name)!.toString('base64')}">${escape(f.name)}</a> (${f.bytes} bytes)</li>`).join('')}</ul>`
-      : `<p>The adapter (${adapter.files.reduce((n, f) => n + f.bytes, 0)} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds: fetch it from the run store, <code>/api/runs/${escape(run.id)}/artifacts/adapter/&lt;file&gt;</code> (${adapter.files.map((f) => escape(f.name)).join(', ')}).</p>`;
+      : `<p>The adapter (${adapter.files.reduce((n, f) => n + f.bytes, 0)} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds: fetch it from the run store with the token of the run's share link, <code>/api/runs/${escape(run.id)}/artifacts/adapter/&lt;file&gt;?share=&lt;token&gt;</code> (${adapter.files.map((f) => escape(f.name)).join(', ')}).</p>`;
   const model = String(run.model.name ?? run.model.id ?? '');
   const task = String(run.env.task ?? run.env.name ?? '');
   return `<!doctype html>

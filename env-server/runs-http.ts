@@ -1,7 +1,9 @@
 // HTTP API of the run store, mounted on the env-server (`extraHandlers`):
-//   POST /api/runs                         create → 201 {id, writeToken, shareUrl}
-//   POST /api/runs/import                  import an exported run → 201 {id, writeToken, shareUrl}
-//   GET  /api/runs/:id[?after=STEP]        run summary + steps after STEP (polling for live views)
+//   POST /api/runs                         create → 201 {id, writeToken, shareToken, shareUrl}
+//   POST /api/runs/import                  import an exported run → 201 {id, writeToken, shareToken, shareUrl}
+//   POST /api/runs/list                    {writeTokens, limit?, offset?} → the caller's own runs {runs, total}
+//   GET  /api/runs[?limit=N&offset=M]      every run, newest first → {runs, total} (local tools only)
+//   GET  /api/runs/:id[?after=STEP]        run summary + steps after STEP + its shareToken (polling for live views)
 //   GET  /api/runs/:id/rollouts[?step=S|?from=A&to=B|?last=N] → {rollouts, steps: every step with rollouts}
 //   POST /api/runs/:id/name                {name}                       (header x-webgrpo-write-token)
 //   DELETE /api/runs/:id                   the run, its steps, rollouts and files (header x-webgrpo-write-token)
@@ -9,21 +11,22 @@
 //   GET  /api/runs/:id/page                the run as one self-contained HTML page (run-page.ts)
 //   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
 //   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
-//   GET  /api/runs[?limit=N&offset=M]      the runs list, newest first → {runs, total}
 //   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
 //   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
 //   GET  /api/runs/:id/artifacts/:bundle/:name   one file, as a download
-// Reads need only the id (the share link); writes need the token returned at creation and must be
-// application/json. Who may send them at all (Host, Origin) the server decides for every route
-// before this handler runs (origin-policy.ts).
+// Every GET of a run needs its share token (header x-webgrpo-share-token or ?share=) or its write
+// token; writes need the write token returned at creation and must be application/json (run-access.ts
+// says who may read what). Who may send requests at all (Host, Origin) the server decides for every
+// route before this handler runs (origin-policy.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
 import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, renderRunPage } from './run-page.ts';
+import { isLocalTool, readCredentials, shareLink, WRITE_TOKEN_HEADER } from './run-access.ts';
 import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
 
-export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
+export { SHARE_TOKEN_HEADER, WRITE_TOKEN_HEADER } from './run-access.ts';
 
 export interface RunsHttpOptions {
   /** Largest write body (create, steps, status), bytes; default 16 MiB. */
@@ -39,6 +42,24 @@ export const DEFAULT_RUNS_MAX_BODY_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_IMPORT_BYTES = 64 * 1024 * 1024;
 /** Most steps one rollouts request spans (`from`..`to`): a response stays small however long the run. */
 export const MAX_ROLLOUT_STEP_RANGE = 100;
+/** Most write tokens one owner's list request may present (a browser's runs; the body limit bounds it too). */
+export const MAX_LIST_TOKENS = 10_000;
+
+/** An owner's list request: its write tokens (strings of at most 100 characters), checked. */
+function writeTokensOf(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length > MAX_LIST_TOKENS || !value.every((t) => typeof t === 'string' && t.length > 0 && t.length <= 100)) {
+    throw new RunStoreError(`"writeTokens" must be an array of at most ${MAX_LIST_TOKENS} non-empty strings (the write tokens of your runs)`, 400);
+  }
+  return value as string[];
+}
+
+/** A list query's limit/offset from a JSON body (absent → default), checked as the query string ones are. */
+function bodyInt(body: Record<string, unknown>, name: string, fallback: number, min: number, max: number): number {
+  const v = body[name];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw new RunStoreError(`"${name}" must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`, 400);
+  return v;
+}
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -90,6 +111,9 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         return true;
       }
       const token = req.headers[WRITE_TOKEN_HEADER] as string | undefined;
+      const local = isLocalTool(req);
+      // A run's data goes only to a reader who shows its share (or write) token, or to a local tool.
+      const readable = (id: string): string => (local ? store.shareTokenOf(id) : store.authorizeRead(id, readCredentials(req, url)));
       if (parts.length === 0 && method === 'POST') {
         const body = asObject(await readJson(req), 'The run');
         const created = store.create({
@@ -99,10 +123,17 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
           env: asObject(body.env ?? {}, '"env"'),
         });
         if (body.parent !== undefined) store.setParent(created.id, created.writeToken, body.parent);
-        send(res, 201, { ...created, shareUrl: `/#/runs/${created.id}` });
+        send(res, 201, { ...created, shareUrl: shareLink(created.id, created.shareToken) });
       } else if (parts.length === 0 && method === 'GET') {
+        // Listing every id (with its share token) to any reader would open every run to the whole LAN.
+        if (!local) throw new RunStoreError('The list of every run is only for local tools; a browser lists its own runs with POST /api/runs/list {writeTokens}', 403);
         send(res, 200, store.list({ limit: queryInt(url, 'limit', 50, 1, 200), offset: queryInt(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER) }));
+      } else if (parts.length === 1 && parts[0] === 'list' && method === 'POST') {
+        const body = asObject(await readJson(req), 'The list request');
+        const writeTokens = writeTokensOf(body.writeTokens);
+        send(res, 200, store.list({ writeTokens, limit: bodyInt(body, 'limit', 50, 1, 200), offset: bodyInt(body, 'offset', 0, 0, Number.MAX_SAFE_INTEGER) }));
       } else if (parts.length === 2 && parts[1] === 'artifacts' && method === 'GET') {
+        readable(parts[0]);
         send(res, 200, { artifacts: store.artifacts(parts[0]) });
       } else if (parts.length === 3 && parts[1] === 'artifacts' && method === 'POST') {
         const body = asObject(await readJson(req, maxImportBytes, '--max-import-bytes'), 'The artifact upload');
@@ -115,6 +146,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         store.putArtifacts(parts[0], token, parts[2], files);
         send(res, 200, { ok: true });
       } else if (parts.length === 4 && parts[1] === 'artifacts' && method === 'GET') {
+        readable(parts[0]);
         const data = store.artifact(parts[0], parts[2], parts[3]);
         const type = parts[3].endsWith('.json') ? 'application/json' : 'application/octet-stream';
         res.writeHead(200, { 'content-type': type, 'content-length': data.length, 'content-disposition': `attachment; filename="${parts[3]}"` });
@@ -123,11 +155,13 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         const body = await readBody(req, maxImportBytes, () => new BodyTooLargeError(maxImportBytes, '--max-import-bytes'));
         const outcome = await importRun(store, body, maxJsonDepth);
         if (!outcome.ok) throw new RunStoreError(outcome.message, outcome.status);
-        send(res, 201, { id: outcome.id, writeToken: outcome.writeToken, shareUrl: `/#/runs/${outcome.id}` });
+        send(res, 201, { id: outcome.id, writeToken: outcome.writeToken, shareToken: outcome.shareToken, shareUrl: shareLink(outcome.id, outcome.shareToken) });
       } else if (parts.length === 1 && method === 'GET') {
+        const shareToken = readable(parts[0]);
         const after = queryInt(url, 'after', -1, -1, Number.MAX_SAFE_INTEGER);
-        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], after) });
+        send(res, 200, { run: store.get(parts[0]), steps: store.steps(parts[0], after), shareToken });
       } else if (parts.length === 2 && parts[1] === 'rollouts' && method === 'GET') {
+        readable(parts[0]);
         const step = url.searchParams.has('step') ? queryInt(url, 'step', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
         const last = url.searchParams.has('last') ? queryInt(url, 'last', 1, 1, Number.MAX_SAFE_INTEGER) : undefined;
         const from = url.searchParams.has('from') ? queryInt(url, 'from', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
@@ -143,6 +177,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'page' && method === 'GET') {
         const id = parts[0];
+        readable(id);
         const files = store.artifacts(id).filter((a) => a.bundle === 'adapter');
         const embed = files.reduce((n, f) => n + f.bytes, 0) <= EMBED_LIMIT_BYTES;
         const html = renderRunPage({
@@ -154,6 +189,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'content-disposition': `attachment; filename="webgrpo-run-${id}.html"` });
         res.end(html);
       } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
+        readable(parts[0]);
         const data = store.export(parts[0]);
         send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });
       } else if (parts.length === 2 && parts[1] === 'steps' && method === 'POST') {

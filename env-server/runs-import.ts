@@ -4,9 +4,9 @@
 // on the caller's thread.
 import { Worker } from 'node:worker_threads';
 import { parseBoundedJson } from './json-limits.ts';
-import { RunStore, RunStoreError } from './runs.ts';
+import { RunStore, RunStoreError, type CreatedRun } from './runs.ts';
 
-export type ImportOutcome = { ok: true; id: string; writeToken: string } | { ok: false; status: number; message: string };
+export type ImportOutcome = ({ ok: true } & CreatedRun) | { ok: false; status: number; message: string };
 
 /** Parses `text` (depth-limited) and imports it into `store`; every failure becomes an outcome. */
 export function importRunTextInto(store: RunStore, text: string, maxJsonDepth: number): ImportOutcome {

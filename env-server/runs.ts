@@ -1,9 +1,10 @@
 // The run store: every training run the app starts is kept in SQLite (config, per-step metrics,
-// sampled rollouts, status) so it can be reopened, shared read-only by an unguessable link, forked,
-// exported and imported. better-sqlite3 is synchronous, so writes from concurrent requests are
+// sampled rollouts, status) so it can be reopened, shared read-only by an unguessable share token,
+// forked, exported and imported. better-sqlite3 is synchronous, so writes from concurrent requests are
 // serialized by the event loop; WAL + busy_timeout also let several processes share one file.
 // Write tokens are kept only as SHA-256 digests (compared in constant time), and the database file
-// is the user's alone (0600).
+// is the user's alone (0600). A run's share token (read only) is kept as is: its owner gets it back
+// with the runs list, to build share links from any tab.
 import Database from 'better-sqlite3';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -52,6 +53,21 @@ export interface RunListEntry {
   parent: string | null;
   /** Files kept with the run (adapter, full model, trainer checkpoint). */
   artifacts: string[];
+  /** What a share link carries to let others read the run. */
+  shareToken: string;
+}
+
+/** A new run's credentials: the write token stays in its owner's browser, the share token goes in share links. */
+export interface CreatedRun {
+  id: string;
+  writeToken: string;
+  shareToken: string;
+}
+
+/** What a reader presents: a share token (share link) or the owner's write token. */
+export interface ReadCredentials {
+  shareToken?: string;
+  writeToken?: string;
 }
 
 /** Files kept with a run, by bundle: the PEFT adapter, a fully fine-tuned model, the trainer checkpoint. */
@@ -109,6 +125,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY,
   write_token TEXT NOT NULL,
+  share_token TEXT,
   name TEXT NOT NULL,
   status TEXT NOT NULL,
   created_at TEXT NOT NULL,
@@ -155,8 +172,15 @@ function tokenDigest(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-/** Schema version in `PRAGMA user_version`: 1 = write tokens hashed. */
-const USER_VERSION = 1;
+/** Schema version in `PRAGMA user_version`: 1 = write tokens hashed, 2 = every run has a share token. */
+const USER_VERSION = 2;
+
+/** Equal strings, compared through their digests without an early exit: timing says nothing about a token. */
+function sameSecret(given: string | undefined, keptDigest: string): boolean {
+  const a = Buffer.from(tokenDigest(given ?? ''), 'hex');
+  const b = Buffer.from(keptDigest, 'hex');
+  return given !== undefined && given !== '' && a.length === b.length && timingSafeEqual(a, b);
+}
 
 /** Creates the database file readable by its owner only; tightens an existing one (and its WAL files). */
 function ownerOnlyFile(file: string): void {
@@ -202,15 +226,25 @@ export class RunStore {
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     this.migrate();
+    // The owner's runs list looks runs up by their write token's digest.
+    this.db.exec('CREATE INDEX IF NOT EXISTS runs_by_write_token ON runs (write_token)');
   }
 
-  /** Stores written before tokens were hashed keep plain tokens: hash them once, in place. */
+  /**
+   * Older stores: plain write tokens are hashed once, in place (v1); runs from before share tokens
+   * get one each (v2), so their old id-only links stop opening them: they are re-shared from the list.
+   */
   private migrate(): void {
-    if ((this.db.pragma('user_version', { simple: true }) as number) >= USER_VERSION) return;
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version >= USER_VERSION) return;
     this.db.transaction(() => {
       const rows = this.db.prepare('SELECT id, write_token FROM runs').all() as { id: string; write_token: string }[];
       const update = this.db.prepare('UPDATE runs SET write_token = ? WHERE id = ?');
       for (const row of rows) if (!/^[0-9a-f]{64}$/.test(row.write_token)) update.run(tokenDigest(row.write_token), row.id);
+      const columns = this.db.prepare('PRAGMA table_info(runs)').all() as { name: string }[];
+      if (!columns.some((c) => c.name === 'share_token')) this.db.exec('ALTER TABLE runs ADD COLUMN share_token TEXT');
+      const share = this.db.prepare('UPDATE runs SET share_token = ? WHERE id = ?');
+      for (const row of rows) share.run(newId(), row.id);
       this.db.pragma(`user_version = ${USER_VERSION}`);
     })();
   }
@@ -219,14 +253,30 @@ export class RunStore {
     this.db.close();
   }
 
-  create(input: { name?: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown> }): { id: string; writeToken: string } {
+  create(input: { name?: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown> }): CreatedRun {
     const id = newId();
     const writeToken = newId();
+    const shareToken = newId();
     const now = new Date().toISOString();
     this.db.prepare(
-      'INSERT INTO runs (id, write_token, name, status, created_at, updated_at, config, model, env, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
-    ).run(id, tokenDigest(writeToken), input.name ?? 'untitled run', 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
-    return { id, writeToken };
+      'INSERT INTO runs (id, write_token, share_token, name, status, created_at, updated_at, config, model, env, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
+    ).run(id, tokenDigest(writeToken), shareToken, input.name ?? 'untitled run', 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
+    return { id, writeToken, shareToken };
+  }
+
+  /**
+   * Lets a reader in: the run's share token or its write token; throws 404 for no such run and 403
+   * naming what is missing otherwise. Returns the share token (the owner builds share links with it).
+   */
+  authorizeRead(id: string, given: ReadCredentials): string {
+    const row = this.db.prepare('SELECT write_token, share_token FROM runs WHERE id = ?').get(id) as { write_token: string; share_token: string } | undefined;
+    if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
+    // Both compared, always: which one matched (or that neither did) takes the same time.
+    const share = sameSecret(given.shareToken, tokenDigest(row.share_token));
+    const write = sameSecret(given.writeToken, row.write_token);
+    if (share || write) return row.share_token;
+    const what = given.shareToken || given.writeToken ? 'the share token given does not match' : 'no share token was given';
+    throw new RunStoreError(`Run ${id} can be read only through its share link (${what}); ask its owner for the link`, 403);
   }
 
   get(id: string): RunSummary {
@@ -275,18 +325,24 @@ export class RunStore {
     this.db.prepare('INSERT OR REPLACE INTO run_parents (run_id, parent_id) VALUES (?, ?)').run(id, parent);
   }
 
-  /** Newest first: the home page's list of runs. `limit` 1–200, `offset` ≥ 0 (checked by the caller's route). */
-  list(opts: { limit: number; offset: number }): { runs: RunListEntry[]; total: number } {
-    const total = (this.db.prepare('SELECT COUNT(*) AS n FROM runs').get() as { n: number }).n;
+  /**
+   * Newest first: the home page's list of runs. `limit` 1–200, `offset` ≥ 0 (checked by the caller's
+   * route). With `writeTokens`, only the runs those tokens write to (an owner's list); without, all.
+   */
+  list(opts: { limit: number; offset: number; writeTokens?: readonly string[] }): { runs: RunListEntry[]; total: number } {
+    const owned = opts.writeTokens === undefined ? null : JSON.stringify(opts.writeTokens.map(tokenDigest));
+    const where = owned === null ? '' : 'WHERE r.write_token IN (SELECT value FROM json_each(?))';
+    const params = owned === null ? [] : [owned];
+    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM runs r ${where}`).get(...params) as { n: number }).n;
     const rows = this.db.prepare(
-      `SELECT r.id, r.name, r.status, r.created_at, r.updated_at, r.config, r.model, r.env, p.parent_id,
+      `SELECT r.id, r.name, r.status, r.created_at, r.updated_at, r.config, r.model, r.env, r.share_token, p.parent_id,
          (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS steps,
          (SELECT MAX(json_extract(s.metrics, '$.reward')) FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0) AS best_reward,
          (SELECT MAX(json_extract(s.metrics, '$.success_rate')) FROM steps s WHERE s.run_id = r.id) AS best_success,
          (SELECT group_concat(a.bundle || '/' || a.name, ',') FROM artifacts a WHERE a.run_id = r.id) AS artifacts
-       FROM runs r LEFT JOIN run_parents p ON p.run_id = r.id
+       FROM runs r LEFT JOIN run_parents p ON p.run_id = r.id ${where}
        ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`,
-    ).all(opts.limit, opts.offset) as Record<string, string | number | null>[];
+    ).all(...params, opts.limit, opts.offset) as Record<string, string | number | null>[];
     const runs = rows.map((row): RunListEntry => {
       const config = JSON.parse(row.config as string) as Record<string, unknown>;
       const model = JSON.parse(row.model as string) as Record<string, unknown>;
@@ -308,6 +364,7 @@ export class RunStore {
         updatedAt: row.updated_at as string,
         parent: (row.parent_id as string | null) ?? null,
         artifacts: row.artifacts ? String(row.artifacts).split(',') : [],
+        shareToken: row.share_token as string,
       };
     });
     return { runs, total };
@@ -345,14 +402,17 @@ export class RunStore {
     return row.data;
   }
 
+  /** The run's share token, for a caller already let in (a local tool). */
+  shareTokenOf(id: string): string {
+    const row = this.db.prepare('SELECT share_token FROM runs WHERE id = ?').get(id) as { share_token: string } | undefined;
+    if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
+    return row.share_token;
+  }
+
   private authorize(id: string, token: string | undefined): void {
     const row = this.db.prepare('SELECT write_token FROM runs WHERE id = ?').get(id) as { write_token: string } | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
-    const given = Buffer.from(tokenDigest(token ?? ''), 'hex');
-    const kept = Buffer.from(row.write_token, 'hex');
-    // Digests of equal length, compared without an early exit: timing says nothing about the token.
-    const valid = token !== undefined && token !== '' && kept.length === given.length && timingSafeEqual(given, kept);
-    if (!valid) throw new RunStoreError('This run is read-only here: a valid write token is required', 403);
+    if (!sameSecret(token, row.write_token)) throw new RunStoreError('This run is read-only here: a valid write token is required', 403);
   }
 
   private touch(id: string): void {
@@ -445,7 +505,7 @@ export class RunStore {
   }
 
   /** Imports an exported run as a new run (new id and token); rejects malformed files with the reason. */
-  import(data: unknown): { id: string; writeToken: string } {
+  import(data: unknown): CreatedRun {
     const bad = (why: string): never => { throw new RunStoreError(`Not a webgrpo run export: ${why}`, 400); };
     if (!isObject(data)) bad('expected a JSON object');
     const d = data as Record<string, unknown>;
@@ -470,7 +530,7 @@ export class RunStore {
     rollouts.forEach((r, i) => {
       if (!isObject(r) || !Number.isInteger(r.step) || !isObject(r.data)) bad(`rollouts[${i}] must be {step: integer, index, data: object}`);
     });
-    let created!: { id: string; writeToken: string };
+    let created!: CreatedRun;
     this.db.transaction(() => {
       created = this.create({
         name: typeof run.name === 'string' ? run.name : 'imported run',

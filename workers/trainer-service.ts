@@ -24,6 +24,7 @@ import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
+import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
 import type { RunCheckpoints } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
 import { ScreenshotBudget } from './stored-screenshots.ts';
@@ -208,6 +209,12 @@ export class TrainerService implements TrainerWorkerApi {
       const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
       if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
       await this.startingPoint(model, trainableMode(config));
+      // A checkpoint must never get ahead of the steps the page holds: the trainer saves step k's
+      // checkpoint before it hands step k over, and a reload in between would resume after a step the
+      // run store never got (stored steps [0, 2]). So a checkpoint past the last step the page has
+      // taken (`delivered`, run numbering) waits here and is written once the page has that step.
+      let delivered = resume?.runStep ?? 0;
+      const held: { ckpt: RunCheckpoint | null } = { ckpt: null };
       const run = new Run({
         engine: model.engine,
         tokenizer,
@@ -216,7 +223,8 @@ export class TrainerService implements TrainerWorkerApi {
         sftTranscripts: async () => (opts.sftJsonl !== undefined ? parseTranscripts(opts.sftJsonl, 'uploaded SFT data') : solverTranscripts(task, solverEpisodes(config), config.seed)),
         store: {
           save: async (ckpt) => {
-            await this.options.checkpoints.save(opts.runId, ckpt);
+            if (ckpt.runStep <= delivered) await this.options.checkpoints.save(opts.runId, ckpt);
+            else held.ckpt = ckpt;
             return `browser storage: run ${opts.runId}, step ${ckpt.runStep}`;
           },
         },
@@ -231,7 +239,15 @@ export class TrainerService implements TrainerWorkerApi {
           events.onStatus({ status: r.value });
           break;
         }
-        toUi(r.value);
+        // The page has the step once its handler returned (it queues the step in localStorage).
+        await toUi(r.value);
+        if (r.value.phase === 'status') continue;
+        delivered = r.value.step;
+        const due = held.ckpt;
+        if (due !== null && due.runStep <= delivered) {
+          held.ckpt = null;
+          await this.options.checkpoints.save(opts.runId, due);
+        }
       }
     } catch (err) {
       events.onStatus({ status: 'failed', message: (err as Error).message });
@@ -284,18 +300,19 @@ function withoutUnknownKeys(config: Record<string, unknown>): Record<string, unk
  * The run's events as the page sees them: steps as 0-based rows of the run store (run step − 1)
  * with throughput, GPU memory and readable rollouts added; statuses as they are.
  */
-function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; tokenizer: TextTokenizer; meter: GpuMemoryMeter | null }): (e: RunEvent) => void {
+function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; tokenizer: TextTokenizer; meter: GpuMemoryMeter | null }): (e: RunEvent) => Promise<void> {
   const weights = rewardWeights(o.config.reward_weights, o.task.rewardFuncs);
   const gpuMemoryMib = () => (o.meter ? o.meter.takePeak() / MIB : NaN);
   const screenshots = new ScreenshotBudget();
-  return (e) => {
+  // Across the worker boundary each handler is a call that resolves once the page's handler returned.
+  return async (e) => {
     if (e.phase === 'status') {
       o.events.onStatus({ status: e.status, ...(e.message ? { message: e.message } : {}), ...(e.cause ? { cause: e.cause } : {}) });
     } else if (e.phase === 'sft') {
       const metrics = { loss: e.loss, grad_norm: e.grad_norm, learning_rate: e.learning_rate, step_time: e.step_time, tokens_per_second: e.tokens / e.step_time, gpu_memory_mib: gpuMemoryMib() };
-      o.events.onStep({ step: e.step - 1, totalSteps: e.totalSteps, phase: 'sft', metrics: jsonSafe(metrics), rollouts: [] });
+      await o.events.onStep({ step: e.step - 1, totalSteps: e.totalSteps, phase: 'sft', metrics: jsonSafe(metrics), rollouts: [] });
     } else {
-      o.events.onStep({
+      await o.events.onStep({
         step: e.step - 1,
         totalSteps: e.totalSteps,
         phase: 'grpo',

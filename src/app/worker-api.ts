@@ -109,6 +109,7 @@ export interface RunOptions {
 
 export interface WorkerEvents {
   onProgress(p: LoadProgress): void;
+  /** Across the worker boundary a call the trainer awaits before it keeps the step's checkpoint (trainer-service.ts). */
   onStep(e: UiStepEvent): void;
   /**
    * `cause` 'env-server-unreachable': the run paused itself because the env-server stopped answering

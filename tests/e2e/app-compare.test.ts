@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
@@ -26,7 +26,10 @@ function runExport(name: string, n: number, rate: number, config: Record<string,
 describe('the compare view and the exported page', { timeout: 300_000 }, () => {
   let app: AppServer;
   let browser: Browser;
-  const post = async (body: unknown) => (await (await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(body) })).json()) as { id: string; writeToken: string };
+  const post = async (body: unknown) => (await (await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(body) })).json()) as { id: string; writeToken: string; shareToken: string };
+  /** The page's browser imported them: it keeps their tokens, as the app's import does. */
+  const own = (page: Page, runs: { id: string; writeToken: string; shareToken: string }[]) =>
+    page.evaluate((list) => list.forEach((r) => { localStorage.setItem(`webgrpo.run.${r.id}`, r.writeToken); localStorage.setItem(`webgrpo.share.${r.id}`, r.shareToken); }), runs);
 
   beforeAll(async () => {
     app = await startAppServer();
@@ -42,6 +45,8 @@ describe('the compare view and the exported page', { timeout: 300_000 }, () => {
     const a = await post(runExport('lr 5e-4', 12, 0.06, { learning_rate: 5e-4, num_generations: 8, max_steps: 12 }));
     const b = await post(runExport('lr 1e-3', 8, 0.09, { learning_rate: 1e-3, num_generations: 8, max_steps: 8 }));
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
+    await page.goto(`${app.url}/#/`);
+    await own(page, [a, b]);
     await page.goto(`${app.url}/#/runs`);
     for (const id of [a.id, b.id]) await page.locator(`[data-testid=run-row][data-run-id="${id}"]`).getByTestId('compare-pick').check();
     await page.getByTestId('compare-runs').click();
@@ -68,13 +73,21 @@ describe('the compare view and the exported page', { timeout: 300_000 }, () => {
     expect(kept.status).toBe(200);
     const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
     const page = await context.newPage();
+    // Another browser: the run's id alone opens nothing, its share link does.
     await page.goto(`${app.url}/#/runs/${run.id}`);
+    await page.getByTestId('not-found').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('not-found').textContent()).toMatch(/share link needed/);
+    await page.screenshot({ path: `${SCREENSHOTS}share-link-needed.png` });
+    await page.goto(`${app.url}/#/runs/${run.id}?share=${run.shareToken}`);
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-page').click()]);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-page-'));
     try {
       const file = path.join(dir, download.suggestedFilename());
       await download.saveAs(file);
       expect(path.basename(file)).toBe(`webgrpo-run-${run.id}.html`);
+      // A page to hand around: it carries no token (the owner's write token least of all).
+      const html = fs.readFileSync(file, 'utf8');
+      for (const secret of [run.writeToken, run.shareToken]) expect(html).not.toContain(secret);
       // The server is no part of it: stopped, the page still opens from disk with everything in it.
       await app.stop();
       const opened = await context.newPage();

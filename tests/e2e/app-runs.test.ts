@@ -236,7 +236,9 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const other = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     try {
       const viewer = await other.newPage();
-      await viewer.goto(`${app.url}/#/runs/${finishedId}`);
+      // Its share link (the owner's browser keeps the run's share token).
+      const share = await page.evaluate((id) => localStorage.getItem(`webgrpo.share.${id}`), finishedId);
+      await viewer.goto(`${app.url}/#/runs/${finishedId}?share=${share}`);
       const link = viewer.getByTestId('file-adapter-adapter_model.safetensors');
       await link.waitFor({ timeout: 30_000 });
       const got: Download[] = [];

@@ -156,9 +156,9 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
         { step: 0, index: 2, data: { group: 0, index: 2, turns: [], reward: 'high', advantage: 0, rewards: {} } },
       ],
     };
-    const imported = (await store('POST', '/api/runs/import', file)).body as { id: string; writeToken: string };
+    const imported = (await store('POST', '/api/runs/import', file)).body as { id: string; writeToken: string; shareToken: string };
     logs.length = 0;
-    await page.goto(`${app.url}/#/runs/${imported.id}`);
+    await page.goto(`${app.url}/#/runs/${imported.id}?share=${imported.shareToken}`);
     await page.getByTestId('malformed-rollouts').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('malformed-rollouts').locator('li').allTextContents()).toEqual([
       'rollout #1 of step 1 is malformed: "group" must be a non-negative integer, got nothing',

@@ -78,7 +78,8 @@ describe('the app in Chromium', () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     app = await startAppServer();
     browser = await launchChromium();
-    owner = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    // The share button copies the run's link: the test reads it back from the clipboard.
+    owner = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
     page = await owner.newPage();
     watch(page, 'owner');
   });
@@ -126,7 +127,14 @@ describe('the app in Chromium', () => {
     try {
       const viewer = await other.newPage();
       watch(viewer, 'viewer');
+      // The run's id alone opens nothing: a team server would show every run to anyone otherwise.
       await viewer.goto(`${app.url}/#/runs/${runId}`);
+      await viewer.getByTestId('not-found').waitFor({ timeout: 30_000 });
+      expect(await viewer.getByTestId('not-found').textContent()).toMatch(/share link needed.*only through its share link \(no share token was given\)/);
+      await page.getByTestId('share').click();
+      const link = await page.evaluate(() => navigator.clipboard.readText());
+      expect(link).toMatch(new RegExp(`^${app.url}/#/runs/${runId}\\?share=[A-Za-z0-9_-]{22}$`));
+      await viewer.goto(link);
       await expect.poll(() => viewer.getByTestId('chart-reward').getAttribute('data-points'), { timeout: 30_000 }).toBe(String(GRPO_STEPS));
       expect(await viewer.getByText('Read-only view of a shared run.').count()).toBe(1);
       expect(await viewer.getByTestId('run-status').textContent()).toBe('finished');

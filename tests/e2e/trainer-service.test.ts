@@ -6,7 +6,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, UiStepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunCheckpoints, type RunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
@@ -38,7 +38,16 @@ function recorder(onStep?: (e: UiStepEvent) => void): Recorded {
 describe('trainer worker API (Node)', () => {
   let server: EnvServer;
   let service: TrainerService;
-  const checkpoints = memoryRunCheckpoints();
+  const memory = memoryRunCheckpoints();
+  /** Checkpoint writes and the steps the page took, in the order they happened. */
+  const order: string[] = [];
+  const checkpoints: RunCheckpoints = {
+    save: async (runId, ckpt) => {
+      order.push(`${runId} checkpoint ${ckpt.runStep}`);
+      await memory.save(runId, ckpt);
+    },
+    load: (runId) => memory.load(runId),
+  };
   const run = (runId: string, extra: Partial<RunOptions> = {}): RunOptions => ({
     runId,
     config: { ...E2E_RUN_CONFIG },
@@ -70,7 +79,7 @@ describe('trainer worker API (Node)', () => {
   });
 
   it('trains SFT then GRPO steps with TRL metrics and readable rollouts, keeping a checkpoint', async () => {
-    const r = recorder();
+    const r = recorder((e) => order.push(`run-a step ${e.step}`));
     await service.train(run('run-a'), r.events);
     const sft = Number(E2E_RUN_CONFIG.sft_steps);
     const grpo = Number(E2E_RUN_CONFIG.max_steps);
@@ -98,6 +107,14 @@ describe('trainer worker API (Node)', () => {
       expect(Number.isFinite(v.advantage)).toBe(true);
     }
     expect(await service.checkpointStep('run-a')).toBe(sft + grpo);
+    // Never a checkpoint ahead of the page: the checkpoint after run step k (the store's row k − 1) is
+    // written only once the page has that row, so a reload in between replays the step, never skips it.
+    const saves = order.filter((line) => line.startsWith('run-a checkpoint'));
+    expect(saves.length).toBeGreaterThan(grpo);
+    for (const save of saves) {
+      const step = Number(save.split(' ').at(-1));
+      if (step > 0) expect(order.indexOf(`run-a step ${step - 1}`), save).toBeLessThan(order.indexOf(save));
+    }
   });
 
   it('pauses at a step boundary and resumes', async () => {

@@ -177,7 +177,9 @@ describe('every entry point of the server', () => {
     // Non-browser clients and the app's own page still pass.
     expect((await request(`${server.url}/envs/echo/reset`, 'POST', json, '{}')).status).toBe(200);
     expect((await request(`${server.url}/envs/echo/reset`, 'POST', { ...json, origin: server.url, 'sec-fetch-site': 'same-origin' }, '{}')).status).toBe(200);
-    expect((await request(`${server.url}/api/runs`, 'GET', { 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+    // The app's page lists its own runs (the whole list is for local tools only: run-access.ts).
+    expect((await request(`${server.url}/api/runs/list`, 'POST', { ...json, origin: server.url, 'sec-fetch-site': 'same-origin' }, '{"writeTokens":[]}')).status).toBe(200);
+    expect((await request(`${server.url}/api/runs`, 'GET', { 'sec-fetch-site': 'same-origin' })).status).toBe(403);
     // The app itself is reached by navigations from anywhere (a shared link).
     expect((await request(`${server.url}/`, 'GET', { 'sec-fetch-site': 'cross-site' })).status).toBe(200);
     await expectNoLeaks(server);

@@ -104,14 +104,16 @@ describe('run store', () => {
 });
 
 describe('run store HTTP API', () => {
-  it('creates, appends, reads with the share id, exports, imports, and 404s unknown ids', async () => {
+  it('creates, appends, reads as a local tool, exports, imports, and 404s unknown ids', async () => {
     const store = new RunStore(':memory:');
     const api = await serve(store);
     try {
       const created = await api.call('POST', '/api/runs', run);
       expect(created.status).toBe(201);
-      const { id, writeToken, shareUrl } = created.body;
-      expect(shareUrl).toBe(`/#/runs/${id}`);
+      const { id, writeToken, shareToken, shareUrl } = created.body;
+      expect(shareUrl).toBe(`/#/runs/${id}?share=${shareToken}`);
+      expect(shareToken).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(shareToken).not.toBe(writeToken);
       expect((await api.call('POST', `/api/runs/${id}/steps`, { step: 0, metrics: { reward: 1 } })).status).toBe(403);
       expect((await api.call('POST', `/api/runs/${id}/steps`, { step: 0, metrics: { reward: 1 }, rollouts: [{ t: 'x' }] }, writeToken)).status).toBe(200);
       expect((await api.call('POST', `/api/runs/${id}/steps`, { step: 1, metrics: { reward: 'high' } }, writeToken)).body.detail).toMatch(/metric 'reward' must be a number/);

@@ -1,6 +1,8 @@
-// Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists every run, `#/runs/<id>`
-// shows one (live or read-only), `#/compare/<id>,<id>…` overlays several, anything else 404s.
+// Hash routes: `#/` lists recent runs and sets up a new one, `#/runs` lists this browser's runs,
+// `#/runs/<id>` shows one (live or read-only; a share link adds `?share=<token>`), `#/compare/<id>,<id>…`
+// overlays several, anything else 404s.
 import { useEffect, useState } from 'react';
+import { runRoute, shareTokens } from '../api.ts';
 import { sendLeftoverWrites } from '../leftover-writes.ts';
 import { compareIds } from '../compare.ts';
 import { useUi } from '../store.ts';
@@ -30,7 +32,9 @@ export function App() {
     void sendLeftoverWrites().catch(() => undefined);
     trainer().probe().then((p) => useUi.getState().set({ probe: p }), (e) => useUi.getState().set({ probe: { webgpu: false, error: (e as Error).message } }));
   }, []);
-  const run = /^#\/runs\/([A-Za-z0-9_-]+)$/.exec(hash);
+  const run = runRoute(hash);
+  // A share link's token is kept: this browser may read the run from now on (charts, compare, files).
+  if (run?.share) shareTokens.set(run.id, run.share);
   const setup = hash === '' || hash === '#' || hash === '#/';
   const list = hash === '#/runs' || hash === '#/runs/';
   const compare = compareIds(hash);
@@ -47,7 +51,7 @@ export function App() {
       </nav>
       <main>
         <ErrorBoundary key={hash} what="this page">
-          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : compare ? <CompareView ids={compare} /> : run ? <RunView key={run[1]} id={run[1]} /> : <NotFound what={`page ${hash}`} />}
+          {setup ? <SetupView /> : list ? <RunsList title="Your runs" pageSize={25} /> : compare ? <CompareView ids={compare} /> : run ? <RunView key={run.id} id={run.id} /> : <NotFound what={`page ${hash}`} />}
         </ErrorBoundary>
       </main>
     </div>

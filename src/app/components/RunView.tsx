@@ -59,7 +59,8 @@ export function RunView({ id }: { id: string }) {
   const ui = useUi();
   const live = ui.liveRunId === id;
   const [run, setRun] = useState<RunSummary | null>(null);
-  const [notFound, setNotFound] = useState(false);
+  /** Why the run cannot be shown: null while it can; '' for no such run; the store's words for a link without its share token. */
+  const [notFound, setNotFound] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [steps, setSteps] = useState<StepRecord[]>([]);
   const [rollouts, setRollouts] = useState<{ step: number; rollouts: unknown[] }[]>([]);
@@ -116,7 +117,8 @@ export function RunView({ id }: { id: string }) {
         // A paused run too: its owner (another tab, another browser) may resume it any moment.
         if (r.run.status === 'running' || r.run.status === 'created' || r.run.status === 'paused' || live) timer = setTimeout(poll, 2000);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 404) setNotFound(true);
+        // Retrying cannot help a run that is not there or a link without its share token.
+        if (err instanceof ApiError && (err.status === 404 || err.status === 403)) setNotFound(err.status === 403 ? err.message : '');
         else {
           // The live run says itself when its server is away (the outage banner); a viewer sees why here.
           if (!live) setError((err as Error).message);
@@ -142,7 +144,7 @@ export function RunView({ id }: { id: string }) {
     return () => clearInterval(timer);
   }, [ticking]);
 
-  if (notFound) return <NotFound what={`run ${id}`} />;
+  if (notFound !== null) return <NotFound what={`run ${id}`} reason={notFound || undefined} />;
 
   // A resumed run shows the steps stored before the reload too; this tab's own steps win.
   const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
@@ -210,7 +212,7 @@ export function RunView({ id }: { id: string }) {
           <h2><span data-testid="run-name">{run?.name ?? 'run'}</span> <span className={`status ${status}`} data-testid="run-status">{status}</span></h2>
         )}
         <div className="run-actions">
-          <button onClick={() => { void navigator.clipboard?.writeText(`${location.origin}/#/runs/${id}`); setCopied(true); }} data-testid="share">
+          <button onClick={() => { void navigator.clipboard?.writeText(api.shareLink(id)); setCopied(true); }} data-testid="share">
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>

@@ -3,7 +3,7 @@
 // parent's model, environment and config, and the new run records its parent.
 import { useEffect, useMemo, useState } from 'react';
 import { DEFAULT_CONFIG } from '../../rl/config.ts';
-import { api, ownedRuns } from '../api.ts';
+import { api } from '../api.ts';
 import { parsePromptText } from '../../rl/tasks/mcp-task.ts';
 import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
@@ -135,7 +135,6 @@ export function SetupView() {
         env: { name: env.name, task, ...(rows ? { prompts: rows } : {}) },
         ...(fork ? { parent: fork.parent } : {}),
       });
-      ownedRuns.set(created.id, created.writeToken);
       location.hash = `#/runs/${created.id}`;
       void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, prompts: rows, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
     } catch (err) {

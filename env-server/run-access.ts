@@ -1,0 +1,46 @@
+// Who may read what of the run store. A team server (`--host`) is reachable by everyone on the LAN and
+// every web page the user visits can send it requests, so a run's id names it but opens nothing:
+//   - reading a run needs its share token (in a share link; header or `?share=`) or its write token;
+//   - the runs list shows a browser only the runs whose write tokens it presents (its own), never
+//     anyone else's ids or share tokens;
+//   - the local tools (the CLI, scripts, tests: loopback, no Origin, no Sec-Fetch-*) read everything,
+//     as the database file on this machine is theirs anyway.
+// Write tokens travel only in the `x-webgrpo-write-token` header or a JSON body, never in a URL.
+import type { IncomingMessage } from 'node:http';
+import type { ReadCredentials } from './runs.ts';
+
+export const WRITE_TOKEN_HEADER = 'x-webgrpo-write-token';
+export const SHARE_TOKEN_HEADER = 'x-webgrpo-share-token';
+/** The query parameter of read URLs a page navigates to (downloads), where it cannot set headers. */
+export const SHARE_TOKEN_PARAM = 'share';
+
+const LOOPBACK_PEER = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? undefined : v;
+}
+
+/**
+ * A program on this machine, not a web page: the peer is loopback and the request carries neither
+ * of the headers browsers add to a page's requests to a loopback server (Origin on cross-origin and
+ * unsafe ones, Sec-Fetch-Site on every one since Chrome 76 / Firefox 90 / Safari 16.4). Node's fetch
+ * sends Sec-Fetch-Mode but never these, so scripts count as local tools.
+ */
+export function isLocalTool(req: IncomingMessage): boolean {
+  const peer = req.socket.remoteAddress ?? '';
+  return LOOPBACK_PEER.test(peer) && req.headers.origin === undefined && req.headers['sec-fetch-site'] === undefined;
+}
+
+/** The credentials a read request presents. */
+export function readCredentials(req: IncomingMessage, url: URL): ReadCredentials {
+  return {
+    shareToken: header(req, SHARE_TOKEN_HEADER) ?? url.searchParams.get(SHARE_TOKEN_PARAM) ?? undefined,
+    writeToken: header(req, WRITE_TOKEN_HEADER),
+  };
+}
+
+/** The app's link to a run for readers: the share token rides in the fragment, which is never sent to a server. */
+export function shareLink(id: string, shareToken: string): string {
+  return `/#/runs/${id}?${SHARE_TOKEN_PARAM}=${shareToken}`;
+}
