@@ -6,7 +6,7 @@
 import { api, ApiError, ownedRuns } from './api.ts';
 import { untilServerAnswers } from './env-retry.ts';
 import { formatBytes } from './format.ts';
-import { claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts';
+import { claimGpu, claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts';
 import { successRate } from './run-metrics.ts';
 import { RunOutbox, type OutboxWrite, type SendWrite } from './run-outbox.ts';
 import { useUi } from './store.ts';
@@ -87,6 +87,15 @@ export function storeWriter(runId: string, token: string): SendWrite {
   return (w) => (w.kind === 'step' ? api.appendStep(runId, token, w) : api.setStatus(runId, token, w.status, w.error));
 }
 
+/** Tells why the run has not started: another tab of this browser trains on the GPU (run-lock.ts). */
+async function sayWaitingForGpu(others: string[], stillWaiting: () => boolean): Promise<void> {
+  const message = (what: string) => `Waiting for the GPU: another tab of this browser is training ${what}. This run starts by itself when that run ends or that tab closes.`;
+  useUi.getState().set({ status: 'waiting', statusMessage: message(others.length ? `run ${others.join(', ')}` : 'a run') });
+  // Runs of this browser have names in the runs list (the other tab's run is one of them).
+  const names = await api.listRuns().then(({ runs }) => new Map(runs.map((r) => [r.id, r.name])), () => new Map<string, string>());
+  if (stillWaiting() && others.length) useUi.getState().set({ statusMessage: message(`run ${others.map((id) => `"${names.get(id) ?? id}"`).join(', ')}`) });
+}
+
 async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; token: string }): Promise<void> {
   const ui = useUi.getState();
   ui.resetRun(opts.runId);
@@ -146,6 +155,10 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
       () => undefined,
     );
   };
+  let waiting = true;
+  const gpu = await claimGpu(opts.runId, (others) => void sayWaitingForGpu(others, () => waiting));
+  waiting = false;
+  useUi.getState().set({ status: 'loading', statusMessage: null });
   try {
     await trainer().train(
       runOpts,
@@ -173,6 +186,7 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
     useUi.getState().set({ status: 'failed', statusMessage: message });
     write({ kind: 'status', status: 'failed', error: message });
   } finally {
+    gpu.release();
     clearInterval(heartbeat);
     endOutage();
   }

@@ -36,7 +36,7 @@ export function liveState(run: { id: string; status: string; interrupted?: boole
 
 /** This tab's trainer is busy with a run (the run it trained last stays its live view once it ended). */
 export function trainingHere(s: { liveRunId: string | null; status: string }): boolean {
-  return s.liveRunId !== null && (s.status === 'loading' || s.status === 'running' || s.status === 'paused');
+  return s.liveRunId !== null && (s.status === 'loading' || s.status === 'waiting' || s.status === 'running' || s.status === 'paused');
 }
 
 export async function resumeRun(run: RunSummary, token: string): Promise<void> {

@@ -19,11 +19,11 @@ function locks(): LockManager {
   return navigator.locks;
 }
 
-/** Takes the run's lock, or returns null at once when another tab holds it. */
-export function claimRun(runId: string): Promise<RunClaim | null> {
+/** Holds lock `name` until release(); with ifAvailable, null at once when another tab holds it. */
+function hold(name: string, ifAvailable: boolean): Promise<RunClaim | null> {
   return new Promise((resolve, reject) => {
     locks()
-      .request(PREFIX + runId, { ifAvailable: true }, (lock) => {
+      .request(name, { ifAvailable }, (lock) => {
         if (!lock) return resolve(null);
         // The lock is held until this promise settles.
         return new Promise<void>((release) => resolve({ release }));
@@ -31,6 +31,26 @@ export function claimRun(runId: string): Promise<RunClaim | null> {
       .catch(reject);
   });
 }
+
+/** Takes the run's lock, or returns null at once when another tab holds it. */
+export function claimRun(runId: string): Promise<RunClaim | null> {
+  return hold(PREFIX + runId, true);
+}
+
+/**
+ * This browser's GPU, for one trainer at a time. Every tab's worker has its own WebGPU device and
+ * plans its memory against the whole adapter, so two trainers at once could together overrun the GPU
+ * (and each would run at half speed): a second tab's run waits, told why (`onWait`, with the runs the
+ * other tabs train), and starts by itself once the first tab's trainer is done with its run.
+ */
+export async function claimGpu(runId: string, onWait: (others: string[]) => void): Promise<RunClaim> {
+  const now = await hold(GPU_LOCK, true);
+  if (now) return now;
+  onWait([...(await runsTrainingInTabs())].filter((id) => id !== runId));
+  return (await hold(GPU_LOCK, false))!;
+}
+
+const GPU_LOCK = 'webgrpo.gpu';
 
 /** The runs some tab of this browser is training now (this one's included). */
 export async function runsTrainingInTabs(): Promise<Set<string>> {

@@ -9,7 +9,7 @@ import type { OutboxState } from './run-outbox.ts';
 /** Where the loaded model came from, kept with a run so a resume can load it again. */
 export type ModelSource = { kind: 'demo' } | { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
 
-export type RunStatus = 'idle' | 'loading' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
+export type RunStatus = 'idle' | 'loading' | 'waiting' | 'running' | 'paused' | 'finished' | 'failed' | 'stopped';
 
 export interface UiState {
   probe: ProbeResult | null;

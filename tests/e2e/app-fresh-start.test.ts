@@ -177,4 +177,25 @@ describe('every run starts from its model; one tab owns a live run; Stop within 
     // The abandoned step was not recorded.
     expect(await stored(id)).toEqual([]);
   });
+
+  it("a second tab's run waits for the GPU, says which run it waits for, and starts by itself when that one ends", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const first = await openTab(context);
+    const second = await openTab(context);
+    const a = await startRun(first, 'catch', { ...CATCH, max_steps: 2 });
+    await expect.poll(() => first.getByTestId('run-status').textContent(), { timeout: 60_000 }).toBe('running');
+    await expect.poll(() => first.getByTestId('run-name').textContent(), { timeout: 30_000 }).not.toBe('run');
+    const nameA = await first.getByTestId('run-name').textContent();
+    const b = await startRun(second, 'catch', { ...CATCH, max_steps: 1 });
+    const waiting = second.locator('[role=status]', { hasText: 'Waiting for the GPU' });
+    await withLogs(expect.poll(() => waiting.textContent(), { timeout: 30_000 }).toContain(`another tab of this browser is training run "${nameA}". This run starts by itself when that run ends`));
+    expect(await second.getByTestId('run-status').textContent()).toBe('waiting');
+    await second.screenshot({ path: `${SCREENSHOTS}run-waiting-for-gpu.png` });
+    // The first tab trains on, untouched; the second starts the moment it is done.
+    await waitFinished(first);
+    await waitFinished(second);
+    expect(await waiting.count()).toBe(0);
+    await expect.poll(async () => [(await stored(a)).length, (await stored(b)).length], { timeout: 30_000 }).toEqual([2, 1]);
+    await context.close();
+  });
 });

@@ -186,6 +186,7 @@ export function RunView({ id }: { id: string }) {
   const progressLabel = (() => {
     if (!live) return '';
     if (done === 0 && status === 'loading') return 'starting…';
+    if (status === 'waiting') return 'waiting for the GPU…';
     const of = total ? `step ${done} of ${total}` : `step ${done}`;
     const phase = shownSteps.length ? (shownSteps[shownSteps.length - 1].metrics.phase_sft ? ' · SFT warm-up' : ' · GRPO') : '';
     // Stop abandons the step in progress at its next decode step (its work is not kept).

@@ -21,7 +21,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
   const modelLoading = useUi((s) => s.modelLoading);
   const liveRunId = useUi((s) => s.liveRunId);
   /** The run this tab is training now (a finished live run may be deleted). */
-  const training = useUi((s) => (s.status === 'running' || s.status === 'paused' || s.status === 'loading' ? s.liveRunId : null));
+  const training = useUi((s) => (s.status === 'running' || s.status === 'paused' || s.status === 'loading' || s.status === 'waiting' ? s.liveRunId : null));
 
   useEffect(() => {
     let stop = false;
