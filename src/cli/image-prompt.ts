@@ -35,7 +35,7 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
 /** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
 export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text: string): Promise<{ ids: number[]; images: ScoreImages }> {
   const vision = ckpt.config.vision;
-  if (!vision) throw new Error(`--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
+  if (!vision) throw new Error(ckpt.config.visionError ? `--image: ${ckpt.config.visionError}` : `--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
   let processor = null;
   for (const name of PROCESSOR_FILES) {
     const found = await ckpt.readText(name);

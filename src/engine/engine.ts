@@ -257,7 +257,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   const visionConfig = opts.vision ? cfg.vision : null;
   if (opts.vision && !visionConfig) {
     if (ownsGpu) gpu.device.destroy();
-    throw new Error('vision: config.json has no vision_config (not a vision-language checkpoint)');
+    throw new Error(cfg.visionError ? `vision: the vision tower cannot be used: ${cfg.visionError}` : 'vision: config.json has no vision_config (not a vision-language checkpoint)');
   }
   const planFor = (weightDtype: GpuDtype) => planMemory({
     config: cfg,

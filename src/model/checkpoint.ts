@@ -87,7 +87,7 @@ export async function openCheckpointFiles(files: CheckpointFiles, { vision = fal
   if (configText === null) throw new Error(`${where}: no config.json (not a Hugging Face model folder?)`);
   const config = parseConfigText(configText, `${where}/config.json`);
   if (vision && !config.vision) {
-    throw new Error(`${where}/config.json: no vision_config, so there is no vision tower to load (a Qwen3_5ForConditionalGeneration checkpoint has one)`);
+    throw new Error(config.visionError ? `${config.visionError} (the vision tower cannot be loaded)` : `${where}/config.json: no vision_config, so there is no vision tower to load (a Qwen3_5ForConditionalGeneration checkpoint has one)`);
   }
 
   const weightFiles = await listWeightFiles(files);

@@ -5,7 +5,7 @@
 // when present: vision-config.ts).
 
 import { parseVisionConfig } from './vision-config.ts';
-import type { Architecture, LayerType, LinearAttentionConfig, ModelConfig } from './types.ts';
+import type { Architecture, LayerType, LinearAttentionConfig, ModelConfig, VisionConfig } from './types.ts';
 
 type Json = Record<string, unknown>;
 
@@ -186,7 +186,17 @@ export function parseConfig(json: unknown, file = 'config.json'): ModelConfig {
   // Only the composite class has a tower; a composite config without vision_config (webgrpo's text-only
   // tiny models) has none stored, so none is loaded (transformers would build a default one).
   const hasVision = qwen35 && text !== raw && raw.vision_config !== undefined && raw.vision_config !== null;
-  const vision = hasVision ? parseVisionConfig(raw, hiddenSize, vocabSize, ropeParameters, fail) : null;
+  // A tower that cannot run (e.g. transformers' default image_token_id past a smaller vocab) does not
+  // stop the text model, which transformers loads too; asking for the tower names the problem.
+  let vision: VisionConfig | null = null;
+  let visionError: string | undefined;
+  if (hasVision) {
+    try {
+      vision = parseVisionConfig(raw, hiddenSize, vocabSize, ropeParameters, fail);
+    } catch (err) {
+      visionError = (err as Error).message;
+    }
+  }
 
   return {
     architecture,
@@ -210,6 +220,7 @@ export function parseConfig(json: unknown, file = 'config.json'): ModelConfig {
     bosTokenId,
     eosTokenIds,
     vision,
+    ...(visionError ? { visionError } : {}),
     raw,
   };
 }

@@ -87,6 +87,8 @@ export interface ModelConfig {
   eosTokenIds: number[];
   /** Qwen3_5ForConditionalGeneration's vision tower, when config.json has a vision_config; else null. */
   vision: VisionConfig | null;
+  /** Why a vision_config that is present cannot be used (the text model still loads, as in transformers). */
+  visionError?: string;
   /** The config.json as read, for round-tripping and display. */
   raw: Record<string, unknown>;
 }

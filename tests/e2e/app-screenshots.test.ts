@@ -64,10 +64,11 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
     };
     const res = await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(exported) });
     expect(res.status).toBe(201);
-    const { id } = (await res.json()) as { id: string };
+    const { id, shareToken } = (await res.json()) as { id: string; shareToken: string };
 
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 1100 } })).newPage();
-    await page.goto(`${app.url}/#/runs/${id}`);
+    // A reader's browser: the share link opens the run (a bare id opens nothing).
+    await page.goto(`${app.url}/#/runs/${id}?share=${shareToken}`);
     await page.getByTestId('rollout').first().locator('.rollout-head').click();
     const thumbs = page.getByTestId('screenshot-thumbnail');
     await thumbs.first().waitFor({ timeout: 30_000 });

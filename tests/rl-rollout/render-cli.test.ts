@@ -128,7 +128,7 @@ describe('webgrpo render', () => {
 
   it('rejects bad arguments with a clear message', async () => {
     await expect(run(['--env', 'echo'])).rejects.toThrow(/--model DIR is required/);
-    await expect(run(['--model', modelDir, '--env', 'chess'])).rejects.toThrow(/unknown env 'chess': no tool environment of that name \(choose echo, catch, wordle, multi, browsergym, catch-compact/);
+    await expect(run(['--model', modelDir, '--env', 'chess'])).rejects.toThrow(/unknown env 'chess': no tool environment of that name \(choose echo, catch, wordle, multi, browsergym, browsergym-vlm, catch-compact/);
     await expect(run(['--model', modelDir, '--env'])).rejects.toThrow('--env needs a value');
     await expect(run(['--model', join(modelDir, 'missing'), '--env', 'echo'])).rejects.toThrow(/cannot read tokenizer\.json/);
     await expect(run(['--model', modelDir, '--env', 'echo', '--bogus', '1'])).rejects.toThrow(/unknown option '--bogus'/);
