@@ -238,6 +238,24 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
     case 'sigmoid_gate_backward.wgsl':
       // σ (3), dx (1), dgate (3); reads x, gate, dy, writes dx, dgate.
       return one('sigmoid_gate_backward', 7 * p[0]! * p[1]!, 5 * p[0]! * p[1]! * F);
+    case 'layernorm.wgsl': {
+      // per element: sum (1), centred square + sum (3), (x − mean)·rstd·w + b (4); per row: 2 divides, sqrt. Reads x twice + once, w, b; writes y.
+      const [rows, n] = [p[0]!, p[1]!];
+      return one('layernorm', 8 * rows * n + 3 * rows, (4 * rows * n + 2 * n) * F);
+    }
+    case 'bias_act.wgsl': {
+      // bias add (1) and GELU (~12 with tanh or erf: exp, polynomial); y read and written, b per column.
+      const [rows, n] = [p[0]!, p[1]!];
+      const act = Number(d.constants.ACT);
+      return one('bias_act', rows * n * (act === 0 ? 1 : 13), (2 * rows * n + n) * F);
+    }
+    case 'pos_embed.wgsl': {
+      // 4 bilinear taps per element (2 each); reads 4 table values + 4 (index, weight) per row, x read and written.
+      const [rows, n] = [p[0]!, p[1]!];
+      return one('pos_embed', 8 * rows * n, (6 * rows * n + 8 * rows) * F);
+    }
+    case 'rows_scatter.wgsl':
+      return one('rows_scatter', 0, (2 * p[0]! * p[1]! + p[0]!) * F);
     default:
       throw new Error(`kernel-costs: no cost model for ${d.file} (add one to bench/engine/kernel-costs.ts)`);
   }

@@ -3,6 +3,11 @@
 // (src/engine/train), which receives the EngineInternals (internals.ts).
 
 import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
+import type { OpenedCheckpoint } from '../model/checkpoint.ts';
+import { loadVisionTower } from './vision/load.ts';
+
+/** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
+const DEFAULT_IMAGE_PATCHES = 1024;
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { adapterName, getGpu, type Gpu } from './gpu.ts';
@@ -46,7 +51,12 @@ export interface LoadEngineOptions {
    * of 1024 tokens, LoRA r=16 on all linears, no total budget). Loading fails with the plan's message
    * when it does not fit.
    */
-  plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number };
+  plan?: { numSequences?: number; maxTokensPerSequence?: number; mode?: TrainingMode; budgetBytes?: number; maxImagePatches?: number };
+  /**
+   * Also load a Qwen3.5 checkpoint's vision tower (model.visual.*), so that score() takes images
+   * (ScoreSequence.images). Off by default: text-only use does not pay for its weights.
+   */
+  vision?: boolean;
 }
 
 /** The train side's part of Engine (src/engine/train). */
@@ -244,6 +254,11 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error('halfLoads: \'native\' needs an adapter with shader-f16 (this one has none); use \'u32\' or \'auto\'');
   }
+  const visionConfig = opts.vision ? cfg.vision : null;
+  if (opts.vision && !visionConfig) {
+    if (ownsGpu) gpu.device.destroy();
+    throw new Error('vision: config.json has no vision_config (not a vision-language checkpoint)');
+  }
   const planFor = (weightDtype: GpuDtype) => planMemory({
     config: cfg,
     weightDtype,
@@ -251,6 +266,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     numSequences: opts.plan?.numSequences ?? 1,
     maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
     limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
+    ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
   });
   const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
   const matrixDtype = precision.stored;
@@ -285,5 +301,16 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  return new WebGpuEngine(new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes), ownsGpu, memoryPlan, precision, check.warnings);
+  const fwd = new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes);
+  if (opts.vision) {
+    try {
+      if (!('weightFiles' in ckpt)) throw new Error('vision: the vision tower loads from an opened checkpoint (openCheckpoint), not a bare Checkpoint');
+      fwd.vision = await loadVisionTower(fwd, ckpt as OpenedCheckpoint, matrixDtype);
+    } catch (err) {
+      fwd.destroy();
+      if (ownsGpu) gpu.device.destroy();
+      throw err;
+    }
+  }
+  return new WebGpuEngine(fwd, ownsGpu, memoryPlan, precision, check.warnings);
 }

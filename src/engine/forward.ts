@@ -4,11 +4,13 @@
 
 import type { ModelConfig } from '../model/types.ts';
 import type { Gpu } from './gpu.ts';
+import { MatmulMode, type ImageSplice, type MatmulArgs, type PackedToken, type VisionEncoder } from './internals.ts';
 import type {
-  KernelVariants, MatmulVariant, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
+  KernelVariants, EngineInternals, LayerActs, LayerForwardOptions, LoraAdapter, PackedBatch, ParamEntry,
 } from './internals.ts';
 import { KernelCache, MAX_GROUPS, Recorder, StagingPool, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
+import { mropeTable } from './vision/inputs.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
 import { sequenceTable } from './linear-attention-plan.ts';
@@ -16,23 +18,7 @@ import { weightLoads, type HalfLoads } from './weight-loads.ts';
 
 export type { HalfLoads };
 
-export type { AttentionVariant, KernelVariants, MatmulVariant } from './internals.ts';
-
-/** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
-export interface PackedToken {
-  token: number;
-  position: number;
-  kvBase: number;
-  kvSlot: number;
-  seq: number;
-}
-
-/** Write modes of matmul.wgsl. */
-const enum MatmulMode {
-  Overwrite = 0,
-  Accumulate = 1,
-  Residual = 2,
-}
+export type { AttentionVariant, ImageSplice, KernelVariants, MatmulVariant, PackedToken } from './internals.ts';
 
 /** Byte budget of one logits chunk (rows × vocab columns × 4 bytes) when scoring. */
 const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -51,6 +37,8 @@ export class Qwen3Forward implements EngineInternals {
   private readonly scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch buffers, destroyed after the next submit. */
   private retired: GPUBuffer[] = [];
+  /** Qwen3.5's vision tower when loaded (loadEngine's `vision` option); its config carries the M-RoPE section. */
+  vision: VisionEncoder | null = null;
 
   constructor(
     readonly gpu: Gpu,
@@ -167,7 +155,7 @@ export class Qwen3Forward implements EngineInternals {
       seqLengths[seqLengths.length - 1]! += 1;
     });
     // Only the first rotaryDim dims of a head rotate (all of them for Qwen3).
-    const rope = ropeTable(positions, this.config.rotaryDim, this.config.ropeTheta);
+    const rope = tokens.some((t) => t.mrope) ? this.mrope(tokens) : ropeTable(positions, this.config.rotaryDim, this.config.ropeTheta);
     const batch: PackedBatch = {
       T,
       tokens: make('tokens', ids.byteLength),
@@ -189,6 +177,12 @@ export class Qwen3Forward implements EngineInternals {
     return batch;
   }
 
+  private mrope(tokens: PackedToken[]): Float32Array<ArrayBuffer> {
+    if (!this.vision) throw new Error('engine: M-RoPE positions need the vision tower\'s config (load the engine with vision: true)');
+    const { rotaryDim, ropeTheta } = this.config;
+    return mropeTable(tokens.map((t) => t.mrope ?? [t.position, t.position, t.position]), rotaryDim, ropeTheta, this.vision.config.mropeSection);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Kernels.
 
@@ -202,18 +196,16 @@ export class Qwen3Forward implements EngineInternals {
     }
   }
 
+  encodeImageSplice(rec: Recorder, images: ImageSplice, x: GPUBuffer): void {
+    const D = this.config.hiddenSize;
+    rec.dispatch(this.getPipeline('rows_scatter.wgsl'), [images.embeds, images.rows, x], [images.count, D, 0, 0], groups1d(images.count * D), 'image embeddings splice');
+  }
+
   /**
    * y[:, yOffset .. yOffset+N) (row stride ldy) = scale · x·W[wRow0 .. wRow0+N)ᵀ, with mode
    * overwrite / accumulate / residual. W is a raw buffer of `dtype` holding rows of length K.
    */
-  encodeMatmul(rec: Recorder, a: {
-    x: GPUBuffer; w: GPUBuffer; wDtype: 'f16' | 'f32'; y: GPUBuffer; M: number; N: number; K: number;
-    wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
-    /** Kernel variant (default: the engine's). */
-    variant?: MatmulVariant;
-    /** How f16 W is read (default: the engine's). */
-    halfLoads?: HalfLoads;
-  }): void {
+  encodeMatmul(rec: Recorder, a: MatmulArgs): void {
     const mode = a.mode ?? MatmulMode.Overwrite;
     const tiled = (a.variant ?? this.kernelVariants.matmul) === 'tiled';
     const wRow0 = a.wRow0 ?? 0;
@@ -385,9 +377,10 @@ export class Qwen3Forward implements EngineInternals {
     this.encodeLinear(rec, layer, 'down_proj', acts.hidden, acts.xOut, T, { ...lin, residual: acts.xMid }); // xOut = xMid + down·hidden
   }
 
-  /** Embedding + all layers; returns the buffer holding the last layer's output (T, D). */
-  encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions): GPUBuffer {
+  /** Embedding (with image embeddings spliced in) + all layers; returns the buffer holding the last layer's output (T, D). */
+  encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions, images?: ImageSplice): GPUBuffer {
     this.encodeEmbedding(rec, batch, acts.x);
+    if (images) this.encodeImageSplice(rec, images, acts.x);
     const io = { x: acts.x, xOut: acts.xOut };
     for (let l = 0; l < this.config.numLayers; l++) {
       const layerActs = { ...acts, x: io.x, xOut: io.xOut };
@@ -446,6 +439,7 @@ export class Qwen3Forward implements EngineInternals {
     for (const b of this.scratch.values()) b.destroy();
     this.scratch.clear();
     for (const p of this.params.values()) for (const c of p.chunks) c.buffer.destroy();
+    this.vision?.destroy();
     this.stagingPool.destroy();
   }
 }

@@ -17,11 +17,64 @@
 
 import type { Gpu } from './gpu.ts';
 import type { HalfLoads } from './weight-loads.ts';
+import type { VisionTowerConfig } from './vision/config.ts';
+import type { GridThw } from './vision/inputs.ts';
 import type { ModelConfig } from '../model/types.ts';
 import type { ModelLinear } from '../model/qwen3-tensors.ts';
 import type { Recorder } from './recorder.ts';
 
 /** One row-slice of a tensor held in its own GPU buffer: rows [rowStart, rowStart + rows). */
+/** One token of a packed batch (see PackedBatch): which K/V rows it attends to and where its k/v go. */
+export interface PackedToken {
+  token: number;
+  position: number;
+  kvBase: number;
+  kvSlot: number;
+  seq: number;
+  /**
+   * M-RoPE positions (temporal, height, width) of a prompt with images (transformers' 3×T
+   * position_ids); absent = all three equal `position`. `position` itself stays the token's index in
+   * its sequence: attention's causal extent is by index, only the rotary angles use these.
+   */
+  mrope?: readonly [number, number, number];
+}
+
+/** Merged image embeddings to splice into the text embeddings: embeds row i → packed row rows[i]. */
+export interface ImageSplice {
+  embeds: GPUBuffer;
+  /** (count) u32 packed rows of the <|image_pad|> tokens. */
+  rows: GPUBuffer;
+  count: number;
+}
+
+/** Write modes of matmul.wgsl. */
+export const enum MatmulMode {
+  Overwrite = 0,
+  Accumulate = 1,
+  Residual = 2,
+}
+
+/**
+ * y[:, yOffset .. yOffset+N) (row stride ldy) = scale · x·W[wRow0 .. wRow0+N)ᵀ, with mode
+ * overwrite / accumulate / residual. W is a raw buffer of `wDtype` holding rows of length K.
+ */
+export interface MatmulArgs {
+  x: GPUBuffer; w: GPUBuffer; wDtype: 'f16' | 'f32'; y: GPUBuffer; M: number; N: number; K: number;
+  wRow0?: number; ldy?: number; yOffset?: number; scale?: number; mode?: MatmulMode; residual?: GPUBuffer; label?: string;
+  /** Kernel variant (default: the engine's). */
+  variant?: MatmulVariant;
+  /** How f16 W is read (default: the engine's). */
+  halfLoads?: HalfLoads;
+}
+
+/** Qwen3.5's vision tower as the forward uses it (vision/tower.ts). */
+export interface VisionEncoder {
+  readonly config: VisionTowerConfig;
+  /** Records the tower over every grid; returns its merged rows (rows, out_hidden_size) in a scratch buffer. */
+  encode(rec: Recorder, pixelValues: Float32Array, grids: readonly GridThw[]): { embeds: GPUBuffer; rows: number };
+  destroy(): void;
+}
+
 export interface ParamChunk {
   buffer: GPUBuffer;
   rowStart: number;
@@ -170,8 +223,18 @@ export interface EngineInternals {
   createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs;
   /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack), into `make`'s buffers when given. */
   packSequences(sequences: number[][], make?: (role: string, bytes: number) => GPUBuffer): PackedBatch;
+  /** Uploads packed tokens (any layout; M-RoPE positions where given) into `make`'s buffers. */
+  packTokens(tokens: PackedToken[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch;
   /** Records the embedding gather of batch.tokens into `out` (T, D). */
   encodeEmbedding(rec: Recorder, batch: PackedBatch, out: GPUBuffer): void;
+  /** Qwen3.5's vision tower when loaded (prompts with images), else null. */
+  readonly vision: VisionEncoder | null;
+  /** Records one matmul (the kernel every linear runs on). */
+  encodeMatmul(rec: Recorder, a: MatmulArgs): void;
+  /** A reusable scratch buffer of at least `byteSize` bytes, by role. */
+  scratchBuffer(role: string, byteSize: number): GPUBuffer;
+  /** Records the image embeddings' copy into the embedded rows `x` (T, D) at the image tokens. */
+  encodeImageSplice(rec: Recorder, images: ImageSplice, x: GPUBuffer): void;
   /** Records one decoder layer: reads acts.x, writes every other field of acts. */
   encodeLayerForward(rec: Recorder, layer: number, acts: LayerActs, batch: PackedBatch, opts: LayerForwardOptions): void;
   /**

@@ -12,6 +12,7 @@
 import { adaptedLinears, linearAttnConvDim, linearShape, modelLinears, qwen3ParamCount, qwen3TensorLayout, type ModelLinear } from '../model/qwen3-tensors.ts';
 import { DELTA_CHUNK, deltaBackwardWork } from './linear-attention-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
+import { visionActivationBytes, visionTensorLayout, type VisionTowerConfig } from './vision/config.ts';
 
 export type GpuDtype = 'f32' | 'f16';
 
@@ -36,6 +37,8 @@ export interface MemoryPlanInput {
   /** Prompt + completion (+ tool turns) tokens of one sequence. */
   maxTokensPerSequence: number;
   limits: MemoryLimits;
+  /** Qwen3.5's vision tower when loaded, and the most image patches one forward pass encodes. */
+  vision?: { config: VisionTowerConfig; maxPatches: number };
 }
 
 export interface MemoryItem {
@@ -293,6 +296,22 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       name: 'linear-attention state snapshot',
       bytes: B * stateBytes,
       detail: `${B} sequences' states as a chain of decode steps starts, restored for one that stops inside it`,
+    });
+  }
+  if (input.vision) {
+    const { config: vc, maxPatches } = input.vision;
+    // Matrices in the weights' dtype, biases, norms and the position table (gathered by rows) in f32.
+    const tensors = visionTensorLayout(vc).map((t) => ({ n: t.shape.reduce((a, b) => a * b, 1), matrix: t.shape.length >= 2 && !t.name.endsWith('pos_embed.weight') }));
+    const visionParams = tensors.reduce((a, t) => a + t.n, 0);
+    items.push({
+      name: 'vision tower weights',
+      bytes: tensors.reduce((a, t) => a + t.n * (t.matrix ? bytesOf(input.weightDtype) : F32), 0),
+      detail: `${visionParams.toLocaleString('en-US')} params (model.visual.*, frozen), matrices in ${input.weightDtype}`,
+    });
+    items.push({
+      name: 'vision activations',
+      bytes: visionActivationBytes(vc, maxPatches),
+      detail: `${maxPatches} image patches per pass: pixel rows, one block's intermediates, the merger (f32)`,
     });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.

@@ -5,6 +5,7 @@
 
 import type { Qwen3Forward } from './forward.ts';
 import type { ScoreOutput, ScoreRequest } from './types.ts';
+import { checkImageInputs, encodeImages, packPrompts } from './vision/prompts.ts';
 
 const SCORE_TOKENS_PER_PASS = 2048;
 
@@ -41,6 +42,7 @@ export function planPasses(lengths: number[], budget: number): number[][] {
 
 export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Promise<ScoreOutput> {
   checkScoreRequest(req, fwd.config.vocabSize);
+  checkImageInputs(fwd, req.sequences, 'score');
   const adapters = req.adapters ?? true;
   const out: ScoreOutput = {
     logprobs: req.sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom)),
@@ -61,16 +63,10 @@ export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Prom
     }
     if (rows.length === 0) continue;
     const R = rows.length;
-    const batch = fwd.packTokens(
-      seqs.flatMap((s, si) => {
-        const base = seqs.slice(0, si).reduce((a, q) => a + q.ids.length, 0);
-        return s.ids.map((token, p) => ({ token, position: p, kvBase: base, kvSlot: base + p, seq: si }));
-      }),
-      (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes),
-    );
+    const batch = packPrompts(fwd, seqs, (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes));
     const acts = fwd.scratchLayerActs(batch.T, 'score');
     const rec = fwd.recorder('score');
-    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters });
+    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters }, encodeImages(fwd, rec, seqs));
     const rowIndex = fwd.scratchBuffer('score.rowIndex', R * 4);
     const targetBuf = fwd.scratchBuffer('score.targets', R * 4);
     fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(rows));

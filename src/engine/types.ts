@@ -125,6 +125,18 @@ export interface ScoreSequence {
   ids: number[];
   /** First position that is scored: logprob[t] for t in [scoreFrom, ids.length) is scored from positions < t. */
   scoreFrom: number;
+  /**
+   * A prompt with images (Qwen3.5 with its vision tower loaded): the processor's pixel_values of every
+   * image in order, their (t, h, w) patch grids, and the 3×ids.length M-RoPE position ids
+   * (transformers' get_rope_index). ids holds t·h·w / merge² <|image_pad|> tokens per image.
+   */
+  images?: ScoreImages;
+}
+
+export interface ScoreImages {
+  pixelValues: Float32Array;
+  grids: [number, number, number][];
+  positions: [number[], number[], number[]];
 }
 
 export interface ScoreRequest {

@@ -8,7 +8,7 @@
 //   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
 
-import type { EngineInternals, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
+import type { EngineInternals, ImageSplice, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
@@ -16,6 +16,7 @@ import type { TrainableSet } from './trainable.ts';
 import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
 import { DELTA_CHUNK, deltaBackwardTile, deltaBackwardWork } from '../linear-attention-plan.ts';
 import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
+import { checkImageInputs, encodeImages, packPrompts } from '../vision/prompts.ts';
 
 const NEG_BIG = -3.0e38;
 
@@ -191,6 +192,7 @@ function param(internals: EngineInternals, name: string): ParamEntry {
 export async function runBackward(internals: EngineInternals, ops: TrainOps, trainable: TrainableSet, req: BackwardRequest, pool: BackwardBuffers): Promise<void> {
   const cfg = internals.config;
   checkBackwardRequest(req, cfg.vocabSize);
+  checkImageInputs(internals, req.sequences, 'backward');
   const adapters = req.adapters ?? true;
   if (trainable.mode.kind === 'lora' && !adapters) throw new Error('backward: adapters=false with LoRA training would compute no adapter gradient');
   // No scored token: L does not depend on any parameter.
@@ -204,12 +206,12 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
   const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
   const scratch = new Scratch(internals, pool, plan);
-  const batch = internals.packSequences(req.sequences.map((s) => s.ids), (role, bytes) => scratch.take(`packed ${role}`, bytes));
+  const batch = packPrompts(internals, req.sequences, (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
   const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
   const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
   try {
-    await pass.run(scored, req.temperature);
+    await pass.run(scored, req.temperature, req.sequences);
   } finally {
     // The next call may reuse every buffer: this one's work must be done first.
     await internals.gpu.device.queue.onSubmittedWorkDone();
@@ -318,7 +320,7 @@ class BackwardPass {
     this.loraDu = r > 0 ? scratch.f32('lora du', T * r) : null;
   }
 
-  async run(scored: ScoredRows, temperature: number): Promise<void> {
+  async run(scored: ScoredRows, temperature: number, sequences: BackwardRequest['sequences']): Promise<void> {
     const L = this.internals.config.numLayers;
     const rowBytes = this.T * this.D * 4;
     // x_l for every layer: the only activations kept across the whole pass.
@@ -326,6 +328,9 @@ class BackwardPass {
 
     const rec = this.internals.recorder('train forward + LM head backward');
     this.internals.encodeEmbedding(rec, this.batch, this.acts.x);
+    // The vision tower is frozen: its output enters as constants at the image tokens.
+    const images = encodeImages(this.internals, rec, sequences);
+    if (images) this.internals.encodeImageSplice(rec, images, this.acts.x);
     for (let l = 0; l < L; l++) {
       rec.copy(this.acts.x, 0, checkpoints[l]!, 0, rowBytes);
       this.internals.encodeLayerForward(rec, l, this.acts, this.batch, { adapters: this.adapters });
@@ -340,7 +345,7 @@ class BackwardPass {
       lrec.copy(checkpoints[l]!, 0, this.acts.x, 0, rowBytes);
       this.internals.encodeLayerForward(lrec, l, this.acts, this.batch, { adapters: this.adapters });
       this.encodeLayerBackward(lrec, l);
-      if (l === 0) this.encodeEmbeddingBackward(lrec);
+      if (l === 0) this.encodeEmbeddingBackward(lrec, images);
       await lrec.submit();
     }
   }
@@ -560,9 +565,14 @@ class BackwardPass {
     this.linearBackward(rec, l, 'in_proj_a', acts.a, g.da, this.dNorm);
   }
 
-  /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied). */
-  private encodeEmbeddingBackward(rec: Recorder): void {
+  /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied), image tokens excepted. */
+  private encodeEmbeddingBackward(rec: Recorder, images: ImageSplice | undefined): void {
     if (!this.full) return;
+    // Image tokens' rows were replaced by the tower's output: the <|image_pad|> embedding got no gradient there.
+    if (images) {
+      const zeros = this.internals.scratchBuffer('visual.zeroRows', images.count * this.D * 4); // never written: stays zero
+      this.internals.encodeImageSplice(rec, { ...images, embeds: zeros }, this.dx);
+    }
     const embed = param(this.internals, 'model.embed_tokens.weight');
     const grads = this.trainable.gradChunks(embed.name)!;
     embed.chunks.forEach((c, i) => this.ops.embeddingBackward(rec, this.batch.tokens, this.dx, grads[i]!, this.T, this.D, c.rowStart, c.rows));

@@ -1,0 +1,71 @@
+// Prompts with images, shared by scoring and backward: the pack (M-RoPE positions for sequences
+// that carry images) and the vision tower's output placed at the <|image_pad|> rows.
+
+import type { EngineInternals, ImageSplice, PackedBatch, PackedToken } from '../internals.ts';
+import type { Recorder } from '../recorder.ts';
+import type { ScoreSequence } from '../types.ts';
+import type { GridThw } from './inputs.ts';
+
+/** Refuses images on an engine loaded without its vision tower, and images that do not match their ids. */
+export function checkImageInputs(fwd: EngineInternals, sequences: ScoreSequence[], what: string): void {
+  if (!sequences.some((s) => s.images)) return;
+  if (!fwd.vision) throw new Error(`${what}: a sequence has images but the engine has no vision tower (load it with vision: true from a Qwen3.5 vision-language checkpoint)`);
+  const { imageTokenId, spatialMergeSize } = fwd.vision.config;
+  sequences.forEach((s, i) => {
+    if (s.images) checkImages(s, i, imageTokenId, spatialMergeSize, what);
+  });
+}
+
+/** Packs sequences back to back (scoring layout), with M-RoPE positions where a sequence has images. */
+export function packPrompts(fwd: EngineInternals, seqs: ScoreSequence[], make: (role: string, bytes: number) => GPUBuffer): PackedBatch {
+  const tokens: PackedToken[] = [];
+  seqs.forEach((s, si) => {
+    const base = tokens.length;
+    const pos = s.images?.positions;
+    s.ids.forEach((token, p) => {
+      tokens.push({ token, position: p, kvBase: base, kvSlot: base + p, seq: si, ...(pos ? { mrope: [pos[0][p]!, pos[1][p]!, pos[2][p]!] as const } : {}) });
+    });
+  });
+  return fwd.packTokens(tokens, make);
+}
+
+/** Checks one sequence's images against its ids: placeholder count and position ids. */
+function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: number, what: string): void {
+  const img = s.images!;
+  const pads = s.ids.filter((t) => t === imageTokenId).length;
+  const merged = img.grids.reduce((a, [t, h, w]) => a + (t * h * w) / (merge * merge), 0);
+  if (pads !== merged) throw new Error(`${what}: sequence ${i} has ${pads} image tokens (id ${imageTokenId}) but its image grids give ${merged} merged embeddings`);
+  if (img.positions.length !== 3 || img.positions.some((row) => row.length !== s.ids.length || !row.every((v) => Number.isInteger(v) && v >= 0))) {
+    throw new Error(`${what}: sequence ${i} images.positions must be 3 rows of ${s.ids.length} non-negative integers (the M-RoPE position ids)`);
+  }
+}
+
+/**
+ * Records the vision tower once over every image of the pack (attention stays within each image) and
+ * returns where its rows go: the image tokens of the packed batch, in order. Inputs checked by checkImageInputs.
+ */
+export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSequence[]): ImageSplice | undefined {
+  if (!seqs.some((s) => s.images)) return undefined;
+  const tower = fwd.vision!;
+  const { imageTokenId } = tower.config;
+  const grids: GridThw[] = [];
+  const pixels: Float32Array[] = [];
+  const rows: number[] = [];
+  let base = 0;
+  seqs.forEach((s) => {
+    if (s.images) {
+      grids.push(...s.images.grids);
+      pixels.push(s.images.pixelValues);
+      s.ids.forEach((t, p) => { if (t === imageTokenId) rows.push(base + p); });
+    }
+    base += s.ids.length;
+  });
+  const all = new Float32Array(pixels.reduce((a, p) => a + p.length, 0));
+  let off = 0;
+  for (const p of pixels) { all.set(p, off); off += p.length; }
+  const { embeds } = tower.encode(rec, all, grids);
+  const rowBuf = fwd.scratchBuffer('score.imageRows', rows.length * 4);
+  fwd.gpu.device.queue.writeBuffer(rowBuf, 0, Uint32Array.from(rows));
+  return { embeds, rows: rowBuf, count: rows.length };
+}
+

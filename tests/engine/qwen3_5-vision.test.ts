@@ -1,0 +1,151 @@
+// Qwen3.5's vision tower and image+text prompts on WebGPU against transformers itself: the tiny
+// Qwen3_5ForConditionalGeneration of tests/fixtures/transformers-qwen3_5-vl (its make.py), with the
+// processor's pixel_values, the M-RoPE position ids, the tower's float64 output and float64 log-probs.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
+import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import type { GridThw } from '../../src/engine/vision/inputs.ts';
+import type { VisionTower } from '../../src/engine/vision/tower.ts';
+import { readSafetensorsHeader } from '../../src/model/checkpoint.ts';
+import { nodeFolderFiles } from '../../src/model/node-files.ts';
+import { decodeToFloat32 } from '../../src/model/safetensors.ts';
+import { peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.ts';
+import { QWEN3_5_LINEARS, storedTensorName } from '../../src/model/qwen3-tensors.ts';
+import type { NamedTensor } from '../../src/engine/types.ts';
+import { relNormError } from './train-helpers.ts';
+import { maxAbsDiff, onAdapter } from './helpers.ts';
+
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
+const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
+  input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][];
+  position_ids: [number[], number[], number[]]; vision: { merged: number[] }; score_from: number; temperature: number; logprobs: number[];
+  loss_weights: number[];
+};
+
+async function tensorsOf(file: string): Promise<Map<string, Float32Array>> {
+  const files = nodeFolderFiles(DIR);
+  const out = new Map<string, Float32Array>();
+  for (const t of await readSafetensorsHeader(files, file)) out.set(t.name, decodeToFloat32(t, await files.read(file, t.fileOffset, t.fileOffset + t.byteLength)));
+  return out;
+}
+
+/** The worst relative error over the engine's gradients, each against `want(name)`. */
+function worstError(got: NamedTensor[], want: (name: string) => Float32Array | undefined): { name: string; rel: number } {
+  return got.map((t) => {
+    const w = want(t.name);
+    if (!w) throw new Error(`no reference gradient for ${t.name}`);
+    return { name: t.name, rel: relNormError(t.data, w) };
+  }).sort((a, b) => b.rel - a.rel)[0]!;
+}
+
+/** One F32 tensor of a safetensors file. */
+function readF32(file: string, name: string): Float32Array {
+  const bytes = readFileSync(file);
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
+  const [a, b] = header[name]!.data_offsets;
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
+}
+
+const PIXELS = `${DIR}pixel_values.safetensors`;
+
+async function towerOutput(engine: WebGpuEngine, pixelValues: Float32Array, grids: GridThw[]): Promise<Float32Array> {
+  const fwd = engine.internals;
+  const rec = fwd.recorder('vision test');
+  const { embeds, rows } = fwd.vision!.encode(rec, pixelValues, grids);
+  const read = rec.read(embeds, 0, rows * fwd.config.hiddenSize * 4);
+  return new Float32Array((await rec.submit())[read]!);
+}
+
+describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
+  let gpu: Gpu;
+  beforeAll(async () => { gpu = await getGpu(); });
+  afterAll(() => gpu?.device.destroy());
+
+  for (const weightDtype of ['f32', 'f16'] as const) {
+    it(`${weightDtype} weights: the vision tower's merged embeddings and the image+text prompt's per-token log-probs vs transformers float64`, async () => {
+      const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype, vision: true });
+      expect(engine.memoryPlan.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
+      // f16: the tower's matrices are halves too; their rounding costs ~1e-3 in the tower, ~4e-3 in log-probs (a broken kernel costs O(1)).
+      const towerParams = (engine.internals.vision as VisionTower).params;
+      expect(towerParams.get('model.visual.blocks.0.attn.qkv.weight')!.dtype).toBe(weightDtype);
+      // The plan counts exactly the bytes the tower's weights were uploaded into.
+      const uploaded = [...towerParams.values()].reduce((a, p) => a + p.chunks.reduce((b, c) => b + c.buffer.size, 0), 0);
+      expect(engine.memoryPlan.items.find((i) => i.name === 'vision tower weights')!.bytes).toBe(uploaded);
+      const tol = weightDtype === 'f32' ? 1e-4 : 2e-2;
+      const main = readF32(PIXELS, 'main');
+      const merged = await towerOutput(engine, main, expected.image_grid_thw);
+      const towerErr = maxAbsDiff(merged, expected.vision.merged);
+      expect(towerErr).toBeLessThan(tol);
+
+      const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+      const seq = { ids: expected.input_ids, scoreFrom: expected.score_from, images };
+      // Packed behind a text-only sequence: its plain positions and the image rows must not mix.
+      const text = { ids: expected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
+      const out = await engine.score({ sequences: [text, seq], temperature: expected.temperature });
+      const err = maxAbsDiff(out.logprobs[1]!, expected.logprobs);
+      console.log(`${weightDtype}: vision tower max |Δ| = ${towerErr.toExponential(2)}, image+text log-probs max |Δ| = ${err.toExponential(2)} vs transformers float64`);
+      expect(err).toBeLessThan(tol);
+      const alone = await engine.score({ sequences: [text], temperature: expected.temperature });
+      expect(maxAbsDiff(out.logprobs[0]!, alone.logprobs[0]!)).toBeLessThan(1e-6);
+      engine.destroy();
+    });
+  }
+
+  it('gradients on the image+text prompt (vision tower frozen): LoRA on all twelve text linears and full fine-tuning of the language model within 1e-3 relative of torch', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const cfg = ckpt.config;
+    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, positions: expected.position_ids };
+    const request = () => ({
+      sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images }],
+      temperature: expected.temperature,
+      dLdLogp: [Float32Array.from(expected.loss_weights)],
+    });
+    const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+    lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
+    const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+    await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
+    await lora.backward(request());
+    const loraWant = await tensorsOf('lora-grads.safetensors');
+    const loraWorst = worstError(await lora.readGrads(), (n) => loraWant.get(peftTensorName(n, cfg)));
+    lora.destroy();
+
+    const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    full.setTrainable({ kind: 'full' });
+    await full.backward(request());
+    const fullWant = await tensorsOf('grads.safetensors');
+    const fullWorst = worstError(await full.readGrads(), (n) => fullWant.get(storedTensorName(cfg, n)));
+    full.destroy();
+    console.log(`image prompt grads: LoRA worst relative error ${loraWorst.rel.toExponential(2)} (${loraWorst.name}), full FT ${fullWorst.rel.toExponential(2)} (${fullWorst.name})`);
+    expect(loraWorst.rel, loraWorst.name).toBeLessThan(1e-3);
+    expect(fullWorst.rel, fullWorst.name).toBeLessThan(1e-3);
+  });
+
+  it('several images in one pass attend within their own image only; bad image inputs fail with the problem named', async () => {
+    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
+    const main = readF32(PIXELS, 'main');
+    const small = readF32(PIXELS, 'small');
+    const both = new Float32Array(main.length + small.length);
+    both.set(small);
+    both.set(main, small.length);
+    const out = await towerOutput(engine, both, [...expected.small_image_grid_thw, ...expected.image_grid_thw]);
+    const smallRows = expected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
+    expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), expected.vision.merged)).toBeLessThan(1e-4);
+
+    const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+    const ids = expected.input_ids;
+    await expect(engine.score({ sequences: [{ ids: ids.filter((_, i) => i !== 4), scoreFrom: 1, images }], temperature: 1 }))
+      .rejects.toThrow(/has 5 image tokens \(id 484\) but its image grids give 6 merged embeddings/);
+    await expect(engine.score({ sequences: [{ ids, scoreFrom: 1, images: { ...images, pixelValues: main.subarray(1) } }], temperature: 1 }))
+      .rejects.toThrow(/pixel_values holds 36863 values; the grids \[\[1,4,6\]\] need 24 patches × 1536/);
+    engine.destroy();
+    const textOnly = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32' });
+    await expect(textOnly.score({ sequences: [{ ids, scoreFrom: 1, images }], temperature: 1 })).rejects.toThrow(/no vision tower/);
+    textOnly.destroy();
+  });
+});
