@@ -1,0 +1,125 @@
+// GRPO on a tiny Qwen3.5 vision-language model over /envs/browsergym (browsergym-vlm): the screenshots
+// the env returns are expanded to the processor's token count in the rollouts, and the trainer scores
+// and trains every rollout with its images (pixel_values + M-RoPE positions) on the real engine. The
+// tool calls are scripted (a random tiny model never writes one, so it would never see a screenshot):
+// the rollouts come from a sampling stand-in, everything after them from the WebGPU engine.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
+import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { loadImageProcessor } from '../../src/cli/image-prompt.ts';
+import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
+import type { ScoreRequest } from '../../src/engine/types.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { loadCheckpointTokenizer } from '../../src/model/tokenizer.ts';
+import { configFromObject } from '../../src/rl/config.ts';
+import { trainGRPO, type GrpoStepEvent } from '../../src/rl/grpo/trainer.ts';
+import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
+import type { Rollout } from '../../src/rl/rollout/rollout.ts';
+import { trainableMode } from '../../src/rl/run.ts';
+import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
+import { rolloutVision } from '../../src/vision/rollout-images.ts';
+import { SamplingFakeEngine } from '../rl-rollout/sampling-engine.ts';
+
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+let dir = '';
+let server: EnvServer | undefined;
+let def: BrowserGymEnvDefinition | undefined;
+let engine: WebGpuEngine | undefined;
+afterAll(async () => {
+  engine?.destroy();
+  await server?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const CLICK = '<tool_call>\n{"name": "click", "arguments": {"bid": "13"}}\n</tool_call>';
+
+describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
+  it('rollouts carry the screenshots at their placeholders; the trainer scores and trains them with the images', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-train-vlm-'));
+    const model = join(dir, 'model');
+    await mkdir(model);
+    // head_dim 32 × partial_rotary 0.5: 8 rotary pairs, so mrope_section gives every axis (t, h, w) some.
+    const files = await makeTinyCheckpointFiles({ arch: 'qwen3_5', vision: true, seed: 7, hidden: 32, layers: 2, layerTypes: ['linear_attention', 'full_attention'], heads: 2, kvHeads: 1, headDim: 32, partialRotary: 0.5, intermediate: 64 });
+    for (const [name, bytes] of files) await writeFile(join(model, name), bytes);
+    const ckpt = await openCheckpoint(model);
+    const vision = rolloutVision(await loadImageProcessor(ckpt, 'test'), ckpt.config.vision!.imageTokenId);
+    const tokenizer = await loadCheckpointTokenizer(ckpt, model);
+
+    def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
+    server = await createEnvServer({ port: 0, envs: { browsergym: def } });
+    const task = bindTask(await resolveTask({ env: 'browsergym-vlm:click-test' }), { builtinUrls: builtinEnvUrls(server.url), tokenizer, readsImages: true, datasetSize: 1 });
+
+    const config = configFromObject({
+      num_generations: 2, per_device_train_batch_size: 2, gradient_accumulation_steps: 1, max_completion_length: 256, max_steps: 1,
+      learning_rate: 1e-2, train_mode: 'lora', lora_r: 4, lora_alpha: 8, entropy_coef: 0.01, rollout_scheduler: 'lockstep',
+      chat_template_kwargs: { enable_thinking: false },
+    });
+    engine = await loadEngine(ckpt, { weightDtype: 'f32', vision: true, plan: { numSequences: 2, maxTokensPerSequence: 1024 } });
+    engine.setTrainable(trainableMode(config));
+    // Turn 1 clicks the button (a screenshot comes back), turn 2 answers.
+    const policy = (context: string) => [context.includes('<|vision_start|>') ? 'done' : CLICK];
+    const source = envRolloutSource({
+      engine: new SamplingFakeEngine(tokenizer, policy), tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template,
+      maxBatchSize: 2, imageTokenizer: vision.imageTokenizer,
+    });
+    const played: Rollout[] = [];
+    const scored: ScoreRequest[] = [];
+    const real = engine;
+    const spied = new Proxy(real, {
+      get(target, key) {
+        if (key === 'score' || key === 'backward') return (req: ScoreRequest) => { scored.push(req); return (target[key] as (r: ScoreRequest) => unknown).call(target, req); };
+        const v = Reflect.get(target, key);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const events: GrpoStepEvent[] = [];
+    try {
+      for await (const e of trainGRPO({
+        engine: spied, config, dataset: task.dataset, rewardFuncs: task.rewardFuncs, imageInputs: vision.scoreImages,
+        rollouts: async (req) => {
+          const r = await source.rollouts(req);
+          played.push(...r);
+          return r;
+        },
+      })) events.push(e);
+    } finally {
+      await source.close();
+    }
+
+    expect(played).toHaveLength(2);
+    const pad = ckpt.config.vision!.imageTokenId;
+    for (const r of played) {
+      expect(r.images.length, 'screenshots in the context').toBeGreaterThanOrEqual(1);
+      const ids = [...r.promptIds, ...r.completionIds];
+      for (const im of r.images) {
+        // The processor's token count for a ≤ 512-pixel screenshot under the tiny max_pixels (128²): more than the one template placeholder.
+        expect(im.length).toBe(vision.imageTokenizer.tokensFor(im.image));
+        expect(im.length).toBeGreaterThan(1);
+        expect(ids.slice(im.offset, im.offset + im.length).every((t) => t === pad)).toBe(true);
+        expect(r.toolMask.slice(im.offset - r.promptIds.length, im.offset - r.promptIds.length + im.length).every((m) => m === 0)).toBe(true);
+      }
+    }
+    // Every pass of the trainer over the rollouts (logprobs and the backward) carried their images.
+    expect(scored.length).toBeGreaterThan(0);
+    expect(scored.some((req) => 'dLdLogp' in req), 'a backward pass').toBe(true);
+    for (const req of scored) {
+      for (const s of req.sequences) {
+        expect(s.images, 'images of a scored sequence').toBeDefined();
+        expect(s.images!.positions[0]).toHaveLength(s.ids.length);
+        // M-RoPE: the image tokens' height/width positions differ from their temporal ones.
+        expect(s.images!.positions[1].some((p, i) => p !== s.images!.positions[2][i])).toBe(true);
+      }
+    }
+    expect(events).toHaveLength(1);
+    const m = events[0]!.metrics as Record<string, number>;
+    for (const key of ['loss', 'entropy', 'grad_norm']) expect(Number.isFinite(m[key]), key).toBe(true);
+    expect(m.grad_norm).toBeGreaterThan(0);
+    expect(def.browser.contexts).toBe(0);
+  });
+});
