@@ -4,12 +4,9 @@
 // Qwen3_5ForConditionalGeneration's `model.language_model.…` onto them (canonicalTensorName).
 
 import { VISION_PREFIX, visionTensorLayout } from './qwen3_5-vision-tensors.ts';
-import type { ModelConfig, TensorInfo } from './types.ts';
+import type { ExpectedTensor, ModelConfig, TensorInfo } from './types.ts';
 
-export interface ExpectedTensor {
-  name: string;
-  shape: number[];
-}
+export type { ExpectedTensor };
 
 /** The linear layers of one decoder layer, as named in the checkpoint (and targeted by LoRA). */
 export const QWEN3_LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;

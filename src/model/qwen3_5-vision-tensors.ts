@@ -1,8 +1,7 @@
 // The tensor names and shapes of Qwen3.5's vision tower (`model.visual.*` of a
 // Qwen3_5ForConditionalGeneration checkpoint, docs/qwen3_5.md §Vision), derived from its vision config.
 
-import type { ExpectedTensor } from './qwen3-tensors.ts';
-import type { VisionConfig } from './types.ts';
+import type { ExpectedTensor, VisionConfig } from './types.ts';
 
 export const VISION_PREFIX = 'model.visual.';
 

@@ -3,7 +3,7 @@
 // (processor_config.json), so the tiny folder is a Qwen3_5ForConditionalGeneration that our loader,
 // image processor and transformers all read.
 
-import type { ExpectedTensor } from './qwen3-tensors.ts';
+import type { ExpectedTensor } from './types.ts';
 
 /** The tower's shape: depth 2, width 32, 2 heads, 16-px patches of 2 frames, 2×2 merge, a 4×4 position grid. */
 export const TINY_VISION = {

@@ -122,3 +122,9 @@ export interface Checkpoint {
   /** Any small side file (tokenizer.json, tokenizer_config.json, generation_config.json) as text, or null if absent. */
   readText(file: string): Promise<string | null>;
 }
+
+/** A tensor a checkpoint must hold: its canonical name and shape. */
+export interface ExpectedTensor {
+  name: string;
+  shape: number[];
+}

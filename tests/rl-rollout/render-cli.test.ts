@@ -75,6 +75,17 @@ describe('webgrpo render', () => {
     expect(v5.text).toBe(today.text);
   });
 
+  it("a Qwen3.5 folder renders with its own tokenizer and template: XML calling convention, Qwen3.5's special ids", async () => {
+    const qwen3_5 = new URL('../fixtures/qwen3_5-tokenizer/', import.meta.url).pathname;
+    const { text, ids } = await render(['--model', qwen3_5, '--env', 'echo']);
+    expect(text.startsWith('<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n{"type": "function", "function": {"name": "echo", "description": "Echo the message back from the environment."')).toBe(true);
+    expect(text).toContain('<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\n');
+    expect(text.endsWith("<|im_start|>user\nTry to echo 'Hello World!' in the environment.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")).toBe(true);
+    // <|im_start|> is 248045, <think> 248068, </think> 248069 in Qwen3.5 (151644, 151667, 151668 in Qwen3).
+    expect(ids[0]).toBe(248045);
+    expect(ids.slice(-4)).toEqual([248068, 271, 248069, 271]);
+  });
+
   it('every task train accepts: catch-compact and multi', async () => {
     const compact = await render(['--model', modelDir, '--env', 'catch-compact']);
     expect(compact.ids.length).toBeGreaterThan(10);

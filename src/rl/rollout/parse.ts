@@ -1,11 +1,21 @@
 // One generated assistant turn → a message with tool calls (grpo-semantics.md §5: TRL's `parse_response`
-// with the Qwen3 response template). Malformed calls never half-parse: the whole turn falls back to
-// plain text with no calls, so the model is not rewarded for broken JSON.
+// with the response template of the model's chat template: Qwen3's JSON calls here, Qwen3.5's XML calls in
+// parse-xml.ts). Malformed calls never half-parse: the whole turn falls back to plain text with no calls,
+// so the model is not rewarded for broken JSON.
 
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
+import { opensThinking, parseXmlTurn } from './parse-xml.ts';
 
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+
+/** How a chat template writes tool calls: Qwen3's `<tool_call>{json}</tool_call>` or Qwen3.5's `<function=…>` XML. */
+export type ToolCallFormat = 'json' | 'xml';
+
+/** The format the template teaches the model (its tool block shows the calling convention). */
+export function toolCallFormatOf(template: string): ToolCallFormat {
+  return template.includes('<function=') && template.includes('<parameter=') ? 'xml' : 'json';
+}
 
 const OPEN = '<tool_call>';
 const CLOSE = '</tool_call>';
@@ -62,8 +72,28 @@ function parseCallBody(body: string): ToolCall | null {
   return { type: 'function', function: { name, arguments: args === undefined || args === null ? {} : args } };
 }
 
+export interface ParseOptions {
+  format?: ToolCallFormat;
+  /**
+   * The ids the turn was generated after (TRL's `prefix`); their generation prompt says whether the turn
+   * starts inside `<think>`. Read for the XML format only.
+   */
+  prefix?: readonly number[];
+}
+
+// The generation prompt is a handful of tokens after the prompt's last `<|im_start|>`.
+const PREFIX_TAIL_TOKENS = 16;
+
 /** TRL's `parse_response`: the parsed turn, or `decode(ids, skip_special_tokens)` with no calls. */
-export function parseResponse(tokenizer: TextTokenizer, ids: readonly number[]): AssistantMessage {
-  const parsed = parseAssistantText(tokenizer.decode(ids), tokenizer.eosToken);
+export function parseResponse(tokenizer: TextTokenizer, ids: readonly number[], opts: ParseOptions = {}): AssistantMessage {
+  const text = tokenizer.decode(ids);
+  let parsed: AssistantMessage | null;
+  if (opts.format === 'xml') {
+    const tail = opts.prefix ? tokenizer.decode(opts.prefix.slice(-PREFIX_TAIL_TOKENS)) : '';
+    const header = tail.lastIndexOf('<|im_start|>');
+    parsed = parseXmlTurn(text, tokenizer.eosToken, opensThinking(header < 0 ? tail : tail.slice(header)));
+  } else {
+    parsed = parseAssistantText(text, tokenizer.eosToken);
+  }
   return parsed ?? { role: 'assistant', content: tokenizer.decode(ids, { skipSpecialTokens: true }) };
 }

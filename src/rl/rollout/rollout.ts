@@ -16,7 +16,7 @@ import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
 import { EnvPool, envTools, toolSchemaOf, type DatasetRow, type EnvFactory, type Tool, type ToolEnv } from './env.ts';
 import { emptyRolloutStats, type Episode, type EpisodeDriver, type Rollout, type RolloutEngine, type RolloutStats, type TurnRequest } from './episode.ts';
-import { parseResponse } from './parse.ts';
+import { parseResponse, toolCallFormatOf, type ToolCallFormat } from './parse.ts';
 import { RolloutCounter, type RolloutProgress } from './progress.ts';
 import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
@@ -419,7 +419,7 @@ class EpisodeRunner implements EpisodeDriver {
   }
 
   fold(request: TurnRequest, out: Pick<GenerateOutput, 'tokens' | 'logprobs'>): void {
-    foldTurn(this.opts.tokenizer, request, out);
+    foldTurn(this.opts.tokenizer, request, out, toolCallFormatOf(this.templateFor(request.episode.tools.length > 0)));
   }
 
   async toolTurn(episode: Episode): Promise<TurnRequest | null> {
@@ -583,7 +583,7 @@ function markStubborn(episode: Episode, failed: readonly ToolCall[], threshold: 
 }
 
 /** Folds one sampled turn (possibly empty: budget spent) into the rollout and parses its tool calls. */
-function foldTurn(tokenizer: TextTokenizer, request: TurnRequest, out: { tokens: number[]; logprobs: number[] }): void {
+function foldTurn(tokenizer: TextTokenizer, request: TurnRequest, out: { tokens: number[]; logprobs: number[] }, format: ToolCallFormat): void {
   const { episode } = request;
   const { rollout } = episode;
   const stopIds = [tokenizer.eosTokenId];
@@ -603,7 +603,8 @@ function foldTurn(tokenizer: TextTokenizer, request: TurnRequest, out: { tokens:
   rollout.logprobs.push(...out.logprobs);
   episode.lastTurn = [start, rollout.completionIds.length];
   if (out.tokens.length === 0) return;
-  const message = parseResponse(tokenizer, out.tokens);
+  // The ids appended before this turn end with its generation prompt (TRL passes them as `prefix`).
+  const message = parseResponse(tokenizer, out.tokens, { format, prefix: request.append });
   rollout.completion.push(message);
   episode.pendingCalls = message.tool_calls ?? [];
 }

@@ -5,6 +5,7 @@
 
 import { renderChat, type ChatMessage } from '../../../model/chat-template.ts';
 import type { TextTokenizer } from '../../../model/tokenizer.ts';
+import { toolCallFormatOf } from '../parse.ts';
 import { QWEN3_TRAINING_TEMPLATE } from './qwen3-training.ts';
 
 /** Special-token variables transformers exposes to every chat template. */
@@ -27,8 +28,9 @@ export function isPrefixPreserving(template: string, tokenizer: TextTokenizer): 
   return a.every((id, i) => b[i] === id);
 }
 
+/** Qwen3-style: ChatML with think blocks and JSON tool calls (Qwen3.5's XML calls would be mistaught by our variant). */
 function looksLikeQwen3(template: string): boolean {
-  return template.includes('<|im_start|>') && template.includes('<tool_call>') && template.includes('<think>');
+  return template.includes('<|im_start|>') && template.includes('<tool_call>') && template.includes('<think>') && toolCallFormatOf(template) === 'json';
 }
 
 /** transformers' choice among named templates: 'tool_use' when tools are given and it exists, else 'default'. */
@@ -47,6 +49,6 @@ export function rolloutChatTemplate(tokenizer: TextTokenizer, opts: { hasTools: 
   if (looksLikeQwen3(own)) return QWEN3_TRAINING_TEMPLATE;
   throw new Error(
     'the chat template is not prefix-preserving for tool calls and webgrpo has no training variant for it ' +
-      '(only Qwen3-style templates are supported with tools)',
+      '(only Qwen3-style templates with JSON tool calls are supported with tools)',
   );
 }
