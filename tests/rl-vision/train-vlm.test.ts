@@ -4,7 +4,7 @@
 // tool calls are scripted (a random tiny model never writes one, so it would never see a screenshot):
 // the rollouts come from a sampling stand-in, everything after them from the WebGPU engine.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -37,7 +37,10 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const CLICK = '<tool_call>\n{"name": "click", "arguments": {"bid": "13"}}\n</tool_call>';
+// Qwen3.5's XML tool-call form (its chat template's own).
+const CLICK = '<tool_call>\n<function=click>\n<parameter=bid>\n13\n</parameter>\n</function>\n</tool_call>';
+/** The real Qwen3.5 chat template (h22g's fixture): it renders image blocks as <|vision_start|><|image_pad|><|vision_end|>. */
+const QWEN3_5_TEMPLATE = new URL('../fixtures/qwen3_5-tokenizer/chat_template.jinja', import.meta.url).pathname;
 
 describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
   it('rollouts carry the screenshots at their placeholders; the trainer scores and trains them with the images', async () => {
@@ -47,6 +50,8 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     // head_dim 32 × partial_rotary 0.5: 8 rotary pairs, so mrope_section gives every axis (t, h, w) some.
     const files = await makeTinyCheckpointFiles({ arch: 'qwen3_5', vision: true, seed: 7, hidden: 32, layers: 2, layerTypes: ['linear_attention', 'full_attention'], heads: 2, kvHeads: 1, headDim: 32, partialRotary: 0.5, intermediate: 64 });
     for (const [name, bytes] of files) await writeFile(join(model, name), bytes);
+    // The tiny model carries Qwen3's tokenizer and template; Qwen3.5's template (same special tokens) is what a VL checkpoint renders with.
+    await copyFile(QWEN3_5_TEMPLATE, join(model, 'chat_template.jinja'));
     const ckpt = await openCheckpoint(model);
     const vision = rolloutVision(await loadImageProcessor(ckpt, 'test'), ckpt.config.vision!.imageTokenId);
     const tokenizer = await loadCheckpointTokenizer(ckpt, model);
@@ -120,6 +125,7 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     const m = events[0]!.metrics as Record<string, number>;
     for (const key of ['loss', 'entropy', 'grad_norm']) expect(Number.isFinite(m[key]), key).toBe(true);
     expect(m.grad_norm).toBeGreaterThan(0);
+    console.log(JSON.stringify({ loss: m.loss, entropy: m.entropy, grad_norm: m.grad_norm, image_tokens: played.map((r) => r.images.map((im) => im.length)) }));
     expect(def.browser.contexts).toBe(0);
   });
 });
