@@ -400,7 +400,7 @@ export async function generateBatch(
     if (item.stream !== undefined && !isStream(item.stream)) throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
   });
   // Stream default: the item's index in the request.
-  const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i }));
+  const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i, ...(item.images ? { images: item.images } : {}) }));
   const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats, state);
   const outputs: GenerateOutput[] = items.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
   try {
@@ -422,7 +422,7 @@ async function decodeAll(session: CachedDecodeSession, items: DecodeItem[], outp
   while (live.length > 0) {
     // Chain as many steps as every live item may still take (a stop just ends an item's tokens early).
     const steps = Math.min(DECODE_CHAIN_MAX, ...live.map(left));
-    const sampled = await session.step(live.map((i) => ({ ...items[i]!, append: [], maxNewTokens: left(i) })), steps);
+    const sampled = await session.step(live.map((i) => ({ seq: items[i]!.seq, stream: items[i]!.stream, append: [], maxNewTokens: left(i) })), steps);
     // Per chained step: which items are still sampling after it (for onStep's live count).
     const liveAfter = Array.from({ length: steps }, () => 0);
     const still: number[] = [];

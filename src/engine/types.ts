@@ -48,6 +48,8 @@ export interface GenerateItem {
    * across generate() calls (continuous batching relies on it).
    */
   stream?: number;
+  /** Images among the appended tokens (see DecodeItem.images). */
+  images?: DecodeImage[];
 }
 
 export interface GenerateOutput {

@@ -1,5 +1,6 @@
 // Images of a rollout for a Qwen3.5 vision-language model: how many <|image_pad|> tokens each image
-// becomes (the processor's resized grid t·h·w / merge², for the rollout's ImageTokenizer), and the
+// becomes (the processor's resized grid t·h·w / merge², for the rollout's ImageTokenizer), its
+// pixel_values for the engine's sampling turns, and the
 // engine's ScoreImages of a whole rollout (pixel_values of its images, in order, and the M-RoPE
 // position ids of get_rope_index over prompt + completion) for scoring and training.
 
@@ -35,6 +36,10 @@ export function rolloutVision(processor: ImageProcessorConfig, imageTokenId: num
       tokensFor(image) {
         const [h, w] = processor.doResize ? smartResize(image.height, image.width, factor, processor.minPixels, processor.maxPixels) : [image.height, image.width];
         return (h / processor.patchSize / merge) * (w / processor.patchSize / merge);
+      },
+      engineImage(image) {
+        const p = process(image);
+        return { pixelValues: p.pixelValues, grid: p.gridThw };
       },
     },
     scoreImages(ids, images) {
