@@ -1,8 +1,8 @@
 // GRPO on a tiny Qwen3.5 vision-language model over /envs/browsergym (browsergym-vlm): the screenshots
-// the env returns are expanded to the processor's token count in the rollouts, and the trainer scores
-// and trains every rollout with its images (pixel_values + M-RoPE positions) on the real engine. The
-// tool calls are scripted (a random tiny model never writes one, so it would never see a screenshot):
-// the rollouts come from a sampling stand-in, everything after them from the WebGPU engine.
+// the env returns are expanded to the processor's token count in the rollouts, the engine samples the
+// turn after a screenshot with the screenshot embedded, and the trainer scores and trains every rollout
+// with its images (pixel_values + M-RoPE positions). The first turn's tool call is scripted (a random
+// tiny model never writes one, so it would never see a screenshot); every later turn is the engine's.
 
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,18 +12,17 @@ import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-ser
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { loadImageProcessor } from '../../src/cli/image-prompt.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
-import type { ScoreRequest } from '../../src/engine/types.ts';
+import type { GenerateOutput, GenerateRequest, ScoreRequest } from '../../src/engine/types.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer } from '../../src/model/tokenizer.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { trainGRPO, type GrpoStepEvent } from '../../src/rl/grpo/trainer.ts';
 import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
-import type { Rollout } from '../../src/rl/rollout/rollout.ts';
+import type { Rollout, RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 import { trainableMode } from '../../src/rl/run.ts';
 import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { rolloutVision } from '../../src/vision/rollout-images.ts';
-import { SamplingFakeEngine } from '../rl-rollout/sampling-engine.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
@@ -41,6 +40,36 @@ afterAll(async () => {
 const CLICK = '<tool_call>\n<function=click>\n<parameter=bid>\n13\n</parameter>\n</function>\n</tool_call>';
 /** The real Qwen3.5 chat template (h22g's fixture): it renders image blocks as <|vision_start|><|image_pad|><|vision_end|>. */
 const QWEN3_5_TEMPLATE = new URL('../fixtures/qwen3_5-tokenizer/chat_template.jinja', import.meta.url).pathname;
+
+/**
+ * The engine for rollouts, except that a turn appending no image (the first: its prompt is text) answers
+ * `script` without sampling; those tokens join the sequence with its next append. Lockstep scheduler only.
+ */
+function scriptedFirstTurn(engine: WebGpuEngine, script: number[]): RolloutEngine {
+  const carry = new Map<number, number[]>();
+  return {
+    config: engine.config,
+    newSequence: () => engine.newSequence(),
+    releaseSequence: (seq) => engine.releaseSequence(seq),
+    openDecode: () => { throw new Error('scriptedFirstTurn: lockstep only'); },
+    async generate(req: GenerateRequest): Promise<GenerateOutput[]> {
+      const real = req.items.filter((it) => it.images);
+      const outs = real.length === 0 ? [] : await engine.generate({
+        ...req,
+        items: real.map((it) => {
+          const before = carry.get(it.seq.id) ?? [];
+          carry.delete(it.seq.id);
+          return { ...it, append: [...before, ...it.append], images: it.images!.map((im) => ({ ...im, offset: im.offset + before.length })) };
+        }),
+      });
+      return req.items.map((it) => {
+        if (it.images) return outs.shift()!;
+        carry.set(it.seq.id, [...(carry.get(it.seq.id) ?? []), ...it.append, ...script]);
+        return { tokens: [...script], logprobs: script.map(() => 0), finishReason: 'stop' as const };
+      });
+    },
+  };
+}
 
 describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
   it('rollouts carry the screenshots at their placeholders; the trainer scores and trains them with the images', async () => {
@@ -67,13 +96,12 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     });
     engine = await loadEngine(ckpt, { weightDtype: 'f32', vision: true, plan: { numSequences: 2, maxTokensPerSequence: 1024 } });
     engine.setTrainable(trainableMode(config));
-    // Turn 1 clicks the button (a screenshot comes back), turn 2 answers.
-    const policy = (context: string) => [context.includes('<|vision_start|>') ? 'done' : CLICK];
     const source = envRolloutSource({
-      engine: new SamplingFakeEngine(tokenizer, policy), tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template,
+      engine: scriptedFirstTurn(engine, tokenizer.encode(CLICK + '<|im_end|>')), tokenizer, envFactory: task.envFactory, episodes: task.episodes, config, template: task.template,
       maxBatchSize: 2, imageTokenizer: vision.imageTokenizer,
     });
     const played: Rollout[] = [];
+    const sampledVsScored: number[] = [];
     const scored: ScoreRequest[] = [];
     const real = engine;
     const spied = new Proxy(real, {
@@ -90,6 +118,12 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
         rollouts: async (req) => {
           const r = await source.rollouts(req);
           played.push(...r);
+          // Before any step: the log-probs the engine sampled with (after the screenshot) are the scorer's.
+          const out = await real.score({ sequences: r.map((x) => ({ ids: [...x.promptIds, ...x.completionIds], scoreFrom: x.promptIds.length, images: vision.scoreImages([...x.promptIds, ...x.completionIds], x.images)! })), temperature: config.temperature });
+          r.forEach((x, i) => {
+            const after = x.images[0]!.offset - x.promptIds.length;
+            x.logprobs.forEach((lp, t) => { if (t > after && x.toolMask[t] === 1) sampledVsScored.push(Math.abs(lp - out.logprobs[i]![t]!)); });
+          });
           return r;
         },
       })) events.push(e);
@@ -121,11 +155,13 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
         expect(s.images!.positions[1].some((p, i) => p !== s.images!.positions[2][i])).toBe(true);
       }
     }
+    expect(sampledVsScored.length, 'tokens sampled after a screenshot').toBeGreaterThan(0);
+    expect(Math.max(...sampledVsScored)).toBeLessThan(1e-4);
     expect(events).toHaveLength(1);
     const m = events[0]!.metrics as Record<string, number>;
     for (const key of ['loss', 'entropy', 'grad_norm']) expect(Number.isFinite(m[key]), key).toBe(true);
     expect(m.grad_norm).toBeGreaterThan(0);
-    console.log(JSON.stringify({ loss: m.loss, entropy: m.entropy, grad_norm: m.grad_norm, image_tokens: played.map((r) => r.images.map((im) => im.length)) }));
+    console.log(JSON.stringify({ loss: m.loss, entropy: m.entropy, grad_norm: m.grad_norm, image_tokens: played.map((r) => r.images.map((im) => im.length)), sampled_after_image: sampledVsScored.length, max_abs_diff: Math.max(...sampledVsScored) }));
     expect(def.browser.contexts).toBe(0);
   });
 });
