@@ -69,7 +69,6 @@ describe(onAdapter('Qwen3.5 VL generation with images'), () => {
       pixelValues.set(small, main.length);
       const scored = (await engine.score({ sequences: [{ ids, scoreFrom: 1, images: { pixelValues, grids, positions } }], temperature: 1 })).logprobs[0]!;
       const diffs = sampled.map((s) => Math.abs(s.logprob - scored[s.at - 1]!));
-      console.log(JSON.stringify({ maxAbsDiff: Math.max(...diffs), tokens: sampled.map((s) => s.token) }));
       expect(Math.max(...diffs)).toBeLessThan(1e-4);
     } finally {
       engine.destroy();
