@@ -90,7 +90,7 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     const task = bindTask(await resolveTask({ env: 'browsergym-vlm:click-test' }), { builtinUrls: builtinEnvUrls(server.url), tokenizer, readsImages: true, datasetSize: 1 });
 
     const config = configFromObject({
-      num_generations: 2, per_device_train_batch_size: 2, gradient_accumulation_steps: 1, max_completion_length: 150, max_steps: 1,
+      num_generations: 2, per_device_train_batch_size: 2, gradient_accumulation_steps: 1, max_completion_length: 200, max_steps: 1,
       learning_rate: 1e-2, train_mode: 'lora', lora_r: 4, lora_alpha: 8, entropy_coef: 0.01, rollout_scheduler: 'lockstep',
       chat_template_kwargs: { enable_thinking: false },
       // A seed under which the random tiny model (512-token vocab) samples no <|image_pad|> of its own:
