@@ -10,7 +10,7 @@ import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import type { GridThw } from '../engine/vision/inputs.ts';
 import type { ScoreImages } from '../engine/types.ts';
 import { decodePng } from '../vision/png.ts';
-import { parseImageProcessorConfig, processImage } from '../vision/image-processor.ts';
+import { parseImageProcessorConfig, processImage, type ImageProcessorConfig } from '../vision/image-processor.ts';
 import { expandImageTokens, mropePositionIds } from '../vision/image-prompt.ts';
 
 /** Processor config files as transformers writes them (newest first). */
@@ -36,6 +36,18 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
 export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text: string): Promise<{ ids: number[]; images: ScoreImages }> {
   const vision = ckpt.config.vision;
   if (!vision) throw new Error(ckpt.config.visionError ? `--image: ${ckpt.config.visionError}` : `--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
+  const processor = await loadImageProcessor(ckpt, '--image');
+  const png = decodePng(new Uint8Array(await readFile(file)), file);
+  const { pixelValues, gridThw: grid } = processImage(png.rgb, png.width, png.height, processor);
+  const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
+  const { ids, positions } = imagePrompt(tokenizer, text, grid, vision);
+  return { ids, images: { pixelValues, grids: [grid], positions } };
+}
+
+/** The checkpoint's image processor config, checked against its vision_config (`what` names the caller in errors). */
+export async function loadImageProcessor(ckpt: OpenedCheckpoint, what: string): Promise<ImageProcessorConfig> {
+  const vision = ckpt.config.vision;
+  if (!vision) throw new Error(ckpt.config.visionError ? `${what}: ${ckpt.config.visionError}` : `${what}: ${ckpt.location} has no vision_config (not a vision-language model)`);
   let processor = null;
   for (const name of PROCESSOR_FILES) {
     const found = await ckpt.readText(name);
@@ -51,13 +63,9 @@ export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text
       break;
     }
   }
-  if (!processor) throw new Error(`--image: ${ckpt.location} has no ${PROCESSOR_FILES.join(' or ')}`);
+  if (!processor) throw new Error(`${what}: ${ckpt.location} has no ${PROCESSOR_FILES.join(' or ')}`);
   if (processor.patchSize !== vision.patchSize || processor.temporalPatchSize !== vision.temporalPatchSize || processor.mergeSize !== vision.spatialMergeSize) {
-    throw new Error(`--image: the processor's patch ${processor.patchSize}, temporal ${processor.temporalPatchSize}, merge ${processor.mergeSize} differ from vision_config's ${vision.patchSize}, ${vision.temporalPatchSize}, ${vision.spatialMergeSize}`);
+    throw new Error(`${what}: the processor's patch ${processor.patchSize}, temporal ${processor.temporalPatchSize}, merge ${processor.mergeSize} differ from vision_config's ${vision.patchSize}, ${vision.temporalPatchSize}, ${vision.spatialMergeSize}`);
   }
-  const png = decodePng(new Uint8Array(await readFile(file)), file);
-  const { pixelValues, gridThw: grid } = processImage(png.rgb, png.width, png.height, processor);
-  const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
-  const { ids, positions } = imagePrompt(tokenizer, text, grid, vision);
-  return { ids, images: { pixelValues, grids: [grid], positions } };
+  return processor;
 }

@@ -30,6 +30,8 @@ import { isDirectory } from '../model/node-files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
+import { loadImageProcessor } from './image-prompt.ts';
+import { rolloutVision } from '../vision/rollout-images.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -368,7 +370,9 @@ export async function run(argv: string[]): Promise<number> {
     });
     (download as ProgressTask | null)?.end();
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
-    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize });
+    // A vision-language checkpoint trains with its vision tower: screenshots are embedded, not dropped.
+    const vision = ckpt.config.vision ? rolloutVision(await loadImageProcessor(ckpt, 'train'), ckpt.config.vision.imageTokenId) : undefined;
+    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize, readsImages: vision !== undefined });
     if (sftSolver) {
       progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
       transcripts = [...transcripts, ...(await solverTranscripts(task, args.sftEpisodes, config.seed))];
@@ -385,7 +389,7 @@ export async function run(argv: string[]): Promise<number> {
     const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
     // The memory plan is checked for one generation batch; its sequence count caps every decode batch.
     const plan = plannedWorkload(config);
-    const loaded = await loadEngine(ckpt, { weightDtype, plan, onProgress: (pr) => upload.update(pr.loadedBytes) });
+    const loaded = await loadEngine(ckpt, { weightDtype, plan, vision: vision !== undefined, onProgress: (pr) => upload.update(pr.loadedBytes) });
     engine = loaded;
     upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${loaded.weightDtype} weights`);
     console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
@@ -396,7 +400,7 @@ export async function run(argv: string[]): Promise<number> {
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output) : null;
     const folder = args.output ? folderRunCheckpoints(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
-    const run = new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
+    const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
     watch.start();
     const sftSteps = resume?.sftSteps ?? config.sft_steps;
     const sftDone = resume?.sftStepsDone ?? 0;

@@ -19,13 +19,25 @@
 // that stopped early gets its snapshot back, its tokens since then becoming uncached again (the next
 // step's prefill re-feeds them).
 
-import type { Qwen3Forward, PackedToken } from './forward.ts';
+import type { ImageSplice, Qwen3Forward, PackedToken } from './forward.ts';
+import type { Recorder } from './recorder.ts';
 import type { KvCache } from './kv-cache.ts';
 import type { LinearStatePool } from './linear-state.ts';
-import { DECODE_CHAIN_MAX, type DecodeItem, type DecodeSession, type DecodeSessionOptions, type GenerateOutput, type GenerateRequest, type SampledToken, type SamplingParams, type SequenceHandle } from './types.ts';
+import { DECODE_CHAIN_MAX, type DecodeImage, type DecodeItem, type DecodeSession, type DecodeSessionOptions, type GenerateOutput, type GenerateRequest, type SampledToken, type SamplingParams, type SequenceHandle } from './types.ts';
 import { f32, type ParamValue } from './recorder.ts';
 
 const PREFILL_TOKENS_PER_PASS = 512;
+
+type Rope3 = readonly [number, number, number];
+
+/** An image appended to a sequence, not yet prefilled. */
+interface PendingImage {
+  /** Index in the sequence of its first placeholder token. */
+  start: number;
+  length: number;
+  pixelValues: Float32Array;
+  grid: [number, number, number];
+}
 
 /** Engine-side state of one sequence. */
 export class SequenceState implements SequenceHandle {
@@ -34,12 +46,59 @@ export class SequenceState implements SequenceHandle {
   /** How many leading tokens have k/v in the cache. */
   cached = 0;
   released = false;
+  /**
+   * Set once the sequence has had an image: its tokens then rotate by M-RoPE positions, those of
+   * `rope` (uncached tokens of an append with images), else index + ropeShift (transformers' rope delta).
+   */
+  vision = false;
+  ropeShift = 0;
+  readonly rope = new Map<number, Rope3>();
+  pendingImages: PendingImage[] = [];
 
   constructor(readonly id: number) {}
 
   get length(): number {
     return this.tokens.length;
   }
+
+  /** The M-RoPE positions of token p; undefined on a sequence without images (plain rope by index). */
+  ropeOf(p: number): Rope3 | undefined {
+    if (!this.vision) return undefined;
+    const q = p + this.ropeShift;
+    return this.rope.get(p) ?? [q, q, q];
+  }
+}
+
+/**
+ * Records an append's images on its sequence (tokens already pushed, from index `from`): get_rope_index
+ * over the appended tokens, continuing from the sequence's rope delta. Every image must end before the
+ * append's last token (that one is fed by the decode step, not the prefill).
+ */
+function placeImages(s: SequenceState, from: number, images: readonly DecodeImage[], cfg: { imageTokenId: number; spatialMergeSize: number }, item: number): void {
+  const merge = cfg.spatialMergeSize;
+  let p = from;
+  let shift = s.ropeShift;
+  for (const [k, im] of images.entries()) {
+    const start = from + im.offset;
+    if (!Number.isInteger(im.offset) || start < p) throw new Error(`generate: item ${item} image ${k} offset ${im.offset} is not an integer at or after the previous image's end`);
+    const [t, h, w] = im.grid;
+    if (![t, h, w].every((v) => Number.isInteger(v) && v >= 1) || h % merge !== 0 || w % merge !== 0) throw new Error(`generate: item ${item} image ${k} grid ${JSON.stringify(im.grid)} is not positive integers with h, w multiples of merge size ${merge}`);
+    const gh = h / merge;
+    const gw = w / merge;
+    const n = t * gh * gw;
+    if (start + n > s.length - 1) throw new Error(`generate: item ${item} image ${k} (${n} tokens from append offset ${im.offset}) must end before the append's last token`);
+    for (let j = 0; j < n; j++) {
+      if (s.tokens[start + j] !== cfg.imageTokenId) throw new Error(`generate: item ${item} image ${k} needs ${n} image tokens (id ${cfg.imageTokenId}) from append offset ${im.offset}; token ${im.offset + j} is ${s.tokens[start + j]}`);
+    }
+    for (; p < start; p++) s.rope.set(p, [p + shift, p + shift, p + shift]);
+    const cur = start + shift;
+    for (let j = 0; j < n; j++) s.rope.set(start + j, [cur + Math.floor(j / (gh * gw)), cur + (Math.floor(j / gw) % gh), cur + (j % gw)]);
+    s.pendingImages.push({ start, length: n, pixelValues: im.pixelValues, grid: [t, h, w] });
+    p = start + n;
+    shift = cur + Math.floor(Math.max(h, w) / merge) - p;
+  }
+  s.ropeShift = shift;
+  s.vision = true;
 }
 
 export function checkSampling(s: SamplingParams): void {
@@ -121,7 +180,12 @@ export class CachedDecodeSession implements DecodeSession {
     // Tokens join their sequences now; each reserves its whole budget, so later steps never move it.
     items.forEach((item, i) => {
       const s = rows[i]!.s;
+      const from = s.length;
       s.tokens.push(...item.append);
+      if (item.images?.length) {
+        if (!this.fwd.vision) throw new Error(`generate: item ${i} has images but the engine has no vision tower (load it with vision: true from a Qwen3.5 vision-language checkpoint)`);
+        placeImages(s, from, item.images, this.fwd.vision.config, i);
+      }
       this.cache.reserve(s.id, s.length + item.maxNewTokens, s.cached);
       this.state?.slot(s.id);
     });
@@ -214,25 +278,62 @@ export class CachedDecodeSession implements DecodeSession {
     // seq: the row's index; a pass's pack numbers its sequences anew (the linear-attention kernels
     // find a token's state slot by its sequence's index in the pack).
     const prefill: PackedToken[] = [];
+    // Where an image's placeholders start in `prefill`: a pass never splits an image.
+    const imageAt = new Map<number, PendingImage>();
     rows.forEach(({ s }, i) => {
       const base = this.cache.base(s.id);
-      for (let p = s.cached; p < s.length - 1; p++) prefill.push({ token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: i });
+      const first = prefill.length - s.cached;
+      for (const im of s.pendingImages) imageAt.set(first + im.start, im);
+      for (let p = s.cached; p < s.length - 1; p++) {
+        const mrope = s.ropeOf(p);
+        prefill.push({ token: s.tokens[p]!, position: p, kvBase: base, kvSlot: base + p, seq: i, ...(mrope ? { mrope } : {}) });
+      }
     });
     const slots = this.stateSlots(rows);
-    for (let t0 = 0; t0 < prefill.length; t0 += PREFILL_TOKENS_PER_PASS) {
+    for (let t0 = 0; t0 < prefill.length;) {
+      let t1 = Math.min(prefill.length, t0 + PREFILL_TOKENS_PER_PASS);
+      for (const [at, im] of imageAt) {
+        if (at < t1 && at + im.length > t1) {
+          if (at === t0) throw new Error(`generate: an image of ${im.length} tokens is longer than a prefill pass (${PREFILL_TOKENS_PER_PASS})`);
+          t1 = Math.min(t1, at);
+        }
+      }
       const rowsOfPass: number[] = [];
-      const part = prefill.slice(t0, t0 + PREFILL_TOKENS_PER_PASS).map((t) => {
+      const part = prefill.slice(t0, t1).map((t) => {
         if (rowsOfPass[rowsOfPass.length - 1] !== t.seq) rowsOfPass.push(t.seq);
         return { ...t, seq: rowsOfPass.length - 1 };
       });
       const rec = fwd.recorder('prefill', { errorScope: false });
       const batch = fwd.packTokens(part, (role, bytes) => fwd.scratchBuffer(`prefill.${role}`, bytes), rowsOfPass.map((r) => slots[r]!));
       const acts = fwd.scratchLayerActs(part.length, 'prefill');
-      fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache, ...(this.state ? { linearState: this.state } : {}) });
+      const images = this.encodePassImages(rec, [...imageAt].filter(([at]) => at >= t0 && at < t1).map(([at, im]) => ({ at: at - t0, im })));
+      fwd.encodeTrunk(rec, batch, acts, { adapters: this.adapters, kv: this.cache, ...(this.state ? { linearState: this.state } : {}) }, images);
       await rec.submit();
+      t0 = t1;
     }
     if (this.stats) this.stats.prefillTokens += prefill.length;
-    for (const { s } of rows) s.cached = Math.max(s.cached, s.length - 1);
+    for (const { s } of rows) {
+      s.cached = Math.max(s.cached, s.length - 1);
+      s.pendingImages = [];
+      for (const p of s.rope.keys()) if (p < s.cached) s.rope.delete(p);
+    }
+  }
+
+  /** Records the vision tower over a prefill pass's images; their rows go to the placeholders at `at` (pass-local). */
+  private encodePassImages(rec: Recorder, images: { at: number; im: PendingImage }[]): ImageSplice | undefined {
+    if (images.length === 0) return undefined;
+    const pixels = new Float32Array(images.reduce((n, { im }) => n + im.pixelValues.length, 0));
+    let off = 0;
+    for (const { im } of images) {
+      pixels.set(im.pixelValues, off);
+      off += im.pixelValues.length;
+    }
+    const { embeds, rows } = this.fwd.vision!.encode(rec, pixels, images.map(({ im }) => im.grid));
+    const at = images.flatMap(({ at, im }) => Array.from({ length: im.length }, (_, j) => at + j));
+    if (rows !== at.length) throw new Error(`generate: the vision tower gave ${rows} embeddings for ${at.length} image tokens`);
+    const rowBuf = this.fwd.scratchBuffer('prefill.imageRows', at.length * 4);
+    this.fwd.device.queue.writeBuffer(rowBuf, 0, Uint32Array.from(at));
+    return { embeds, rows: rowBuf, count: at.length };
   }
 
   /**
@@ -249,7 +350,8 @@ export class CachedDecodeSession implements DecodeSession {
     const batches = Array.from({ length: steps }, (_, j) => {
       const tokens = rows.map(({ s }, row): PackedToken => {
         const p = Math.max(0, s.length - 1) + j;
-        return { token: j === 0 ? (s.tokens[p] ?? 0) : 0, position: p, kvBase: bases[row]!, kvSlot: bases[row]! + p, seq: row };
+        const mrope = s.ropeOf(p);
+        return { token: j === 0 ? (s.tokens[p] ?? 0) : 0, position: p, kvBase: bases[row]!, kvSlot: bases[row]! + p, seq: row, ...(mrope ? { mrope } : {}) };
       });
       return fwd.packTokens(tokens, (role, bytes) => fwd.scratchBuffer(`decode.${j}.${role}`, bytes), [...stateSlots]);
     });
@@ -298,7 +400,7 @@ export async function generateBatch(
     if (item.stream !== undefined && !isStream(item.stream)) throw new Error(`generate: item ${i} stream must be an integer in [0, 2^32), got ${item.stream}`);
   });
   // Stream default: the item's index in the request.
-  const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i }));
+  const items: DecodeItem[] = req.items.map((item, i) => ({ seq: item.seq, append: item.append, maxNewTokens: item.maxNewTokens, stream: item.stream ?? i, ...(item.images ? { images: item.images } : {}) }));
   const session = new CachedDecodeSession(fwd, cache, lookup, { sampling: req.sampling, stopIds: req.stopIds, adapters: req.adapters, maxRows: Math.max(1, items.length) }, stats, state);
   const outputs: GenerateOutput[] = items.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
   try {
@@ -320,7 +422,7 @@ async function decodeAll(session: CachedDecodeSession, items: DecodeItem[], outp
   while (live.length > 0) {
     // Chain as many steps as every live item may still take (a stop just ends an item's tokens early).
     const steps = Math.min(DECODE_CHAIN_MAX, ...live.map(left));
-    const sampled = await session.step(live.map((i) => ({ ...items[i]!, append: [], maxNewTokens: left(i) })), steps);
+    const sampled = await session.step(live.map((i) => ({ seq: items[i]!.seq, stream: items[i]!.stream, append: [], maxNewTokens: left(i) })), steps);
     // Per chained step: which items are still sampling after it (for onStep's live count).
     const liveAfter = Array.from({ length: steps }, () => 0);
     const still: number[] = [];

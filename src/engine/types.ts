@@ -48,6 +48,8 @@ export interface GenerateItem {
    * across generate() calls (continuous batching relies on it).
    */
   stream?: number;
+  /** Images among the appended tokens (see DecodeItem.images). */
+  images?: DecodeImage[];
 }
 
 export interface GenerateOutput {
@@ -79,6 +81,21 @@ export interface DecodeItem {
   maxNewTokens: number;
   /** Sampling stream (see GenerateItem.stream). */
   stream: number;
+  /**
+   * Images among the appended tokens (Qwen3.5 with its vision tower loaded): each one's
+   * t·h·w / merge² <|image_pad|> tokens start at `offset` in `append`. The prefill embeds the tower's
+   * features there with get_rope_index's M-RoPE positions, and every later token of the sequence
+   * continues at its rope delta, as transformers' generate does.
+   */
+  images?: DecodeImage[];
+}
+
+export interface DecodeImage {
+  /** Index in the item's `append` of the image's first placeholder token. */
+  offset: number;
+  /** The processor's pixel_values of this image. */
+  pixelValues: Float32Array;
+  grid: [number, number, number];
 }
 
 export interface SampledToken {

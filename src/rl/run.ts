@@ -19,6 +19,7 @@ import type { PauseCause, RunControlPort } from './run-control.ts';
 import { plannedWorkload } from './run-limits.ts';
 import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
+import type { RolloutVision } from '../vision/rollout-images.ts';
 import { sftExamples, type RunTask } from './tasks/resolve-task.ts';
 
 /** One SFT warm-up step, numbered in the run (1-based). */
@@ -59,6 +60,8 @@ export interface RunSpec {
   /** The engine at the run's starting weights; the run sets its trainable mode. */
   engine: Engine;
   tokenizer: TextTokenizer;
+  /** A vision-language model's images (its engine loaded with the vision tower): rollouts expand them, scoring and training embed them. */
+  vision?: RolloutVision;
   /** The run's config; sft_steps is its warm-up length (a resumed run keeps its checkpoint's). */
   config: GRPOConfig;
   task: RunTask;
@@ -198,6 +201,7 @@ export class Run {
         // The run's own plan: no decode batch exceeds the sequence count its memory plan was checked for.
         maxBatchSize: plannedWorkload(c).numSequences,
         onProgress: this.spec.onProgress && ((p) => this.spec.onProgress!({ phase: 'rollouts', ...p })),
+        ...(this.spec.vision ? { imageTokenizer: this.spec.vision.imageTokenizer } : {}),
       });
       let last = resume?.counters.step ?? 0;
       try {
@@ -219,6 +223,7 @@ export class Run {
           signal: control.signal,
           decode: (ids) => tokenizer.decode(ids),
           onProgress: this.spec.onProgress,
+          ...(this.spec.vision ? { imageInputs: this.spec.vision.scoreImages } : {}),
         })) {
           last = e.step;
           yield this.grpoEvent(e);

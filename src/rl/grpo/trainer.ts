@@ -4,11 +4,12 @@
 // bottom as collectGeneration → optimizeGeneration → stepEvent. The engine does the tensor work;
 // everything here is bookkeeping on small CPU arrays.
 
-import type { Engine, NamedTensor, ScoreSequence } from '../../engine/types.ts';
+import type { Engine, NamedTensor, ScoreImages, ScoreSequence } from '../../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type TrainerCounters } from './checkpoint.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from '../config.ts';
 import type { DatasetRow } from '../rollout/env.ts';
+import type { PlacedImage } from '../rollout/image-tokens.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
 import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
 import { hashInts, permutation, Purpose } from '../seeds.ts';
@@ -31,6 +32,8 @@ export interface TrainerRollout {
   env: unknown;
   toolCalls: number;
   toolFailures: number;
+  /** Images in the context and where their placeholders sit in promptIds + completionIds. */
+  images?: readonly PlacedImage[];
   /** Set when the environment itself failed: the rollout is unscorable (all rewards NaN → advantage 0). */
   error?: string | null;
   /** The episode or one of its env calls ran past its timeout (`error` says which). */
@@ -64,6 +67,12 @@ export interface TrainerOptions {
   resume?: TrainerCheckpoint;
   /** Abort = pause: the loop stops at the next generation boundary and saves a checkpoint if it can. */
   signal?: AbortSignal;
+  /**
+   * A vision-language engine's image inputs of a rollout's sequence (prompt + completion ids and the
+   * images placed in it): scoring and training then see the images the rollout saw. Without it the
+   * image placeholders are scored as plain tokens.
+   */
+  imageInputs?: (ids: readonly number[], images: readonly PlacedImage[]) => ScoreImages | undefined;
   /** Token ids → text for logged completions; without it the completion messages are logged as JSON. */
   decode?: (ids: readonly number[]) => string;
   /**
@@ -188,8 +197,10 @@ function lossMask(r: TrainerRollout, config: GRPOConfig): Float32Array {
   return Float32Array.from(r.toolMask, (m, t) => m * keep * (stubborn ? 1 - stubborn[t]! : 1));
 }
 
-function scoreSequence(r: TrainerRollout): ScoreSequence {
-  return { ids: [...r.promptIds, ...r.completionIds], scoreFrom: r.promptIds.length };
+function scoreSequence(r: TrainerRollout, imageInputs: TrainerOptions['imageInputs']): ScoreSequence {
+  const ids = [...r.promptIds, ...r.completionIds];
+  const images = imageInputs?.(ids, r.images ?? []);
+  return { ids, scoreFrom: r.promptIds.length, ...(images ? { images } : {}) };
 }
 
 /** Told the sequences scored so far, before the first chunk and after each. */
@@ -352,7 +363,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const { advantages, std } =
     c.multi_objective_aggregation === 'normalize_then_sum' ? normalizeThenSumAdvantages(R, run.weights, G) : groupAdvantages(rewards, G, c.scale_rewards);
 
-  const sequences = rollouts.map(scoreSequence);
+  const sequences = rollouts.map((r) => scoreSequence(r, opts.imageInputs));
   const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
   const B = c.per_device_train_batch_size;
   const scored = (of: 'old' | 'reference'): ScoredSoFar => (done) => opts.onProgress?.({ phase: 'logprobs', of, done, total: N });

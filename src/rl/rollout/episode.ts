@@ -3,7 +3,7 @@
 // rollout-continuous.ts) only decide WHEN each episode decodes; everything an episode records is decided
 // here and in rollout.ts, so both schedulers produce the same rollouts.
 
-import type { DecodeItem, DecodeSession, Engine, GenerateOutput, SampledToken, SamplingParams, SequenceHandle } from '../../engine/types.ts';
+import type { DecodeImage, DecodeItem, DecodeSession, Engine, GenerateOutput, SampledToken, SamplingParams, SequenceHandle } from '../../engine/types.ts';
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow, Tool, ToolEnv } from './env.ts';
 import type { PlacedImage } from './image-tokens.ts';
@@ -83,6 +83,8 @@ export interface TurnRequest {
    * released and the engine prefills this whole context (prompt, completion, suffix) on a new one.
    */
   restart?: number[];
+  /** The images among the tokens this turn appends (or restarts with), for a vision model's engine. */
+  images?: DecodeImage[];
   first: boolean;
   maxNewTokens: number;
 }

@@ -10,6 +10,7 @@
 // message itself keeps its image, for reward functions and the rollout viewer). That rewrites tokens
 // already in the engine's sequence, so the next turn prefills the rewritten context on a fresh one.
 
+import type { DecodeImage } from '../../engine/types.ts';
 import type { RolloutImage } from './images.ts';
 
 /** The vision side's expansion of one image into placeholder tokens. */
@@ -18,6 +19,19 @@ export interface ImageTokenizer {
   padTokenId: number;
   /** How many placeholder tokens this image becomes (≥ 1). */
   tokensFor(image: RolloutImage): number;
+  /**
+   * The image as the engine's vision tower takes it (the processor's pixel_values and patch grid). With
+   * it, every turn hands the engine the images its appended tokens hold, so sampling sees them.
+   */
+  engineImage?(image: RolloutImage): { pixelValues: Float32Array; grid: [number, number, number] };
+}
+
+/** The engine images of the placed images at or past `from` (offsets made relative to `from`). */
+export function appendedImages(images: readonly PlacedImage[], from: number, tokenizer: ImageTokenizer | null | undefined): DecodeImage[] | undefined {
+  const toEngine = tokenizer?.engineImage?.bind(tokenizer);
+  if (!toEngine) return undefined;
+  const out = images.filter((im) => im.offset >= from).map((im) => ({ offset: im.offset - from, ...toEngine(im.image) }));
+  return out.length > 0 ? out : undefined;
 }
 
 /** An image in a rollout's sequence (prompt ids, then completion ids). */

@@ -138,6 +138,7 @@ async function feed(session: DecodeSession, episodes: Episode[], driver: Episode
       append: d.tokens.length === 0 ? (d.request.restart ?? d.request.append) : [],
       maxNewTokens: left(d),
       stream: d.request.episode.index,
+      ...(d.tokens.length === 0 && d.request.images ? { images: d.request.images } : {}),
     })), steps);
     if (sampled.length !== batch.length) throw new Error(`engine returned tokens for ${sampled.length} of ${batch.length} sequences`);
     decoding = [];

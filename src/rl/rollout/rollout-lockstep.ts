@@ -43,7 +43,7 @@ async function generateTurn(driver: EpisodeDriver, requests: TurnRequest[]): Pro
   for (const r of sampled) r.episode.seq ??= driver.engine.newSequence();
   let live = sampled.length;
   const outputs = sampled.length === 0 ? [] : await timedGenerate(driver, {
-    items: sampled.map((r) => ({ seq: r.episode.seq!, append: r.restart ?? r.append, maxNewTokens: r.maxNewTokens, stream: r.episode.index })),
+    items: sampled.map((r) => ({ seq: r.episode.seq!, append: r.restart ?? r.append, maxNewTokens: r.maxNewTokens, stream: r.episode.index, ...(r.images ? { images: r.images } : {}) })),
     sampling: driver.sampling,
     stopIds: driver.stopIds,
     onStep: (info) => {

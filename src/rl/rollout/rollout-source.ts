@@ -9,6 +9,7 @@ import type { EnvFactory } from './env.ts';
 import { hashInts } from '../seeds.ts';
 import { prepareResets, runRollouts, type PreparedResets, type Rollout, type RolloutConfig, type RolloutEngine, type RolloutProgress } from './rollout.ts';
 import type { GenerationRequest } from '../grpo/trainer.ts';
+import type { ImageTokenizer } from './image-tokens.ts';
 
 export interface RolloutSourceOptions {
   engine: RolloutEngine;
@@ -22,6 +23,8 @@ export interface RolloutSourceOptions {
   maxBatchSize: number;
   /** Each batch's live counts (runRollouts onProgress). */
   onProgress?: (p: RolloutProgress) => void;
+  /** A vision-language model's image placeholder expansion (runRollouts imageTokenizer). */
+  imageTokenizer?: ImageTokenizer;
 }
 
 export interface EnvRolloutSource {
@@ -63,7 +66,7 @@ export function envRolloutSource(opts: RolloutSourceOptions): EnvRolloutSource {
         resets = start(req);
       }
       const { engine, tokenizer, config, template } = opts;
-      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize, onProgress: opts.onProgress });
+      return runRollouts({ engine, tokenizer, rows: req.rows, envFactory: opts.envFactory, config, seed: req.seed, template, prefetched: resets, maxBatchSize: opts.maxBatchSize, onProgress: opts.onProgress, ...(opts.imageTokenizer ? { imageTokenizer: opts.imageTokenizer } : {}) });
     },
   };
 }

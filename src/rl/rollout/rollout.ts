@@ -22,7 +22,7 @@ import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
-import { checkMaxContextImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
+import { appendedImages, checkMaxContextImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
 import { contentImages, templateContent } from './images.ts';
 import type { RolloutSchedulerName } from '../config.ts';
 
@@ -410,9 +410,11 @@ class EpisodeRunner implements EpisodeDriver {
     if (!(await this.admit(episode))) return null;
     // The episode's clock starts with its first turn: its reset was bounded on its own.
     episode.deadline = performance.now() + this.limits.episodeMs;
+    const images = appendedImages(episode.rollout.images, 0, this.limits.images.tokenizer);
     return {
       episode,
       append: episode.rollout.promptIds,
+      ...(images ? { images } : {}),
       first: true,
       maxNewTokens: Math.min(this.opts.config.max_completion_length, this.limits.maxModelLen - episode.rollout.promptIds.length),
     };
@@ -553,10 +555,13 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
     rollout.logprobs = capped.completion.logprobs;
     episode.lastTurn = [episode.lastTurn[0] - capped.completionShift, episode.lastTurn[1] - capped.completionShift];
   }
+  // A restart prefills the whole context: all its images; otherwise those of the suffix.
+  const turnImages = appendedImages(rollout.images, capped ? 0 : rollout.promptIds.length + rollout.completionIds.length, rules.tokenizer);
   return {
     episode,
     append: suffix,
     ...(capped ? { restart: [...rollout.promptIds, ...rollout.completionIds, ...suffix] } : {}),
+    ...(turnImages ? { images: turnImages } : {}),
     first: false,
     maxNewTokens: Math.min(config.max_completion_length - used, maxModelLen - rollout.promptIds.length - used),
   };

@@ -1,0 +1,77 @@
+// Generation with images on the tiny Qwen3.5 VL fixture: a decode session whose prompt carries an
+// image, then a later append (a tool suffix) carrying a second one, samples tokens whose log-probs
+// equal a full score() of the same ids and images (get_rope_index over the whole sequence). That
+// equality is what makes GRPO on image prompts correct: the rollout's log-probs and the trainer's
+// agree, so the prefill's image splice and M-RoPE positions and the decode steps' rope delta are right.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
+import { loadEngine } from '../../src/engine/engine.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
+import { mropePositionIds } from '../../src/vision/image-prompt.ts';
+import { onAdapter } from './helpers.ts';
+
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
+
+const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
+const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as { input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][] };
+const config = JSON.parse(readFileSync(`${DIR}config.json`, 'utf8')) as { image_token_id: number; vision_start_token_id: number; vision_end_token_id: number; vision_config: { spatial_merge_size: number } };
+
+function readF32(file: string, name: string): Float32Array {
+  const bytes = readFileSync(file);
+  const n = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
+  const [a, b] = header[name]!.data_offsets;
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
+}
+
+describe(onAdapter('Qwen3.5 VL generation with images'), () => {
+  let gpu: Gpu;
+  beforeAll(async () => { gpu = await getGpu(); });
+  afterAll(() => gpu?.device.destroy());
+
+  it('sampled log-probs after an image prompt and an image in a later append equal score() of the whole sequence (1e-4)', async () => {
+    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
+    try {
+      const main = readF32(`${DIR}pixel_values.safetensors`, 'main');
+      const small = readF32(`${DIR}pixel_values.safetensors`, 'small');
+      const [mainGrid] = expected.image_grid_thw;
+      const [smallGrid] = expected.small_image_grid_thw;
+      const pad = config.image_token_id;
+      const prompt = expected.input_ids;
+      const seq = engine.newSequence();
+      const session = engine.openDecode({ sampling: { temperature: 1, topK: 0, topP: 1, seed: 11 }, stopIds: [], maxRows: 1 });
+      const sampled: { at: number; token: number; logprob: number }[] = [];
+      const ids = [...prompt];
+      const take = (out: { token: number; logprob: number }[]) => {
+        for (const t of out) {
+          sampled.push({ at: ids.length, ...t });
+          ids.push(t.token);
+        }
+      };
+      try {
+        take((await session.step([{ seq, append: prompt, maxNewTokens: 4, stream: 0, images: [{ offset: prompt.indexOf(pad), pixelValues: main, grid: mainGrid! }] }], 4))[0]!);
+        // A tool suffix with the small image (1 merged token) between text tokens.
+        const suffix = [prompt[1]!, config.vision_start_token_id, pad, config.vision_end_token_id, prompt[2]!, prompt[3]!];
+        ids.push(...suffix);
+        take((await session.step([{ seq, append: suffix, maxNewTokens: 3, stream: 0, images: [{ offset: 2, pixelValues: small, grid: smallGrid! }] }], 3))[0]!);
+      } finally {
+        await session.close();
+        engine.releaseSequence(seq);
+      }
+      expect(sampled).toHaveLength(7);
+      const merge = config.vision_config.spatial_merge_size;
+      const types = ids.map((t) => (t === pad ? 1 : 0));
+      const grids = [mainGrid!, smallGrid!];
+      const { positions } = mropePositionIds(types, grids.map((gridThw) => ({ gridThw })), merge);
+      const pixelValues = new Float32Array(main.length + small.length);
+      pixelValues.set(main);
+      pixelValues.set(small, main.length);
+      const scored = (await engine.score({ sequences: [{ ids, scoreFrom: 1, images: { pixelValues, grids, positions } }], temperature: 1 })).logprobs[0]!;
+      const diffs = sampled.map((s) => Math.abs(s.logprob - scored[s.at - 1]!));
+      expect(Math.max(...diffs)).toBeLessThan(1e-4);
+    } finally {
+      engine.destroy();
+    }
+  });
+});
