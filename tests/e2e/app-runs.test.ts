@@ -269,7 +269,8 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     // The reloaded tab has no model loaded; the home page marks the run and offers resume itself.
     const row = page.locator(`[data-testid=run-row][data-run-id="${id}"]`);
     await row.waitFor({ timeout: 30_000 });
-    expect(await row.getByTestId('run-row-status').textContent()).toBe('interrupted');
+    // The old page's run lock may outlive the reload by a moment; the list follows the lock.
+    await expect.poll(() => row.getByTestId('run-row-status').textContent(), { timeout: 15_000 }).toBe('interrupted');
     await page.screenshot({ path: `${SCREENSHOTS}home-runs.png` });
     const posted: number[] = [];
     page.on('request', (req) => {

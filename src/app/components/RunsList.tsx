@@ -7,6 +7,9 @@ import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
 import { liveState, resumeRun } from '../resume.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
+
+/** How often the list looks again at which runs other tabs train. */
+const LOCK_POLL_MS = 2000;
 import { useUi } from '../store.ts';
 
 export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
@@ -33,6 +36,17 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       stop = true;
     };
   }, [page, pageSize, liveRunId, version]);
+
+  // Another tab's run lock goes when that tab closes, or a moment after a reload (the old page is torn
+  // down after this one asked): the marks follow the locks, so such a run turns resumable by itself.
+  useEffect(() => {
+    const timer = setInterval(() => {
+      void runsTrainingInTabs().then((now) =>
+        setData((d) => (d && (d.trainingInTabs.size !== now.size || [...now].some((id) => !d.trainingInTabs.has(id))) ? { ...d, trainingInTabs: now } : d)),
+      );
+    }, LOCK_POLL_MS);
+    return () => clearInterval(timer);
+  }, []);
 
   if (error) return <section className="panel runs"><h3>{title}</h3><p className="error" role="alert">{error}</p></section>;
   if (!data || (compact && data.total === 0)) return null;
