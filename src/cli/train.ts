@@ -31,7 +31,7 @@ import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { loadImageProcessor } from './image-prompt.ts';
-import { rolloutVision } from '../vision/rollout-images.ts';
+import { rolloutVision } from '../rl/rollout/rollout-images.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 

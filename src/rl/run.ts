@@ -19,7 +19,7 @@ import type { PauseCause, RunControlPort } from './run-control.ts';
 import { plannedWorkload } from './run-limits.ts';
 import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
-import type { RolloutVision } from '../vision/rollout-images.ts';
+import type { RolloutVision } from './rollout/rollout-images.ts';
 import { sftExamples, type RunTask } from './tasks/resolve-task.ts';
 
 /** One SFT warm-up step, numbered in the run (1-based). */

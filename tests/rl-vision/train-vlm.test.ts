@@ -22,7 +22,7 @@ import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
 import type { Rollout, RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 import { trainableMode } from '../../src/rl/run.ts';
 import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
-import { rolloutVision } from '../../src/vision/rollout-images.ts';
+import { rolloutVision } from '../../src/rl/rollout/rollout-images.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 

@@ -77,7 +77,9 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   'src/model': ['src/random.ts'],
   'src/engine': ['src/model', 'src/random.ts'],
   'src/openenv': [],
-  'src/rl': ['src/engine', 'src/model', 'src/openenv', 'src/random.ts'],
+  // The image processor: pure functions over pixels and ids (the engine's input types only).
+  'src/vision': ['src/engine'],
+  'src/rl': ['src/engine', 'src/model', 'src/openenv', 'src/random.ts', 'src/vision'],
   'src/export': ['src/engine', 'src/model', 'src/rl'],
   'env-server': ['src/openenv', 'src/rl'],
   // The page takes the run store's and the worker API's types, never their code paths.

@@ -4,12 +4,12 @@
 // engine's ScoreImages of a whole rollout (pixel_values of its images, in order, and the M-RoPE
 // position ids of get_rope_index over prompt + completion) for scoring and training.
 
-import type { ScoreImages } from '../engine/types.ts';
-import type { ImageTokenizer, PlacedImage } from '../rl/rollout/image-tokens.ts';
-import type { RolloutImage } from '../rl/rollout/images.ts';
-import { processImage, type ImageProcessorConfig, type ProcessedImage } from './image-processor.ts';
-import { mropePositionIds } from './image-prompt.ts';
-import { smartResize } from './smart-resize.ts';
+import type { ScoreImages } from '../../engine/types.ts';
+import type { ImageTokenizer, PlacedImage } from './image-tokens.ts';
+import type { RolloutImage } from './images.ts';
+import { processImage, type ImageProcessorConfig, type ProcessedImage } from '../../vision/image-processor.ts';
+import { mropePositionIds } from '../../vision/image-prompt.ts';
+import { smartResize } from '../../vision/smart-resize.ts';
 
 export interface RolloutVision {
   imageTokenizer: ImageTokenizer;
