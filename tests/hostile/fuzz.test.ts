@@ -108,7 +108,7 @@ const httpInput = fc.record({
   kind: fc.constant('http' as const),
   method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'HEAD'),
   path: fc.oneof(
-    fc.constantFrom('/envs/echo/reset', '/envs/echo/step', '/envs/catch/step', '/envs/wordle/reset', '/envs/echo/mcp', '/envs/echo/state', '/envs/echo/schema', '/health', '/envs', '/', '/index.html', '/assets/chunk-0.js', '/api/runs', '/api/runs/import', '/api/runs/RUN', '/api/runs/RUN/steps', '/api/runs/RUN/status', '/api/runs/RUN/export',
+    fc.constantFrom('/envs/echo/reset', '/envs/echo/step', '/envs/catch/step', '/envs/wordle/reset', '/envs/echo/mcp', '/envs/echo/state', '/envs/echo/schema', '/health', '/envs', '/', '/index.html', '/assets/chunk-0.js', '/api/runs', '/api/runs/list', '/api/runs/import', '/api/runs/RUN', '/api/runs/RUN/page', '/api/runs/RUN?share=x', '/api/runs/RUN/steps', '/api/runs/RUN/status', '/api/runs/RUN/export',
       '/api/runs/RUN/artifacts', '/api/runs/RUN/artifacts/adapter', '/api/runs/RUN/artifacts/adapter/adapter_config.json', '/api/runs/RUN/artifacts/..%2F..%2Fetc/passwd',
       '/envs/browsergym/reset', '/envs/browsergym/step', '/envs/browsergym/schema'),
     fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.join('/')}`),
