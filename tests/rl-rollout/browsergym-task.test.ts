@@ -6,9 +6,8 @@ import { mkdtempSync, copyFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
-import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { useBrowserGymServer } from './browsergym-server.ts';
 import { run as render } from '../../src/cli/render.ts';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { browsergymTranscripts, planWebTask } from '../../src/rl/tasks/browsergym-solver.ts';
@@ -70,22 +69,10 @@ describe('TRL example as data', () => {
 });
 
 describe('against /envs/browsergym', () => {
-  let def: BrowserGymEnvDefinition;
-  let server: EnvServer;
-  let url: string;
-
-  beforeAll(async () => {
-    def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
-    server = await createEnvServer({ port: 0, envs: { browsergym: def } });
-    url = `${server.url}/envs/browsergym`;
-  });
-  afterAll(async () => {
-    await server?.close();
-    expect(def.browser.contexts).toBe(0);
-  });
+  const gym = useBrowserGymServer();
 
   it('reset → click → 1.0 and done; a further call is "Episode is done."; errors reach the model', async () => {
-    const env = new BrowserGymToolEnv(url, seededEpisodes(42));
+    const env = new BrowserGymToolEnv(gym.url(), seededEpisodes(42));
     try {
       expect(await env.reset(EXAMPLES.browsergym.dataset(1)[0]!)).toBe(CLICK_TEST_OBSERVATION);
       const click = env.tools.find((t) => t.declaration.name === 'click')!;
@@ -103,7 +90,7 @@ describe('against /envs/browsergym', () => {
   }, 60_000);
 
   it('the 10-step cap ends the episode with reward 0', async () => {
-    const env = new BrowserGymToolEnv(url, seededEpisodes(1));
+    const env = new BrowserGymToolEnv(gym.url(), seededEpisodes(1));
     try {
       await env.reset({ prompt: [], task_name: 'enter-text' });
       const scroll = env.tools.find((t) => t.declaration.name === 'scroll')!;
@@ -117,12 +104,12 @@ describe('against /envs/browsergym', () => {
   it('the scripted solver wins every task it can plan (all but text/textarea click-widget)', async () => {
     const won: string[] = [];
     for (const task of BROWSERGYM_TASK_NAMES) {
-      const transcripts = await browsergymTranscripts({ baseUrl: url, episodes: 1, seed: 5, mix: [task] });
+      const transcripts = await browsergymTranscripts({ baseUrl: gym.url(), episodes: 1, seed: 5, mix: [task] });
       if (transcripts.length === 1) won.push(task);
       else expect(task).toBe('click-widget');
     }
     expect(won.length).toBeGreaterThanOrEqual(BROWSERGYM_TASK_NAMES.length - 1);
-    const [t] = await browsergymTranscripts({ baseUrl: url, episodes: 1, seed: 9, mix: ['enter-text'] });
+    const [t] = await browsergymTranscripts({ baseUrl: gym.url(), episodes: 1, seed: 9, mix: ['enter-text'] });
     const calls = t!.messages.flatMap((m) => (m.role === 'assistant' && m.tool_calls ? [m.tool_calls[0]!.function.name] : []));
     expect(calls).toEqual(['fill', 'click']);
     expect(t!.messages[t!.messages.length - 1]).toEqual({ role: 'assistant', content: 'Done.' });

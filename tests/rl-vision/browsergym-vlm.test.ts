@@ -4,9 +4,8 @@
 // the reset text without an Error part, against a stand-in for OpenEnv's Space (full-size frames
 // on every observation) and against our /envs/browsergym; and the clear refusal on a text-only model.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
-import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
+import { describe, expect, it } from 'vitest';
+import { useBrowserGymServer } from '../rl-rollout/browsergym-server.ts';
 import { run as train } from '../../src/cli/train.ts';
 import type { StepResult } from '../../src/openenv/index.ts';
 import { envToolSchemas } from '../../src/rl/rollout/env.ts';
@@ -93,22 +92,10 @@ describe('TRL browsergym.py as data', () => {
 });
 
 describe('against /envs/browsergym', () => {
-  let def: BrowserGymEnvDefinition;
-  let server: EnvServer;
-  let url: string;
-
-  beforeAll(async () => {
-    def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});
-    server = await createEnvServer({ port: 0, envs: { browsergym: def } });
-    url = `${server.url}/envs/browsergym`;
-  });
-  afterAll(async () => {
-    await server?.close();
-    expect(def.browser.contexts).toBe(0);
-  });
+  const gym = useBrowserGymServer();
 
   it('the page as a screenshot (at most 512 pixels a side) and its text after every action', async () => {
-    const env = new BrowserGymVlmToolEnv(url, seededEpisodes(42));
+    const env = new BrowserGymVlmToolEnv(gym.url(), seededEpisodes(42));
     try {
       expect(await env.reset(EXAMPLES['browsergym-vlm'].dataset(1)[0]!)).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
       const content = (await env.tools.find((t) => t.declaration.name === 'click')!.call({ bid: '13' })) as ContentBlock[];
