@@ -11,6 +11,8 @@
 // The delta rule is the plain recurrent form here (transformers' torch_recurrent_gated_delta_rule);
 // its chunked form computes the same function, so the chunked engine kernels are checked against it.
 
+import { rmsnorm_backward, rmsnorm_forward } from './layers.ts';
+
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
 
 /** torch.nn.functional.softplus with its defaults (β = 1, threshold 20: linear above it). */
@@ -288,8 +290,9 @@ export function gated_delta_backward(
 }
 
 // ---------------------------------------------------------------------------------------------
-// gated rmsnorm (Qwen3_5RMSNormGated) over each of N rows of C: y = w ⊙ x·rstd ⊙ silu(z). Its weight
-// multiplies as is (init 1), unlike Qwen3_5RMSNorm's (1 + w).
+// gated rmsnorm (Qwen3_5RMSNormGated) over each of N rows of C: y = n ⊙ silu(z), n = w ⊙ x·rstd the plain
+// rmsnorm (layers.ts). Its weight multiplies as is (init 1), unlike Qwen3_5RMSNorm's (1 + w). The backward
+// splits as the kernels do: dn = dy ⊙ silu(z) goes through rmsnorm_backward, dz = dy ⊙ n ⊙ silu'(z).
 
 export function gated_rmsnorm_forward(
   out: Float64Array, // (N, C)
@@ -301,16 +304,8 @@ export function gated_rmsnorm_forward(
   C: number,
   eps: number,
 ): void {
-  for (let n = 0; n < N; n++) {
-    let ss = 0;
-    for (let i = 0; i < C; i++) ss += inp[n * C + i] * inp[n * C + i];
-    const r = 1 / Math.sqrt(ss / C + eps);
-    rstd[n] = r;
-    for (let i = 0; i < C; i++) {
-      const zi = z[n * C + i];
-      out[n * C + i] = w[i] * inp[n * C + i] * r * zi * sigmoid(zi);
-    }
-  }
+  rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+  for (let i = 0; i < N * C; i++) out[i] *= z[i] * sigmoid(z[i]);
 }
 
 export function gated_rmsnorm_backward(
@@ -325,23 +320,15 @@ export function gated_rmsnorm_backward(
   N: number,
   C: number,
 ): void {
-  const gn = new Float64Array(C); // dL/d(x·rstd)
-  for (let n = 0; n < N; n++) {
-    const r = rstd[n];
-    let dot = 0;
-    for (let i = 0; i < C; i++) {
-      const zi = z[n * C + i];
-      const sz = sigmoid(zi);
-      const x = inp[n * C + i];
-      const dy = dout[n * C + i];
-      gn[i] = dy * w[i] * zi * sz;
-      dz[n * C + i] += dy * w[i] * x * r * sz * (1 + zi * (1 - sz));
-      if (dw) dw[i] += dy * x * r * zi * sz;
-      dot += gn[i] * x;
-    }
-    const c = (r * r * r * dot) / C;
-    for (let i = 0; i < C; i++) dinp[n * C + i] += r * gn[i] - c * inp[n * C + i];
+  const dn = new Float64Array(N * C); // dL/d(w ⊙ x·rstd)
+  for (let i = 0; i < N * C; i++) {
+    const zi = z[i];
+    const sz = sigmoid(zi);
+    const n = w[i % C] * inp[i] * rstd[Math.floor(i / C)];
+    dn[i] = dout[i] * zi * sz;
+    dz[i] += dout[i] * n * sz * (1 + zi * (1 - sz));
   }
+  rmsnorm_backward(dinp, dw, dn, inp, w, rstd, N, C);
 }
 
 // ---------------------------------------------------------------------------------------------
