@@ -180,27 +180,44 @@ function lora_down(inp: Float64Array, lora: LoraFactors, T: number, I: number): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// RoPE, default type, rotate-half (NOT interleaved pairs), on each of nH heads of width d:
-//   x'[i]     = x[i]·cos a_i − x[i+d/2]·sin a_i
-//   x'[i+d/2] = x[i+d/2]·cos a_i + x[i]·sin a_i,   a_i = p · θ^(−2i/d), i < d/2.
+// RoPE, default type, rotate-half (NOT interleaved pairs), on the first rd dims of each of nH heads of
+// width d (rd = d unless partial_rotary_factor < 1, as Qwen3.5's attention layers; dims rd..d pass through):
+//   x'[i]      = x[i]·cos a_i − x[i+rd/2]·sin a_i
+//   x'[i+rd/2] = x[i+rd/2]·cos a_i + x[i]·sin a_i,   a_i = p · θ^(−2i/rd), i < rd/2.
 // Angles are float64 here. transformers computes inv_freq and p·inv_freq in f32: two roundings of
 // ≤ 2⁻²⁴ relative each, so its angles differ from these by up to ≈ 1.2e-7·p rad (1.2e-4 rad at
 // p = 1024, 4.8e-3 at p = 40960). Compare an f32 engine with a tolerance that allows for it.
 
-/** cos and sin of the angles at positions 0..T−1: each (T, d/2). */
-export function rope_angles(T: number, d: number, theta: number): { cos: Float64Array; sin: Float64Array } {
-  const half = d / 2;
-  const cos = new Float64Array(T * half);
-  const sin = new Float64Array(T * half);
+function rope(
+  out: Float64Array, // (T, nH·d)
+  inp: Float64Array, // (T, nH·d)
+  T: number,
+  nH: number,
+  d: number,
+  rd: number,
+  theta: number,
+  sign: 1 | -1, // +1 forward, −1 the inverse rotation (backward)
+  accumulate: boolean,
+): void {
+  const half = rd / 2;
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
-      const invFreq = 1 / Math.pow(theta, (2 * i) / d);
-      const a = t * invFreq;
-      cos[t * half + i] = Math.cos(a);
-      sin[t * half + i] = Math.sin(a);
+      const a = t * (1 / Math.pow(theta, (2 * i) / rd));
+      const c = Math.cos(a);
+      const s = sign * Math.sin(a);
+      for (let h = 0; h < nH; h++) {
+        const base = (t * nH + h) * d;
+        const x1 = inp[base + i];
+        const x2 = inp[base + i + half];
+        out[base + i] = (accumulate ? out[base + i] : 0) + x1 * c - x2 * s;
+        out[base + i + half] = (accumulate ? out[base + i + half] : 0) + x2 * c + x1 * s;
+      }
+    }
+    for (let h = 0; h < nH; h++) {
+      const base = (t * nH + h) * d;
+      for (let i = rd; i < d; i++) out[base + i] = (accumulate ? out[base + i] : 0) + inp[base + i];
     }
   }
-  return { cos, sin };
 }
 
 export function rope_forward(
@@ -210,22 +227,9 @@ export function rope_forward(
   nH: number,
   d: number,
   theta: number,
+  rd = d,
 ): void {
-  const half = d / 2;
-  const { cos, sin } = rope_angles(T, d, theta);
-  for (let t = 0; t < T; t++) {
-    for (let h = 0; h < nH; h++) {
-      const base = (t * nH + h) * d;
-      for (let i = 0; i < half; i++) {
-        const c = cos[t * half + i];
-        const s = sin[t * half + i];
-        const x1 = inp[base + i];
-        const x2 = inp[base + i + half];
-        out[base + i] = x1 * c - x2 * s;
-        out[base + i + half] = x2 * c + x1 * s;
-      }
-    }
-  }
+  rope(out, inp, T, nH, d, rd, theta, 1, false);
 }
 
 export function rope_backward(
@@ -235,23 +239,10 @@ export function rope_backward(
   nH: number,
   d: number,
   theta: number,
+  rd = d,
 ): void {
   // The rotation is orthogonal: its backward is the rotation by −a.
-  const half = d / 2;
-  const { cos, sin } = rope_angles(T, d, theta);
-  for (let t = 0; t < T; t++) {
-    for (let h = 0; h < nH; h++) {
-      const base = (t * nH + h) * d;
-      for (let i = 0; i < half; i++) {
-        const c = cos[t * half + i];
-        const s = sin[t * half + i];
-        const g1 = dout[base + i];
-        const g2 = dout[base + i + half];
-        dinp[base + i] += g1 * c + g2 * s;
-        dinp[base + i + half] += g2 * c - g1 * s;
-      }
-    }
-  }
+  rope(dinp, dout, T, nH, d, rd, theta, -1, true);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import {
   type LoraFactors,
 } from './layers.ts';
 import { linearTensorName, type ModelLinear } from '../../model/qwen3-tensors.ts';
-import { partial_rope_backward, partial_rope_forward, sigmoid_gate_backward, sigmoid_gate_forward } from './qwen3_5-layers.ts';
+import { sigmoid_gate_backward, sigmoid_gate_forward } from './qwen3_5-layers.ts';
 import { deltanet_block_backward, deltanet_block_forward, type BackwardContext, type DeltaNetActs, type ForwardContext } from './qwen3_5.ts';
 import { checkRefLora, checkRefWeights, refWeightShapes, type RefLora, type RefWeights } from './weights.ts';
 
@@ -290,13 +290,8 @@ function attention_block_forward(
   lin(a.v, ln1, l, 'v_proj', D, K * d);
   rmsnorm_forward(a.qNorm, a.qNormRstd, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), T * H, d, eps);
   rmsnorm_forward(a.kNorm, a.kNormRstd, a.kRaw, norm(`${p}.self_attn.k_norm.weight`), T * K, d, eps);
-  if (cfg.rotaryDim === d) {
-    rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta);
-    rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta);
-  } else {
-    partial_rope_forward(a.qRope, a.qNorm, T, H, d, cfg.rotaryDim, cfg.ropeTheta);
-    partial_rope_forward(a.kRope, a.kNorm, T, K, d, cfg.rotaryDim, cfg.ropeTheta);
-  }
+  rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta, cfg.rotaryDim);
+  rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta, cfg.rotaryDim);
   attention_forward(a.attOut, a.att, a.qRope, a.kRope, a.v, T, H, K, d);
   if (a.qGate) sigmoid_gate_forward(a.oIn, a.attOut, a.qGate, T * H * d);
   else a.oIn.set(a.attOut);
@@ -414,13 +409,8 @@ function attention_block_backward(
   attention_backward(dqRope, dkRope, dv, dattOut, a.qRope, a.kRope, a.v, a.att, T, H, K, d);
   const dqNorm = new Float64Array(T * H * d);
   const dkNorm = new Float64Array(T * K * d);
-  if (cfg.rotaryDim === d) {
-    rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta);
-    rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta);
-  } else {
-    partial_rope_backward(dqNorm, dqRope, T, H, d, cfg.rotaryDim, cfg.ropeTheta);
-    partial_rope_backward(dkNorm, dkRope, T, K, d, cfg.rotaryDim, cfg.ropeTheta);
-  }
+  rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta, cfg.rotaryDim);
+  rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta, cfg.rotaryDim);
   const dqRaw = new Float64Array(T * H * d);
   const dkRaw = new Float64Array(T * K * d);
   rmsnorm_backward(dqRaw, grad(`${p}.self_attn.q_norm.weight`), dqNorm, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), a.qNormRstd, T * H, d);

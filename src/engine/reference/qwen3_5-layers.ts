@@ -332,66 +332,6 @@ export function gated_rmsnorm_backward(
 }
 
 // ---------------------------------------------------------------------------------------------
-// partial RoPE: rotate-half on the first `rd` dims of each of nH heads of width d, angle
-// p · θ^(−2i/rd) for i < rd/2; dims rd..d pass through. With rd = d it is layers.ts's rope.
-
-function partial_rope(
-  out: Float64Array, // (T, nH·d)
-  inp: Float64Array, // (T, nH·d)
-  T: number,
-  nH: number,
-  d: number,
-  rd: number,
-  theta: number,
-  sign: 1 | -1, // +1 forward, −1 the inverse rotation (backward)
-  accumulate: boolean,
-): void {
-  const half = rd / 2;
-  for (let t = 0; t < T; t++) {
-    for (let i = 0; i < half; i++) {
-      const a = t / Math.pow(theta, (2 * i) / rd);
-      const c = Math.cos(a);
-      const s = sign * Math.sin(a);
-      for (let h = 0; h < nH; h++) {
-        const base = (t * nH + h) * d;
-        const x1 = inp[base + i];
-        const x2 = inp[base + i + half];
-        const y1 = x1 * c - x2 * s;
-        const y2 = x2 * c + x1 * s;
-        if (accumulate) {
-          out[base + i] += y1;
-          out[base + i + half] += y2;
-        } else {
-          out[base + i] = y1;
-          out[base + i + half] = y2;
-        }
-      }
-    }
-    for (let h = 0; h < nH; h++) {
-      const base = (t * nH + h) * d;
-      for (let i = rd; i < d; i++) out[base + i] = (accumulate ? out[base + i] : 0) + inp[base + i];
-    }
-  }
-}
-
-export function partial_rope_forward(
-  out: Float64Array, // (T, nH·d)
-  inp: Float64Array, // (T, nH·d)
-  T: number, nH: number, d: number, rd: number, theta: number,
-): void {
-  partial_rope(out, inp, T, nH, d, rd, theta, 1, false);
-}
-
-export function partial_rope_backward(
-  dinp: Float64Array, // (T, nH·d)
-  dout: Float64Array, // (T, nH·d)
-  T: number, nH: number, d: number, rd: number, theta: number,
-): void {
-  // The rotation is orthogonal: its backward is the rotation by −a.
-  partial_rope(dinp, dout, T, nH, d, rd, theta, -1, true);
-}
-
-// ---------------------------------------------------------------------------------------------
 // sigmoid output gate of the gated attention: out = x ⊙ σ(gate).
 
 export function sigmoid_gate_forward(
