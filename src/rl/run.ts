@@ -12,7 +12,7 @@ import { stoppableEngine } from '../engine/stoppable.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
-import { trainSft, type Transcript } from './grpo/sft.ts';
+import { trainSft, type SftEvent, type Transcript } from './grpo/sft.ts';
 import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
 import type { RunCheckpoint, RunCheckpointStore } from './run-checkpoint.ts';
 import type { PauseCause, RunControlPort } from './run-control.ts';
@@ -22,18 +22,8 @@ import { envRolloutSource } from './rollout/rollout-source.ts';
 import type { RolloutVision } from './rollout/rollout-images.ts';
 import { sftExamples, type RunTask } from './tasks/resolve-task.ts';
 
-/** One SFT warm-up step, numbered in the run (1-based). */
-export interface SftStepEvent {
-  phase: 'sft';
-  step: number;
-  totalSteps: number;
-  /** Mean NLL per trained token of the step's batch (before the update). */
-  loss: number;
-  /** Trained tokens of the step's batch. */
-  tokens: number;
-  grad_norm: number;
-  learning_rate: number;
-  /** Wall-clock seconds of the step. */
+/** One SFT warm-up step (trainSft's event, numbered in the run, 1-based) with its wall-clock seconds. */
+export interface SftStepEvent extends SftEvent {
   step_time: number;
 }
 
