@@ -61,13 +61,15 @@ describe(onAdapter('Qwen3.5 VL generation with images'), () => {
       }
       expect(sampled).toHaveLength(7);
       const merge = config.vision_config.spatial_merge_size;
-      const types = ids.map((t) => (t === pad ? 1 : 0));
+      const offsets = [prompt.indexOf(pad), prompt.length + 4 + 2];
+      const types = ids.map(() => 0);
+      offsets.forEach((o, k) => { for (let j = 0; j < (k === 0 ? expected.input_ids.filter((t) => t === pad).length : 1); j++) types[o + j] = 1; });
       const grids = [mainGrid!, smallGrid!];
       const { positions } = mropePositionIds(types, grids.map((gridThw) => ({ gridThw })), merge);
       const pixelValues = new Float32Array(main.length + small.length);
       pixelValues.set(main);
       pixelValues.set(small, main.length);
-      const scored = (await engine.score({ sequences: [{ ids, scoreFrom: 1, images: { pixelValues, grids, positions } }], temperature: 1 })).logprobs[0]!;
+      const scored = (await engine.score({ sequences: [{ ids, scoreFrom: 1, images: { pixelValues, grids, offsets, positions } }], temperature: 1 })).logprobs[0]!;
       const diffs = sampled.map((s) => Math.abs(s.logprob - scored[s.at - 1]!));
       expect(Math.max(...diffs)).toBeLessThan(1e-4);
     } finally {

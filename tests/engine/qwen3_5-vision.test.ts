@@ -82,7 +82,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const towerErr = maxAbsDiff(merged, expected.vision.merged);
       expect(towerErr).toBeLessThan(tol);
 
-      const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+      const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
       const seq = { ids: expected.input_ids, scoreFrom: expected.score_from, images };
       // Packed behind a text-only sequence: its plain positions and the image rows must not mix.
       const text = { ids: expected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
@@ -99,7 +99,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
   it('gradients on the image+text prompt (vision tower frozen): LoRA on all twelve text linears and full fine-tuning of the language model within 1e-3 relative of torch', async () => {
     const ckpt = await openCheckpoint(DIR);
     const cfg = ckpt.config;
-    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, positions: expected.position_ids };
+    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
     const request = () => ({
       sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images }],
       temperature: expected.temperature,
@@ -137,7 +137,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     const smallRows = expected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
     expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), expected.vision.merged)).toBeLessThan(1e-4);
 
-    const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+    const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
     const ids = expected.input_ids;
     await expect(engine.score({ sequences: [{ ids: ids.filter((_, i) => i !== 4), scoreFrom: 1, images }], temperature: 1 }))
       .rejects.toThrow(/has 5 image tokens \(id 484\) but its image grids give 6 merged embeddings/);

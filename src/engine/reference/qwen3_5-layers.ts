@@ -346,7 +346,30 @@ export function gated_rmsnorm_backward(
 
 // ---------------------------------------------------------------------------------------------
 // partial RoPE: rotate-half on the first `rd` dims of each of nH heads of width d, angle
-// p · θ^(−2i/rd) for i < rd/2; dims rd..d pass through. With rd = d it is layers.ts's rope.
+// p(t, i) · θ^(−2i/rd) for i < rd/2; dims rd..d pass through. With rd = d it is layers.ts's rope.
+// Plain rope: p(t, i) = t. M-RoPE (a prompt with images): frequency i takes token t's temporal,
+// height or width position id (mrope_axis), as transformers' interleaved Qwen3_5TextRotaryEmbedding.
+
+/** Position of token t that frequency i of the rotary reads. */
+type RopePosition = (t: number, i: number) => number;
+
+/** The axis (0 temporal, 1 height, 2 width) frequency i of an interleaved M-RoPE follows. */
+export function mrope_axis(i: number, section: readonly number[]): 0 | 1 | 2 {
+  if (i % 3 === 1 && i < 3 * section[1]!) return 1;
+  if (i % 3 === 2 && i < 3 * section[2]!) return 2;
+  return 0;
+}
+
+/** M-RoPE positions: 3 rows (temporal, height, width) of T position ids and the mrope_section. */
+export interface MropePositions {
+  rows: readonly [readonly number[], readonly number[], readonly number[]];
+  section: readonly number[];
+}
+
+function ropePosition(m: MropePositions | undefined): RopePosition {
+  if (!m) return (t) => t;
+  return (t, i) => m.rows[mrope_axis(i, m.section)][t]!;
+}
 
 function partial_rope(
   out: Float64Array, // (T, nH·d)
@@ -356,13 +379,14 @@ function partial_rope(
   d: number,
   rd: number,
   theta: number,
+  pos: RopePosition,
   sign: 1 | -1, // +1 forward, −1 the inverse rotation (backward)
   accumulate: boolean,
 ): void {
   const half = rd / 2;
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
-      const a = t / Math.pow(theta, (2 * i) / rd);
+      const a = pos(t, i) / Math.pow(theta, (2 * i) / rd);
       const c = Math.cos(a);
       const s = sign * Math.sin(a);
       for (let h = 0; h < nH; h++) {
@@ -387,21 +411,24 @@ function partial_rope(
   }
 }
 
+/** Rotates by the token index, or by the M-RoPE position ids when `mrope` is given. */
 export function partial_rope_forward(
   out: Float64Array, // (T, nH·d)
   inp: Float64Array, // (T, nH·d)
   T: number, nH: number, d: number, rd: number, theta: number,
+  mrope?: MropePositions,
 ): void {
-  partial_rope(out, inp, T, nH, d, rd, theta, 1, false);
+  partial_rope(out, inp, T, nH, d, rd, theta, ropePosition(mrope), 1, false);
 }
 
 export function partial_rope_backward(
   dinp: Float64Array, // (T, nH·d)
   dout: Float64Array, // (T, nH·d)
   T: number, nH: number, d: number, rd: number, theta: number,
+  mrope?: MropePositions,
 ): void {
   // The rotation is orthogonal: its backward is the rotation by −a.
-  partial_rope(dinp, dout, T, nH, d, rd, theta, -1, true);
+  partial_rope(dinp, dout, T, nH, d, rd, theta, ropePosition(mrope), -1, true);
 }
 
 // ---------------------------------------------------------------------------------------------
