@@ -15,7 +15,7 @@ import { peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.t
 import { QWEN3_5_LINEARS, storedTensorName } from '../../src/model/qwen3-tensors.ts';
 import type { NamedTensor } from '../../src/engine/types.ts';
 import { refBackward, refScore, type RefSequence } from '../../src/engine/reference/qwen3.ts';
-import { refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
+import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
 import { mropePositionIds } from '../../src/vision/image-prompt.ts';
 import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
@@ -175,7 +175,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     await expect(textOnly.score({ sequences: [{ ids, scoreFrom: 1, images }], temperature: 1 })).rejects.toThrow(/no vision tower/);
     textOnly.destroy();
   });
-  it('a completion that sampled <|image_pad|>: log-probs and full-FT gradients (the pad embedding row included) vs the float64 reference with the same placement', async () => {
+  it('a completion that sampled <|image_pad|>: log-probs, full-FT gradients (the pad embedding row included) and LoRA gradients vs the float64 reference with the same placement', async () => {
     const ckpt = await openCheckpoint(DIR);
     const cfg = ckpt.config;
     const w = await refWeightsFromCheckpoint(ckpt);
@@ -183,29 +183,52 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     const ref: RefSequence = { ids, scoreFrom, vision: { embeds: Float64Array.from(expected.vision.merged), spans: [{ offset: OFFSET, length: LENGTH }], positions } };
     const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [OFFSET], positions };
     const dLdLogp = [0.7, -1.1, 0.4, 0.9, -0.5];
-    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    const request = { sequences: [{ ids, scoreFrom, images }], temperature: 1, dLdLogp: [Float32Array.from(dLdLogp)] };
+    const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    let err: number;
+    let worst: { name: string; rel: number };
+    let padErr: number;
+    let padRowRef: number[];
     try {
-      const out = await engine.score({ sequences: [{ ids, scoreFrom, images }], temperature: 1 });
-      const want = refScore(cfg, w, ref, 1).logprobs;
-      const err = maxAbsDiff(out.logprobs[0]!, want);
-      engine.setTrainable({ kind: 'full' });
-      await engine.backward({ sequences: [{ ids, scoreFrom, images }], temperature: 1, dLdLogp: [Float32Array.from(dLdLogp)] });
-      const grads = await engine.readGrads();
+      const out = await full.score({ sequences: request.sequences, temperature: 1 });
+      err = maxAbsDiff(out.logprobs[0]!, refScore(cfg, w, ref, 1).logprobs);
+      full.setTrainable({ kind: 'full' });
+      await full.backward(request);
+      const grads = await full.readGrads();
       const { grads: refGrads } = refBackward(cfg, w, ref, 1, dLdLogp);
-      const worst = worstError(grads, (n) => refGrads.get(n) && Float32Array.from(refGrads.get(n)!));
+      worst = worstError(grads, (n) => refGrads.get(n) && Float32Array.from(refGrads.get(n)!));
       const D = cfg.hiddenSize;
       const row = (g: ArrayLike<number>) => Array.from({ length: D }, (_, i) => g[PAD * D + i]!);
-      const padRow = row(grads.find((t) => t.name === 'model.embed_tokens.weight')!.data);
-      const padRowRef = row(refGrads.get('model.embed_tokens.weight')!);
-      const padErr = relNormError(padRow, padRowRef);
-      console.log(`sampled <|image_pad|>: log-probs max |Δ| ${err.toExponential(2)} vs the float64 reference; full-FT grads worst ${worst.rel.toExponential(2)} (${worst.name}), pad embedding row ${padErr.toExponential(2)}`);
-      expect(err).toBeLessThan(1e-4);
-      expect(worst.rel, worst.name).toBeLessThan(1e-3);
-      // The sampled pads train their embedding row like any token (an id-based mask would zero it).
-      expect(Math.max(...padRowRef.map(Math.abs))).toBeGreaterThan(1e-4);
-      expect(padErr).toBeLessThan(1e-3);
+      padRowRef = row(refGrads.get('model.embed_tokens.weight')!);
+      padErr = relNormError(row(grads.find((t) => t.name === 'model.embed_tokens.weight')!.data), padRowRef);
     } finally {
-      engine.destroy();
+      full.destroy();
     }
+
+    const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    let loraWorst: { name: string; rel: number };
+    try {
+      const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+      lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
+      const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+      await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
+      await lora.backward(request);
+      const refLora = refLoraFromTensors(cfg, { r: 2, alpha: 4, targets: [...QWEN3_5_LINEARS] }, adapter.tensors);
+      const { loraGrads } = refBackward(cfg, w, ref, 1, dLdLogp, refLora, { baseGrads: false });
+      loraWorst = worstError(await lora.readGrads(), (n) => {
+        const m = /^(.+)\.lora_([AB])\.weight$/.exec(n);
+        const g = m && (m[2] === 'A' ? loraGrads!.A : loraGrads!.B).get(`${m[1]}.weight`);
+        return g ? Float32Array.from(g) : undefined;
+      });
+    } finally {
+      lora.destroy();
+    }
+    console.log(`sampled <|image_pad|>: log-probs max |Δ| ${err.toExponential(2)} vs the float64 reference; full-FT grads worst ${worst.rel.toExponential(2)} (${worst.name}), pad embedding row ${padErr.toExponential(2)}; LoRA grads worst ${loraWorst.rel.toExponential(2)} (${loraWorst.name})`);
+    expect(err).toBeLessThan(1e-4);
+    expect(worst.rel, worst.name).toBeLessThan(1e-3);
+    // The sampled pads train their embedding row like any token (an id-based mask would zero it).
+    expect(Math.max(...padRowRef.map(Math.abs))).toBeGreaterThan(1e-4);
+    expect(padErr).toBeLessThan(1e-3);
+    expect(loraWorst.rel, loraWorst.name).toBeLessThan(1e-3);
   });
 });
