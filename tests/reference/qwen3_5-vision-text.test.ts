@@ -92,6 +92,17 @@ describe('Qwen3.5 reference (float64) with images placed by position', () => {
     // The sampled pads are trained: their embedding row has a gradient; the span's rows are the tower's.
     const padRow = dEmbed.subarray(PAD * D, (PAD + 1) * D);
     expect(Math.max(...padRow.map(Math.abs))).toBeGreaterThan(1e-4);
+    // The pad's embedding row enters only at the sampled pads: moving it leaves every log-prob before
+    // the first of them as it was (the image's span reads the tower's rows, not that row).
+    const before = refScore(cfg, w, seq, 1).logprobs;
+    const embed = w.get('model.embed_tokens.weight')!;
+    const saved = embed.slice(PAD * D, (PAD + 1) * D);
+    embed.subarray(PAD * D, (PAD + 1) * D).fill(0.5);
+    const after = refScore(cfg, w, seq, 1).logprobs;
+    embed.set(saved, PAD * D);
+    expect(after[0]).toBe(before[0]); // ids[28] = 54, predicted from the prompt alone
+    expect(after[1]).toBe(before[1]); // ids[29] = the first sampled pad, predicted before it is read
+    expect(Math.abs(after[2]! - before[2]!)).toBeGreaterThan(1e-6);
   });
 
   it('bad image spans are refused with the problem named', async () => {
