@@ -18,6 +18,8 @@ const PROCESSOR_FILES = ['processor_config.json', 'preprocessor_config.json'];
 
 export interface ImagePrompt {
   ids: number[];
+  /** Where the image's tokens start in ids. */
+  offsets: number[];
   positions: [number[], number[], number[]];
 }
 
@@ -28,8 +30,8 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
   const message = { role: 'user', content: [{ type: 'image' }, { type: 'text', text }] } as unknown as ChatMessage;
   const rendered = tokenizer.encode(renderChat(template, [message], { addGenerationPrompt: true }));
   const images = [{ gridThw: [grid[0], grid[1], grid[2]] as [number, number, number] }];
-  const { ids, mmTokenTypeIds } = expandImageTokens(rendered, images, cfg.imageTokenId, cfg.spatialMergeSize);
-  return { ids, positions: mropePositionIds(mmTokenTypeIds, images, cfg.spatialMergeSize).positions };
+  const { ids, mmTokenTypeIds, offsets } = expandImageTokens(rendered, images, cfg.imageTokenId, cfg.spatialMergeSize);
+  return { ids, offsets, positions: mropePositionIds(mmTokenTypeIds, images, cfg.spatialMergeSize).positions };
 }
 
 /** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
@@ -40,8 +42,8 @@ export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text
   const png = decodePng(new Uint8Array(await readFile(file)), file);
   const { pixelValues, gridThw: grid } = processImage(png.rgb, png.width, png.height, processor);
   const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
-  const { ids, positions } = imagePrompt(tokenizer, text, grid, vision);
-  return { ids, images: { pixelValues, grids: [grid], positions } };
+  const { ids, offsets, positions } = imagePrompt(tokenizer, text, grid, vision);
+  return { ids, images: { pixelValues, grids: [grid], offsets, positions } };
 }
 
 /** The checkpoint's image processor config, checked against its vision_config (`what` names the caller in errors). */

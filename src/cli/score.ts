@@ -60,7 +60,8 @@ export async function run(argv: string[]): Promise<number> {
     const out = await engine.score({ sequences, temperature });
     const result: Record<string, unknown> = {
       ids: seq.ids,
-      ...(seq.images ? { image_grid_thw: seq.images.grids } : {}),
+      // Where each image's tokens start in ids (the engine places images there, not at every <|image_pad|>).
+      ...(seq.images ? { image_grid_thw: seq.images.grids, image_offsets: seq.images.offsets } : {}),
       score_from: scoreFrom,
       temperature,
       ...(trained ?? {}),

@@ -42,7 +42,7 @@ export interface PackedToken {
 /** Merged image embeddings to splice into the text embeddings: embeds row i → packed row rows[i]. */
 export interface ImageSplice {
   embeds: GPUBuffer;
-  /** (count) u32 packed rows of the <|image_pad|> tokens. */
+  /** (count) u32 packed rows of the images' token spans (placed by offset, not found by id). */
   rows: GPUBuffer;
   count: number;
 }

@@ -144,8 +144,9 @@ export interface ScoreSequence {
   scoreFrom: number;
   /**
    * A prompt with images (Qwen3.5 with its vision tower loaded): the processor's pixel_values of every
-   * image in order, their (t, h, w) patch grids, and the 3×ids.length M-RoPE position ids
-   * (transformers' get_rope_index). ids holds t·h·w / merge² <|image_pad|> tokens per image.
+   * image in order, their (t, h, w) patch grids, where each image's t·h·w / merge² <|image_pad|>
+   * tokens start in ids, and the 3×ids.length M-RoPE position ids (transformers' get_rope_index).
+   * An <|image_pad|> outside those spans (one the model sampled) is an ordinary text token.
    */
   images?: ScoreImages;
 }
@@ -153,6 +154,8 @@ export interface ScoreSequence {
 export interface ScoreImages {
   pixelValues: Float32Array;
   grids: [number, number, number][];
+  /** Index in ids of each image's first placeholder token (one per grid, ascending, spans not overlapping). */
+  offsets: number[];
   positions: [number[], number[], number[]];
 }
 

@@ -8,11 +8,13 @@ export interface PromptImage {
 
 /**
  * Expands every `imageTokenId` of `ids` (one per image, in order) to its image's token count, and
- * returns the ids with mm_token_type_ids (1 on image tokens, 0 elsewhere).
+ * returns the ids with mm_token_type_ids (1 on image tokens, 0 elsewhere) and where each image's
+ * tokens start in them (the engine places images by these offsets, not by id).
  */
-export function expandImageTokens(ids: readonly number[], images: readonly PromptImage[], imageTokenId: number, mergeSize: number): { ids: number[]; mmTokenTypeIds: number[] } {
+export function expandImageTokens(ids: readonly number[], images: readonly PromptImage[], imageTokenId: number, mergeSize: number): { ids: number[]; mmTokenTypeIds: number[]; offsets: number[] } {
   const out: number[] = [];
   const types: number[] = [];
+  const offsets: number[] = [];
   let k = 0;
   for (const id of ids) {
     if (id !== imageTokenId) {
@@ -25,13 +27,14 @@ export function expandImageTokens(ids: readonly number[], images: readonly Promp
     const [t, h, w] = img.gridThw;
     if (h % mergeSize !== 0 || w % mergeSize !== 0) throw new Error(`image grid ${h}×${w} is not a multiple of merge size ${mergeSize}`);
     const n = (t * h * w) / (mergeSize * mergeSize);
+    offsets.push(out.length);
     for (let i = 0; i < n; i++) {
       out.push(imageTokenId);
       types.push(1);
     }
   }
   if (k !== images.length) throw new Error(`the prompt has ${k} image placeholder(s) but ${images.length} image(s) were given`);
-  return { ids: out, mmTokenTypeIds: types };
+  return { ids: out, mmTokenTypeIds: types, offsets };
 }
 
 /**

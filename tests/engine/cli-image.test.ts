@@ -20,6 +20,7 @@ describe('webgrpo score --image --text', () => {
     expect(code).toBe(0);
     expect(json.ids).toEqual(expected.input_ids);
     expect(json.image_grid_thw).toEqual(expected.image_grid_thw);
+    expect(json.image_offsets).toEqual([expected.input_ids.indexOf(484)]);
     const err = maxAbsDiff(json.logprobs, expected.logprobs);
     console.log(`score --image: max |Δ logprob| vs transformers float64 = ${err.toExponential(2)}`);
     expect(err).toBeLessThan(1e-4);

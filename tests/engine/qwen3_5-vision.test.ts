@@ -14,6 +14,9 @@ import { decodeToFloat32 } from '../../src/model/safetensors.ts';
 import { peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.ts';
 import { QWEN3_5_LINEARS, storedTensorName } from '../../src/model/qwen3-tensors.ts';
 import type { NamedTensor } from '../../src/engine/types.ts';
+import { refBackward, refScore, type RefSequence } from '../../src/engine/reference/qwen3.ts';
+import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
+import { mropePositionIds } from '../../src/vision/image-prompt.ts';
 import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
@@ -52,6 +55,19 @@ function readF32(file: string, name: string): Float32Array {
 }
 
 const PIXELS = `${DIR}pixel_values.safetensors`;
+const PAD = 484;
+const OFFSET = expected.input_ids.indexOf(PAD);
+const LENGTH = expected.input_ids.filter((t) => t === PAD).length;
+
+/**
+ * The fixture's image prompt and a completion that sampled <|image_pad|> twice: those are text tokens
+ * (types 0 for get_rope_index, their own embedding row), only the image's span holds the tower's rows.
+ */
+function strayPadSequence(): { ids: number[]; scoreFrom: number; positions: [number[], number[], number[]] } {
+  const ids = [...expected.input_ids, 54, PAD, 71, PAD, 412];
+  const types = ids.map((_, t) => (t >= OFFSET && t < OFFSET + LENGTH ? 1 : 0));
+  return { ids, scoreFrom: expected.input_ids.length, positions: mropePositionIds(types, [{ gridThw: expected.image_grid_thw[0]! }], 2).positions };
+}
 
 async function towerOutput(engine: WebGpuEngine, pixelValues: Float32Array, grids: GridThw[]): Promise<Float32Array> {
   const fwd = engine.internals;
@@ -82,7 +98,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const towerErr = maxAbsDiff(merged, expected.vision.merged);
       expect(towerErr).toBeLessThan(tol);
 
-      const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+      const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
       const seq = { ids: expected.input_ids, scoreFrom: expected.score_from, images };
       // Packed behind a text-only sequence: its plain positions and the image rows must not mix.
       const text = { ids: expected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
@@ -99,7 +115,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
   it('gradients on the image+text prompt (vision tower frozen): LoRA on all twelve text linears and full fine-tuning of the language model within 1e-3 relative of torch', async () => {
     const ckpt = await openCheckpoint(DIR);
     const cfg = ckpt.config;
-    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, positions: expected.position_ids };
+    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
     const request = () => ({
       sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images }],
       temperature: expected.temperature,
@@ -137,15 +153,82 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     const smallRows = expected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
     expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), expected.vision.merged)).toBeLessThan(1e-4);
 
-    const images = { pixelValues: main, grids: expected.image_grid_thw, positions: expected.position_ids };
+    const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
     const ids = expected.input_ids;
-    await expect(engine.score({ sequences: [{ ids: ids.filter((_, i) => i !== 4), scoreFrom: 1, images }], temperature: 1 }))
-      .rejects.toThrow(/has 5 image tokens \(id 484\) but its image grids give 6 merged embeddings/);
+    const score = (seq: Partial<typeof images>, seqIds = ids) => engine.score({ sequences: [{ ids: seqIds, scoreFrom: 1, images: { ...images, ...seq } }], temperature: 1 });
+    await expect(score({}, ids.filter((_, i) => i !== 4))).rejects.toThrow(/sequence 0 image 0 spans 6 tokens from offset 4, but token 9 is id 482, not the image token 484/);
+    await expect(score({ offsets: [OFFSET - 1] })).rejects.toThrow(/image 0 spans 6 tokens from offset 3, but token 3 is id 481/);
+    await expect(score({ offsets: [] })).rejects.toThrow(/images.offsets must give one start per image \(1 grids\), got \[\]/);
+    await expect(score({ offsets: [ids.length - 2] })).rejects.toThrow(/image 0 spans 6 tokens from offset 26, past the end of its 28 ids/);
+    await expect(score({ offsets: [1.5] })).rejects.toThrow(/image 0 offset 1.5 must be an integer at or after 0/);
+    // Two images whose spans overlap: the second (6 tokens) starts on the first's (1 token).
+    await expect(score({ pixelValues: both, grids: [...expected.small_image_grid_thw, ...expected.image_grid_thw], offsets: [OFFSET, OFFSET] }))
+      .rejects.toThrow(/image 1 offset 4 must be an integer at or after 5 \(the end of image 0\)/);
+    // A stray image token id outside the spans is text, not an error (the old id count refused it).
+    const stray = [...ids, PAD];
+    const strayPositions = expected.position_ids.map((r) => [...r, r[r.length - 1]! + 1]) as [number[], number[], number[]];
+    expect((await score({ positions: strayPositions }, stray)).logprobs[0]).toHaveLength(stray.length - 1);
     await expect(engine.score({ sequences: [{ ids, scoreFrom: 1, images: { ...images, pixelValues: main.subarray(1) } }], temperature: 1 }))
       .rejects.toThrow(/pixel_values holds 36863 values; the grids \[\[1,4,6\]\] need 24 patches × 1536/);
     engine.destroy();
     const textOnly = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32' });
     await expect(textOnly.score({ sequences: [{ ids, scoreFrom: 1, images }], temperature: 1 })).rejects.toThrow(/no vision tower/);
     textOnly.destroy();
+  });
+  it('a completion that sampled <|image_pad|>: log-probs, full-FT gradients (the pad embedding row included) and LoRA gradients vs the float64 reference with the same placement', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const cfg = ckpt.config;
+    const w = await refWeightsFromCheckpoint(ckpt);
+    const { ids, scoreFrom, positions } = strayPadSequence();
+    const ref: RefSequence = { ids, scoreFrom, vision: { embeds: Float64Array.from(expected.vision.merged), spans: [{ offset: OFFSET, length: LENGTH }], positions } };
+    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [OFFSET], positions };
+    const dLdLogp = [0.7, -1.1, 0.4, 0.9, -0.5];
+    const request = { sequences: [{ ids, scoreFrom, images }], temperature: 1, dLdLogp: [Float32Array.from(dLdLogp)] };
+    const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    let err: number;
+    let worst: { name: string; rel: number };
+    let padErr: number;
+    let padRowRef: number[];
+    try {
+      const out = await full.score({ sequences: request.sequences, temperature: 1 });
+      err = maxAbsDiff(out.logprobs[0]!, refScore(cfg, w, ref, 1).logprobs);
+      full.setTrainable({ kind: 'full' });
+      await full.backward(request);
+      const grads = await full.readGrads();
+      const { grads: refGrads } = refBackward(cfg, w, ref, 1, dLdLogp);
+      worst = worstError(grads, (n) => refGrads.get(n) && Float32Array.from(refGrads.get(n)!));
+      const D = cfg.hiddenSize;
+      const row = (g: ArrayLike<number>) => Array.from({ length: D }, (_, i) => g[PAD * D + i]!);
+      padRowRef = row(refGrads.get('model.embed_tokens.weight')!);
+      padErr = relNormError(row(grads.find((t) => t.name === 'model.embed_tokens.weight')!.data), padRowRef);
+    } finally {
+      full.destroy();
+    }
+
+    const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    let loraWorst: { name: string; rel: number };
+    try {
+      const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+      lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
+      const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
+      await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
+      await lora.backward(request);
+      const refLora = refLoraFromTensors(cfg, { r: 2, alpha: 4, targets: [...QWEN3_5_LINEARS] }, adapter.tensors);
+      const { loraGrads } = refBackward(cfg, w, ref, 1, dLdLogp, refLora, { baseGrads: false });
+      loraWorst = worstError(await lora.readGrads(), (n) => {
+        const m = /^(.+)\.lora_([AB])\.weight$/.exec(n);
+        const g = m && (m[2] === 'A' ? loraGrads!.A : loraGrads!.B).get(`${m[1]}.weight`);
+        return g ? Float32Array.from(g) : undefined;
+      });
+    } finally {
+      lora.destroy();
+    }
+    console.log(`sampled <|image_pad|>: log-probs max |Δ| ${err.toExponential(2)} vs the float64 reference; full-FT grads worst ${worst.rel.toExponential(2)} (${worst.name}), pad embedding row ${padErr.toExponential(2)}; LoRA grads worst ${loraWorst.rel.toExponential(2)} (${loraWorst.name})`);
+    expect(err).toBeLessThan(1e-4);
+    expect(worst.rel, worst.name).toBeLessThan(1e-3);
+    // The sampled pads train their embedding row like any token (an id-based mask would zero it).
+    expect(Math.max(...padRowRef.map(Math.abs))).toBeGreaterThan(1e-4);
+    expect(padErr).toBeLessThan(1e-3);
+    expect(loraWorst.rel, loraWorst.name).toBeLessThan(1e-3);
   });
 });

@@ -1,8 +1,10 @@
 // GRPO on a tiny Qwen3.5 vision-language model over /envs/browsergym (browsergym-vlm): the screenshots
 // the env returns are expanded to the processor's token count in the rollouts, the engine samples the
 // turn after a screenshot with the screenshot embedded, and the trainer scores and trains every rollout
-// with its images (pixel_values + M-RoPE positions). The first turn's tool call is scripted (a random
-// tiny model never writes one, so it would never see a screenshot); every later turn is the engine's.
+// with its images (pixel_values, where each sits, M-RoPE positions). The first turn's tool call is
+// scripted (a random tiny model never writes one, so it would never see a screenshot); every later turn
+// is the engine's. The scripted turn also "samples" an <|image_pad|> of its own, as a random or early
+// model can: that token is text, trained like any sampled token, and must not be taken for an image.
 
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -36,8 +38,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-// Qwen3.5's XML tool-call form (its chat template's own).
-const CLICK = '<tool_call>\n<function=click>\n<parameter=bid>\n13\n</parameter>\n</function>\n</tool_call>';
+// Qwen3.5's XML tool-call form (its chat template's own), after a sampled image token that is no image.
+const CLICK = '<|image_pad|><tool_call>\n<function=click>\n<parameter=bid>\n13\n</parameter>\n</function>\n</tool_call>';
 /** The real Qwen3.5 chat template (h22g's fixture): it renders image blocks as <|vision_start|><|image_pad|><|vision_end|>. */
 const QWEN3_5_TEMPLATE = new URL('../fixtures/qwen3_5-tokenizer/chat_template.jinja', import.meta.url).pathname;
 
@@ -93,8 +95,6 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
       num_generations: 2, per_device_train_batch_size: 2, gradient_accumulation_steps: 1, max_completion_length: 200, max_steps: 1,
       learning_rate: 1e-2, train_mode: 'lora', lora_r: 4, lora_alpha: 8, entropy_coef: 0.01, rollout_scheduler: 'lockstep',
       chat_template_kwargs: { enable_thinking: false },
-      // A seed under which the random tiny model (512-token vocab) samples no <|image_pad|> of its own:
-      // the engine's scoring counts every such id as an image token and would refuse the rollout.
       seed: 1,
     });
     engine = await loadEngine(ckpt, { weightDtype: 'f32', vision: true, plan: { numSequences: 2, maxTokensPerSequence: 1024 } });
@@ -146,6 +146,13 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
         expect(ids.slice(im.offset, im.offset + im.length).every((t) => t === pad)).toBe(true);
         expect(r.toolMask.slice(im.offset - r.promptIds.length, im.offset - r.promptIds.length + im.length).every((m) => m === 0)).toBe(true);
       }
+      // The sampled <|image_pad|>: outside every image's span, and trained (tool_mask 1) like the tokens around it.
+      const inImage = (p: number) => r.images.some((im) => p >= im.offset && p < im.offset + im.length);
+      const stray = ids.flatMap((t, p) => (t === pad && !inImage(p) ? [p] : []));
+      expect(stray.length, 'sampled image tokens').toBeGreaterThanOrEqual(1);
+      for (const p of stray) expect(r.toolMask[p - r.promptIds.length]).toBe(1);
+      // Only the placed images' tokens are masked as images: every other masked token is a tool suffix's text.
+      expect(r.completionIds.filter((t, c) => t === pad && r.toolMask[c] === 0).length).toBe(r.images.reduce((n, im) => n + im.length, 0));
     }
     // Every pass of the trainer over the rollouts (logprobs and the backward) carried their images.
     expect(scored.length).toBeGreaterThan(0);
@@ -154,6 +161,9 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
       for (const s of req.sequences) {
         expect(s.images, 'images of a scored sequence').toBeDefined();
         expect(s.images!.positions[0]).toHaveLength(s.ids.length);
+        // Images are placed where the rollout put them, not at every image token id.
+        const r = played.find((x) => x.promptIds.length + x.completionIds.length === s.ids.length && [...x.promptIds, ...x.completionIds].every((t, i) => t === s.ids[i]))!;
+        expect(s.images!.offsets).toEqual(r.images.map((im) => im.offset));
         // M-RoPE: the image tokens' height/width positions differ from their temporal ones.
         expect(s.images!.positions[1].some((p, i) => p !== s.images!.positions[2][i])).toBe(true);
       }

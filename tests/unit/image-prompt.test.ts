@@ -17,5 +17,6 @@ describe('image prompt', () => {
     const got = imagePrompt(tokenizer, text, expected.image_grid_thw[0]!, { imageTokenId: 484, spatialMergeSize: 2 });
     expect(got.ids).toEqual(expected.input_ids);
     expect(got.positions).toEqual(expected.position_ids);
+    expect(got.offsets).toEqual([expected.input_ids.indexOf(484)]);
   });
 });

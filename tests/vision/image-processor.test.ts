@@ -71,10 +71,11 @@ describe('image tokens and M-RoPE positions vs transformers', () => {
   // The chat template's text holds one <|image_pad|>; the processor expands it.
   const collapsed = (expected.input_ids as number[]).filter((id, i, a) => id !== imageId || a[i - 1] !== imageId);
 
-  it('expands the placeholder to t·h·w/merge² tokens with mm_token_type_ids', () => {
-    const { ids, mmTokenTypeIds } = expandImageTokens(collapsed, [{ gridThw: grid }], imageId, 2);
+  it('expands the placeholder to t·h·w/merge² tokens with mm_token_type_ids and the image\'s offset', () => {
+    const { ids, mmTokenTypeIds, offsets } = expandImageTokens(collapsed, [{ gridThw: grid }], imageId, 2);
     expect(ids).toEqual(expected.input_ids);
     expect(mmTokenTypeIds).toEqual(expected.mm_token_type_ids);
+    expect(offsets).toEqual([(expected.mm_token_type_ids as number[]).indexOf(1)]);
     expect(() => expandImageTokens(collapsed, [], imageId, 2)).toThrow(/more image placeholders than the 0 image/);
     expect(() => expandImageTokens(collapsed, [{ gridThw: grid }, { gridThw: grid }], imageId, 2)).toThrow(/1 image placeholder\(s\) but 2 image/);
   });

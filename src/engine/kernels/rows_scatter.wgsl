@@ -1,5 +1,5 @@
 // rows_scatter: dst[rows[i], :] = src[i, :] for i < count rows of n values. Splices the vision
-// tower's merged image embeddings into the text embeddings at the <|image_pad|> positions (in order,
+// tower's merged image embeddings into the text embeddings at the images' token spans (in order,
 // as transformers' masked_scatter does).
 struct Params { count: u32, n: u32, _pad0: u32, _pad1: u32 }
 

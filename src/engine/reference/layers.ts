@@ -183,10 +183,25 @@ function lora_down(inp: Float64Array, lora: LoraFactors, T: number, I: number): 
 // RoPE, default type, rotate-half (NOT interleaved pairs), on the first rd dims of each of nH heads of
 // width d (rd = d unless partial_rotary_factor < 1, as Qwen3.5's attention layers; dims rd..d pass through):
 //   x'[i]      = x[i]·cos a_i − x[i+rd/2]·sin a_i
-//   x'[i+rd/2] = x[i+rd/2]·cos a_i + x[i]·sin a_i,   a_i = p · θ^(−2i/rd), i < rd/2.
+//   x'[i+rd/2] = x[i+rd/2]·cos a_i + x[i]·sin a_i,   a_i = p(t, i) · θ^(−2i/rd), i < rd/2.
+// Plain rope: p(t, i) = t. M-RoPE (a Qwen3.5 prompt with images): frequency i takes token t's temporal,
+// height or width position id (mrope_axis), as transformers' interleaved Qwen3_5TextRotaryEmbedding.
 // Angles are float64 here. transformers computes inv_freq and p·inv_freq in f32: two roundings of
 // ≤ 2⁻²⁴ relative each, so its angles differ from these by up to ≈ 1.2e-7·p rad (1.2e-4 rad at
 // p = 1024, 4.8e-3 at p = 40960). Compare an f32 engine with a tolerance that allows for it.
+
+/** The axis (0 temporal, 1 height, 2 width) frequency i of an interleaved M-RoPE follows. */
+export function mrope_axis(i: number, section: readonly number[]): 0 | 1 | 2 {
+  if (i % 3 === 1 && i < 3 * section[1]!) return 1;
+  if (i % 3 === 2 && i < 3 * section[2]!) return 2;
+  return 0;
+}
+
+/** M-RoPE positions: 3 rows (temporal, height, width) of T position ids and the mrope_section. */
+export interface MropePositions {
+  rows: readonly [readonly number[], readonly number[], readonly number[]];
+  section: readonly number[];
+}
 
 function rope(
   out: Float64Array, // (T, nH·d)
@@ -196,13 +211,15 @@ function rope(
   d: number,
   rd: number,
   theta: number,
+  mrope: MropePositions | undefined,
   sign: 1 | -1, // +1 forward, −1 the inverse rotation (backward)
   accumulate: boolean,
 ): void {
   const half = rd / 2;
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
-      const a = t * (1 / Math.pow(theta, (2 * i) / rd));
+      const p = mrope ? mrope.rows[mrope_axis(i, mrope.section)][t]! : t;
+      const a = p * (1 / Math.pow(theta, (2 * i) / rd));
       const c = Math.cos(a);
       const s = sign * Math.sin(a);
       for (let h = 0; h < nH; h++) {
@@ -228,8 +245,9 @@ export function rope_forward(
   d: number,
   theta: number,
   rd = d,
+  mrope?: MropePositions, // rotate by the M-RoPE position ids instead of the token index
 ): void {
-  rope(out, inp, T, nH, d, rd, theta, 1, false);
+  rope(out, inp, T, nH, d, rd, theta, mrope, 1, false);
 }
 
 export function rope_backward(
@@ -240,9 +258,10 @@ export function rope_backward(
   d: number,
   theta: number,
   rd = d,
+  mrope?: MropePositions,
 ): void {
   // The rotation is orthogonal: its backward is the rotation by −a.
-  rope(dinp, dout, T, nH, d, rd, theta, -1, true);
+  rope(dinp, dout, T, nH, d, rd, theta, mrope, -1, true);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -34,6 +34,23 @@ import { checkRefLora, checkRefWeights, refWeightShapes, type RefLora, type RefW
 export interface RefSequence {
   ids: number[];
   scoreFrom: number;
+  /** Images placed in it (a Qwen3.5 vision-language model); the vision tower itself is qwen3_5_vision.ts. */
+  vision?: RefImages;
+}
+
+/**
+ * A sequence's images, placed by position as transformers' Qwen3_5Model does it from inputs_embeds:
+ * the tower's merged rows replace the embeddings of each span (the token ids there are ignored; any
+ * other token, an image token id included, keeps its embedding row), and every full-attention layer
+ * rotates by the 3-D position ids of get_rope_index. The tower is frozen: its rows get no gradient.
+ */
+export interface RefImages {
+  /** (Σ lengths, D) the merged embeddings, image after image. */
+  embeds: Float64Array;
+  /** Each image's tokens: `length` rows of ids from `offset` take the next rows of embeds. */
+  spans: { offset: number; length: number }[];
+  /** 3 rows (temporal, height, width) of ids.length M-RoPE position ids. */
+  positions: [number[], number[], number[]];
 }
 
 export interface RefScore {
@@ -59,7 +76,7 @@ export interface RefBackwardOptions {
 /** Raw logits (no temperature) at every position: T arrays of length V. */
 export function refLogits(cfg: ModelConfig, w: RefWeights, ids: number[], lora?: RefLora): Float64Array[] {
   checkInputs(cfg, w, ids, lora);
-  const acts = model_forward(cfg, w, ids, lora);
+  const acts = model_forward(cfg, w, ids, lora, undefined);
   const V = cfg.vocabSize;
   return Array.from({ length: ids.length }, (_, t) => acts.logits.slice(t * V, (t + 1) * V));
 }
@@ -73,7 +90,7 @@ export function refScore(
   lora?: RefLora,
 ): RefScore {
   checkScoreInputs(cfg, w, seq, temperature, lora);
-  const acts = model_forward(cfg, w, seq.ids, lora);
+  const acts = model_forward(cfg, w, seq.ids, lora, seq.vision);
   const scored = scoredRows(cfg, acts.logits, seq, temperature);
   const entropy = new Float64Array(scored.N);
   entropy_forward(entropy, scored.logp, scored.N, cfg.vocabSize);
@@ -113,7 +130,7 @@ export function refBackward(
   if (wantBase) for (const [name, shape] of refWeightShapes(cfg)) grads.set(name, new Float64Array(shape.reduce((a, b) => a * b, 1)));
   const loraGrads = lora ? { A: mapZerosLike(lora.A), B: mapZerosLike(lora.B) } : undefined;
 
-  const acts = model_forward(cfg, w, seq.ids, lora);
+  const acts = model_forward(cfg, w, seq.ids, lora, seq.vision);
   const scored = scoredRows(cfg, acts.logits, seq, temperature);
   model_backward(cfg, w, seq, temperature, dLdLogp, dLdEntropy, acts, scored.logp, lora, wantBase ? grads : null, loraGrads);
   return loraGrads ? { grads, loraGrads } : { grads };
@@ -192,26 +209,34 @@ function normWeights(cfg: ModelConfig, w: RefWeights): (name: string) => Float64
   };
 }
 
-function forwardContext(cfg: ModelConfig, w: RefWeights, T: number, lora: RefLora | undefined): ForwardContext {
+function forwardContext(cfg: ModelConfig, w: RefWeights, T: number, lora: RefLora | undefined, images: RefImages | undefined): ForwardContext {
   const get = (name: string) => w.get(name)!;
   return {
     cfg,
     T,
     get,
     lin: (out, inp, l, t, I, O) => linear_forward(out, inp, get(linearTensorName(l, t)), T, I, O, loraFactors(lora, l, t)),
+    ...(images ? { mrope: { rows: images.positions, section: cfg.vision!.mropeSection } } : {}),
   };
 }
 
-function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLora | undefined): ModelActs {
+/** The token indices each image's embeds row lands on, in embeds order. */
+function imageRows(images: RefImages): number[] {
+  return images.spans.flatMap(({ offset, length }) => Array.from({ length }, (_, j) => offset + j));
+}
+
+function model_forward(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLora | undefined, images: RefImages | undefined): ModelActs {
   const T = ids.length;
   const { hiddenSize: D, intermediateSize: F, vocabSize: V } = cfg;
   const eps = cfg.rmsNormEps;
-  const ctx = forwardContext(cfg, w, T, lora);
+  const ctx = forwardContext(cfg, w, T, lora, images);
   const { get, lin } = ctx;
   const norm = normWeights(cfg, w);
 
   let x = new Float64Array(T * D); // (T, D)
   embedding_forward(x, ids, get('model.embed_tokens.weight'), D);
+  // inputs_embeds.masked_scatter: the image spans take the tower's rows, in order.
+  if (images) imageRows(images).forEach((t, r) => x.set(images.embeds.subarray(r * D, (r + 1) * D), t * D));
   const layers: LayerActs[] = [];
   for (let l = 0; l < cfg.numLayers; l++) {
     const p = `model.layers.${l}`;
@@ -290,8 +315,8 @@ function attention_block_forward(
   lin(a.v, ln1, l, 'v_proj', D, K * d);
   rmsnorm_forward(a.qNorm, a.qNormRstd, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), T * H, d, eps);
   rmsnorm_forward(a.kNorm, a.kNormRstd, a.kRaw, norm(`${p}.self_attn.k_norm.weight`), T * K, d, eps);
-  rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta, cfg.rotaryDim);
-  rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta, cfg.rotaryDim);
+  rope_forward(a.qRope, a.qNorm, T, H, d, cfg.ropeTheta, cfg.rotaryDim, ctx.mrope);
+  rope_forward(a.kRope, a.kNorm, T, K, d, cfg.ropeTheta, cfg.rotaryDim, ctx.mrope);
   attention_forward(a.attOut, a.att, a.qRope, a.kRope, a.v, T, H, K, d);
   if (a.qGate) sigmoid_gate_forward(a.oIn, a.attOut, a.qGate, T * H * d);
   else a.oIn.set(a.attOut);
@@ -327,7 +352,7 @@ function model_backward(
   const N = T - seq.scoreFrom;
   const norm = normWeights(cfg, w);
   const ctx: BackwardContext = {
-    ...forwardContext(cfg, w, T, lora),
+    ...forwardContext(cfg, w, T, lora, seq.vision),
     grad: (name) => (grads ? grads.get(name)! : null),
     linBack: (dinp, dout, inp, l, t, I, O) => {
       const name = linearTensorName(l, t);
@@ -380,6 +405,8 @@ function model_backward(
     dx = dxIn;
   }
   const dwte = grad('model.embed_tokens.weight');
+  // The image spans' inputs were the tower's rows, not embedding rows: no embedding gradient there.
+  if (seq.vision) for (const t of imageRows(seq.vision)) dx.fill(0, t * D, (t + 1) * D);
   if (dwte) embedding_backward(dwte, dx, seq.ids, D);
 }
 
@@ -409,8 +436,8 @@ function attention_block_backward(
   attention_backward(dqRope, dkRope, dv, dattOut, a.qRope, a.kRope, a.v, a.att, T, H, K, d);
   const dqNorm = new Float64Array(T * H * d);
   const dkNorm = new Float64Array(T * K * d);
-  rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta, cfg.rotaryDim);
-  rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta, cfg.rotaryDim);
+  rope_backward(dqNorm, dqRope, T, H, d, cfg.ropeTheta, cfg.rotaryDim, ctx.mrope);
+  rope_backward(dkNorm, dkRope, T, K, d, cfg.ropeTheta, cfg.rotaryDim, ctx.mrope);
   const dqRaw = new Float64Array(T * H * d);
   const dkRaw = new Float64Array(T * K * d);
   rmsnorm_backward(dqRaw, grad(`${p}.self_attn.q_norm.weight`), dqNorm, a.qRaw, norm(`${p}.self_attn.q_norm.weight`), a.qNormRstd, T * H, d);
@@ -476,10 +503,26 @@ function checkInputs(cfg: ModelConfig, w: RefWeights, ids: number[], lora: RefLo
 
 function checkScoreInputs(cfg: ModelConfig, w: RefWeights, seq: RefSequence, temperature: number, lora: RefLora | undefined): void {
   checkInputs(cfg, w, seq.ids, lora);
+  if (seq.vision) checkImages(cfg, seq.ids.length, seq.vision);
   if (!Number.isInteger(seq.scoreFrom) || seq.scoreFrom < 1 || seq.scoreFrom > seq.ids.length) {
     throw new Error(`reference model: scoreFrom must be an integer in [1, ${seq.ids.length}] (token 0 has no context), got ${seq.scoreFrom}`);
   }
   if (!(temperature > 0) || !Number.isFinite(temperature)) {
     throw new Error(`reference model: temperature must be a positive finite number, got ${temperature}`);
   }
+}
+
+function checkImages(cfg: ModelConfig, T: number, images: RefImages): void {
+  if (!cfg.vision) throw new Error('reference model: a sequence has images but the config has no vision_config (its M-RoPE section)');
+  let end = 0;
+  let rows = 0;
+  images.spans.forEach(({ offset, length }, k) => {
+    if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < end || length < 1 || offset + length > T) {
+      throw new Error(`reference model: image ${k} span [${offset}, ${offset + length}) must be non-empty, inside the ${T} ids and after the previous image (ends at ${end})`);
+    }
+    end = offset + length;
+    rows += length;
+  });
+  if (images.embeds.length !== rows * cfg.hiddenSize) throw new Error(`reference model: embeds holds ${images.embeds.length} values; the spans need ${rows} rows × ${cfg.hiddenSize}`);
+  if (images.positions.length !== 3 || images.positions.some((r) => r.length !== T)) throw new Error(`reference model: images.positions must be 3 rows of ${T} position ids`);
 }

@@ -16,6 +16,7 @@ import {
   l2norm_backward,
   l2norm_forward,
 } from './qwen3_5-layers.ts';
+import type { MropePositions } from './layers.ts';
 
 /** What a block needs from the model: its weights and the (LoRA-aware) linears of layer l. */
 export interface ForwardContext {
@@ -23,6 +24,8 @@ export interface ForwardContext {
   T: number;
   get(name: string): Float64Array;
   lin(out: Float64Array, inp: Float64Array, l: number, t: ModelLinear, I: number, O: number): void;
+  /** The M-RoPE position ids of a sequence with images; undefined: plain rope by token index. */
+  mrope?: MropePositions;
 }
 
 export interface BackwardContext extends ForwardContext {

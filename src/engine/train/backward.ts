@@ -565,10 +565,11 @@ class BackwardPass {
     this.linearBackward(rec, l, 'in_proj_a', acts.a, g.da, this.dNorm);
   }
 
-  /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied), image tokens excepted. */
+  /** Full fine-tuning: dE[ids[t]] += dL/dx_0[t] (on top of the LM head's share when tied), the images' spans excepted. */
   private encodeEmbeddingBackward(rec: Recorder, images: ImageSplice | undefined): void {
     if (!this.full) return;
-    // Image tokens' rows were replaced by the tower's output: the <|image_pad|> embedding got no gradient there.
+    // The images' spans took the tower's output, not embedding rows: no embedding gradient there. A
+    // sampled <|image_pad|> outside them is text and gets its gradient like any token.
     if (images) {
       const zeros = this.internals.scratchBuffer('visual.zeroRows', images.count * this.D * 4); // never written: stays zero
       this.internals.encodeImageSplice(rec, { ...images, embeds: zeros }, this.dx);

@@ -1,10 +1,12 @@
 // Prompts with images, shared by scoring and backward: the pack (M-RoPE positions for sequences
-// that carry images) and the vision tower's output placed at the <|image_pad|> rows.
+// that carry images) and the vision tower's output placed at each image's span of <|image_pad|> rows.
+// Images are placed by their offsets, never found by id: a <|image_pad|> the model sampled outside
+// the spans is a text token like any other (its own embedding row, its own gradient).
 
 import type { EngineInternals, ImageSplice, PackedBatch, PackedToken } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
 import type { ScoreSequence } from '../types.ts';
-import type { GridThw } from './inputs.ts';
+import { checkGrids, type GridThw } from './inputs.ts';
 
 /** Refuses images on an engine loaded without its vision tower, and images that do not match their ids. */
 export function checkImageInputs(fwd: EngineInternals, sequences: ScoreSequence[], what: string): void {
@@ -29,12 +31,30 @@ export function packPrompts(fwd: EngineInternals, seqs: ScoreSequence[], make: (
   return fwd.packTokens(tokens, make);
 }
 
-/** Checks one sequence's images against its ids: placeholder count and position ids. */
+/** Checks one sequence's images against its ids: each image's span of placeholders and the position ids. */
 function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: number, what: string): void {
   const img = s.images!;
-  const pads = s.ids.filter((t) => t === imageTokenId).length;
-  const merged = img.grids.reduce((a, [t, h, w]) => a + (t * h * w) / (merge * merge), 0);
-  if (pads !== merged) throw new Error(`${what}: sequence ${i} has ${pads} image tokens (id ${imageTokenId}) but its image grids give ${merged} merged embeddings`);
+  try {
+    checkGrids(img.grids, merge);
+  } catch (err) {
+    throw new Error(`${what}: sequence ${i} ${(err as Error).message}`);
+  }
+  if (!Array.isArray(img.offsets) || img.offsets.length !== img.grids.length) {
+    throw new Error(`${what}: sequence ${i} images.offsets must give one start per image (${img.grids.length} grids), got ${JSON.stringify(img.offsets)}`);
+  }
+  let end = 0; // first index after the previous image's span
+  img.grids.forEach(([t, h, w], k) => {
+    const offset = img.offsets[k]!;
+    const n = (t * h * w) / (merge * merge);
+    if (!Number.isInteger(offset) || offset < end) {
+      throw new Error(`${what}: sequence ${i} image ${k} offset ${offset} must be an integer at or after ${end} (${k === 0 ? 'the start of ids' : `the end of image ${k - 1}`})`);
+    }
+    if (offset + n > s.ids.length) throw new Error(`${what}: sequence ${i} image ${k} spans ${n} tokens from offset ${offset}, past the end of its ${s.ids.length} ids`);
+    for (let j = offset; j < offset + n; j++) {
+      if (s.ids[j] !== imageTokenId) throw new Error(`${what}: sequence ${i} image ${k} spans ${n} tokens from offset ${offset}, but token ${j} is id ${s.ids[j]}, not the image token ${imageTokenId}`);
+    }
+    end = offset + n;
+  });
   if (img.positions.length !== 3 || img.positions.some((row) => row.length !== s.ids.length || !row.every((v) => Number.isInteger(v) && v >= 0))) {
     throw new Error(`${what}: sequence ${i} images.positions must be 3 rows of ${s.ids.length} non-negative integers (the M-RoPE position ids)`);
   }
@@ -42,12 +62,12 @@ function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: n
 
 /**
  * Records the vision tower once over every image of the pack (attention stays within each image) and
- * returns where its rows go: the image tokens of the packed batch, in order. Inputs checked by checkImageInputs.
+ * returns where its rows go: each image's span of tokens in the packed batch, in order. Inputs checked by checkImageInputs.
  */
 export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSequence[]): ImageSplice | undefined {
   if (!seqs.some((s) => s.images)) return undefined;
   const tower = fwd.vision!;
-  const { imageTokenId } = tower.config;
+  const merge = tower.config.spatialMergeSize;
   const grids: GridThw[] = [];
   const pixels: Float32Array[] = [];
   const rows: number[] = [];
@@ -56,7 +76,10 @@ export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSeq
     if (s.images) {
       grids.push(...s.images.grids);
       pixels.push(s.images.pixelValues);
-      s.ids.forEach((t, p) => { if (t === imageTokenId) rows.push(base + p); });
+      s.images.grids.forEach(([t, h, w], k) => {
+        const start = base + s.images!.offsets[k]!;
+        for (let j = 0; j < (t * h * w) / (merge * merge); j++) rows.push(start + j);
+      });
     }
     base += s.ids.length;
   });

@@ -3,7 +3,9 @@
 // placeholder tokens the image really takes (its merged patch count) — an `ImageTokenizer` the vision
 // side provides. The rollout expands each placeholder to that count and records where every image
 // sits in prompt + completion (`PlacedImage`): the engine embeds the image's vision features at those
-// positions. They lie in a tool suffix, so their tool_mask is 0: image tokens are never trained.
+// positions. They lie in a tool suffix, so their tool_mask is 0: placed image tokens are never trained.
+// Everything downstream goes by these placements, not by the placeholder id: an <|image_pad|> the
+// model samples is a sampled token (tool_mask 1), scored and trained as text.
 //
 // `max_context_images` keeps a long episode's context bounded: when a tool turn brings more images
 // than the cap allows, the oldest in the context are replaced by a short text marker (the tool

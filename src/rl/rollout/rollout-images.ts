@@ -1,8 +1,9 @@
 // Images of a rollout for a Qwen3.5 vision-language model: how many <|image_pad|> tokens each image
 // becomes (the processor's resized grid t·h·w / merge², for the rollout's ImageTokenizer), its
 // pixel_values for the engine's sampling turns, and the
-// engine's ScoreImages of a whole rollout (pixel_values of its images, in order, and the M-RoPE
-// position ids of get_rope_index over prompt + completion) for scoring and training.
+// engine's ScoreImages of a whole rollout (pixel_values of its images, in order, where each one's
+// placeholders start, and the M-RoPE position ids of get_rope_index over prompt + completion) for
+// scoring and training. Only the placed spans are image tokens: an <|image_pad|> the model sampled is text.
 
 import type { ScoreImages } from '../../engine/types.ts';
 import type { ImageTokenizer, PlacedImage } from './image-tokens.ts';
@@ -63,7 +64,7 @@ export function rolloutVision(processor: ImageProcessorConfig, imageTokenId: num
         pixelValues.set(p.pixelValues, off);
         off += p.pixelValues.length;
       }
-      return { pixelValues, grids, positions };
+      return { pixelValues, grids, offsets: images.map((im) => im.offset), positions };
     },
   };
 }
