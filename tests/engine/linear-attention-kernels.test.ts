@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { f32, groups1d } from '../../src/engine/recorder.ts';
 import { KernelHarness, numericGrad, wave } from './kernel-harness.ts';
-import { deltaBackwardTile, deltaBackwardWork, sequenceTable } from '../../src/engine/linear-attention-plan.ts';
+import { deltaBackwardThreads, deltaBackwardWork, sequenceTable } from '../../src/engine/linear-attention-plan.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -350,8 +350,8 @@ describe(onAdapter('linear-attention kernels'), () => {
     const dout = wave(T * hv * dv, 31);
     const chunk = 2;
     const work = deltaBackwardWork(lengths, hv, dk, dv, chunk);
-    const tile = deltaBackwardTile(dk, dv, gpu.limits.maxComputeWorkgroupStorageSize);
-    expect(tile).toBe(4); // ≤ dv, so two rounds of rows per token
+    const threads = deltaBackwardThreads(dk, dv, gpu.limits.maxComputeInvocationsPerWorkgroup);
+    expect(threads).toBe(8); // dk > dv: the row invocations outnumber the column ones
     // v lives in a wider strided buffer (the conv output), and dv is written into one like it.
     const vStride = hv * dv + 5, vOffset = 2;
     const vWide = new Float64Array(T * vStride + vOffset);
@@ -360,7 +360,7 @@ describe(onAdapter('linear-attention kernels'), () => {
     const dvWide = h.buffer(vWide.length * 4);
     const dgb = h.buffer(T * hv * 8);
     const [gotDqk, gotDv, gotDgb] = await h.run((rec) => {
-      rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, TILE: tile }),
+      rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, NT: threads }),
         [h.buffer(qk), h.buffer(vWide), h.buffer(gb), h.buffer(dout), h.buffer(sequenceTable(firsts, lengths, undefined, chunk)), h.buffer(work.floats * 4), dqk, dvWide, dgb],
         [lengths.length, T, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk))], [lengths.length * hv, 1, 1]);
     }, [[dqk, T * 2 * hv * dk], [dvWide, vWide.length], [dgb, T * hv * 2]]);
