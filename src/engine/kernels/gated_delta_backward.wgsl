@@ -261,8 +261,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) i: u
       }
     }
     // per token t: dG_t and dβ_t
-    if (i < n) {
-      let t = i;
+    for (var t = i; t < n; t += NT) {
       var dG = red[t] - red[2u * CHUNK + t];
       var dB = red[CHUNK + t];
       for (var u = 0u; u < n; u++) {
@@ -280,10 +279,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) i: u
       dbeta[t] = dB;
     }
     workgroupBarrier();
-    if (i < n) {
+    for (var u = i; u < n; u += NT) {
       var acc = 0.0;
-      for (var t = i; t < n; t++) { acc += dgs[t]; }
-      dgb[(t0 + i) * p.hv + h] = vec2f(acc, dbeta[i]);
+      for (var t = u; t < n; t++) { acc += dgs[t]; }
+      dgb[(t0 + u) * p.hv + h] = vec2f(acc, dbeta[u]);
     }
 
     // ds ← ds0 for the chunk before (column j)
