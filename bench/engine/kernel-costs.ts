@@ -213,14 +213,27 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       const state = d.constants.WITH_STATE === true || d.constants.WITH_STATE === 'true' ? 2 * seqs * hv * dk * dv : 0;
       return one('gated_delta', T * hv * dv * 7 * dk, (T * 2 * hk * dk + 2 * T * hv * dv + 2 * T * hv + state) * F);
     }
+    case 'gated_delta_chunked.wgsl': {
+      // per (token, value head): the chunk's k·k and q·k pairs (s ≤ t: 2·C·dk); per column: Sᵀk, Sᵀq (4·dk), the
+      // substitution and the output sums (≈ 2·C), the state update (2·dk). Bytes as the recurrent kernel's.
+      const [seqs, T, hk, hv, dv] = [p[0]!, p[1]!, p[2]!, p[3]!, p[4]!];
+      const dk = Number(d.constants.DK);
+      const C = Number(d.constants.CHUNK);
+      const state = d.constants.WITH_STATE === true || d.constants.WITH_STATE === 'true' ? 2 * seqs * hv * dk * dv : 0;
+      return one('gated_delta_chunked', T * hv * (2 * C * dk + dv * (6 * dk + 2 * C)), (T * 2 * hk * dk + 2 * T * hv * dv + 2 * T * hv + state) * F);
+    }
     case 'gated_delta_backward.wgsl': {
-      // per (token, value head, column): two forward steps (checkpoint walk + replay, 2·5·dk) and the backward step (~14·dk);
-      // reads q, k, v, (g, β), dO, writes dq/dk per value head, dv, (dg, dβ), and the replayed states (written and read once).
+      // Chunked: per (token, value head) the k·k and q·k pairs of both walks (8·C·dk), per column the checkpoint walk
+      // (4·dk) and the backward (14·dk + ≈ 6·C), the column sums R1, R2 (4·C·dv) and per row dq, dk (4·dv + 8·C per dk);
+      // reads q, k, v, (g, β), dO, writes dq/dk per value head, dv, (dg, dβ); per chunk the saved state (written once,
+      // read twice), dS (written and read) and six (C, dv) tiles (written and read).
       const [, T, hk, hv] = [p[0]!, p[1]!, p[2]!, p[3]!];
       const dk = Number(d.constants.DK);
       const dv = Number(d.constants.DV);
-      return one('gated_delta_backward', T * hv * dv * 24 * dk,
-        (T * 2 * hk * dk + 3 * T * hv * dv + 4 * T * hv + 2 * T * hv * dk + 2 * T * hv * dk * dv) * F);
+      const C = Number(d.constants.CHUNK);
+      const chunks = Math.ceil(T / C);
+      return one('gated_delta_backward', T * hv * (8 * C * dk + 18 * dk * dv + 10 * C * dv + 8 * C * dk),
+        (T * 2 * hk * dk + 3 * T * hv * dv + 4 * T * hv + 2 * T * hv * dk + chunks * hv * (5 * dk * dv + 12 * C * dv)) * F);
     }
     case 'rmsnorm_gated.wgsl': {
       // per element: x² + sum (2), w·x·rstd (2), silu (4); reads x, z, w; writes y, rstd.

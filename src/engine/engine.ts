@@ -11,7 +11,7 @@ const DEFAULT_IMAGE_PATCHES = 1024;
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { adapterName, getGpu, type Gpu } from './gpu.ts';
-import { Qwen3Forward, type AttentionVariant, type HalfLoads, type MatmulVariant } from './forward.ts';
+import { Qwen3Forward, type AttentionVariant, type DeltaRuleVariant, type HalfLoads, type MatmulVariant } from './forward.ts';
 import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.ts';
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
@@ -44,6 +44,8 @@ export interface LoadEngineOptions {
   attention?: 'auto' | AttentionVariant;
   /** How kernels read f16 weights, forward and backward: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
   halfLoads?: 'auto' | HalfLoads;
+  /** The gated delta rule of multi-token passes (Qwen3.5): 'auto' (default) = chunked; see DeltaRuleVariant. */
+  deltaRule?: 'auto' | DeltaRuleVariant;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -301,7 +303,8 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  const fwd = new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads }, maxBindingBytes);
+  const deltaRule: DeltaRuleVariant = !opts.deltaRule || opts.deltaRule === 'auto' ? 'chunked' : opts.deltaRule;
+  const fwd = new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads, deltaRule }, maxBindingBytes);
   if (opts.vision) {
     try {
       if (!('weightFiles' in ckpt)) throw new Error('vision: the vision tower loads from an opened checkpoint (openCheckpoint), not a bare Checkpoint');

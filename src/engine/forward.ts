@@ -13,12 +13,12 @@ import { ropeTable } from './rope-table.ts';
 import { mropeTable } from './vision/inputs.ts';
 import { layerActsCounts } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
-import { sequenceTable } from './linear-attention-plan.ts';
+import { DELTA_CHUNK, sequenceTable } from './linear-attention-plan.ts';
 import { weightLoads, type HalfLoads } from './weight-loads.ts';
 
 export type { HalfLoads };
 
-export type { AttentionVariant, ImageSplice, KernelVariants, MatmulVariant, PackedToken } from './internals.ts';
+export type { AttentionVariant, DeltaRuleVariant, ImageSplice, KernelVariants, MatmulVariant, PackedToken } from './internals.ts';
 
 /** Byte budget of one logits chunk (rows × vocab columns × 4 bytes) when scoring. */
 const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
@@ -360,8 +360,16 @@ export class Qwen3Forward implements EngineInternals {
     rec.dispatch(this.getPipeline('l2norm.wgsl'), [acts.laConv!, acts.laQk!, acts.laInv!], [T * 2 * hk, 2 * hk, dk, 0, C, f32(L2NORM_EPS)], groups1d(T * 2 * hk), 'q/k l2norm');
     rec.dispatch(this.getPipeline('delta_gates.wgsl'),
       [acts.laA!, acts.laB!, this.param(`${p}.A_log`).chunks[0]!.buffer, this.param(`${p}.dt_bias`).chunks[0]!.buffer, acts.laGb!], [T * hv, hv, 0, 0], groups1d(T * hv), 'delta gates');
-    rec.dispatch(this.getPipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), [acts.laQk!, acts.laConv!, acts.laGb!, batch.seqTable!, recurrentState, acts.laCore!],
-      [seqs, T, hk, hv, dv, 2 * hk * dk, C, f32(1 / Math.sqrt(dk))], groups1d(seqs * hv * dv), 'gated delta rule');
+    const deltaIo = [acts.laQk!, acts.laConv!, acts.laGb!, batch.seqTable!, recurrentState, acts.laCore!];
+    const deltaParams = [seqs, T, hk, hv, dv, 2 * hk * dk, C, f32(1 / Math.sqrt(dk))];
+    if (T > seqs && this.kernelVariants.deltaRule === 'chunked') {
+      // Some sequence has several tokens: one workgroup per (sequence, value head), CHUNK tokens at a time.
+      const groups = seqs * hv;
+      rec.dispatch(this.getPipeline('gated_delta_chunked.wgsl', { DK: dk, DV: dv, CHUNK: DELTA_CHUNK, WITH_STATE: withState }), deltaIo, deltaParams,
+        [Math.min(groups, MAX_GROUPS), Math.ceil(groups / MAX_GROUPS), 1], 'gated delta rule');
+    } else {
+      rec.dispatch(this.getPipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), deltaIo, deltaParams, groups1d(seqs * hv * dv), 'gated delta rule');
+    }
     rec.dispatch(this.getPipeline('rmsnorm_gated.wgsl'), [acts.laCore!, acts.laZ!, this.param(`${p}.norm.weight`).chunks[0]!.buffer, acts.laNormed!, acts.laRstd!],
       [T * hv, dv, 0, 0, f32(this.config.rmsNormEps)], groups1d(T * hv), 'gated norm');
     this.encodeLinear(rec, layer, 'out_proj', acts.laNormed!, acts.xMid, T, { ...lin, residual: acts.x }); // xMid = x + out_proj·…

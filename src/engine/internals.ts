@@ -196,10 +196,18 @@ export type MatmulVariant = 'blocked' | 'tiled';
 /** 'thread': one invocation per (token, head), best on software adapters; 'workgroup': one workgroup per (token, head), for GPUs. */
 export type AttentionVariant = 'thread' | 'workgroup';
 
+/**
+ * The gated delta rule over passes of several tokens per sequence (scoring, prefill, the backward's
+ * recompute): 'chunked' (gated_delta_chunked.wgsl, the WY form) or 'recurrent' (gated_delta.wgsl,
+ * token by token). One-token decode steps always take the recurrent kernel.
+ */
+export type DeltaRuleVariant = 'chunked' | 'recurrent';
+
 export interface KernelVariants {
   matmul: MatmulVariant;
   attention: AttentionVariant;
   halfLoads: HalfLoads;
+  deltaRule: DeltaRuleVariant;
 }
 
 export interface EngineInternals {

@@ -18,21 +18,23 @@ export function sequenceTable(starts: readonly number[], lengths: readonly numbe
   return table;
 }
 
-/** Floats of the backward's `work` buffer (checkpoints, then the replay scratch at scratchOffset). */
+/**
+ * Floats of the backward's `work` buffer: the state at the start of every chunk of every sequence,
+ * then at scratchOffset one scratch per (sequence, value head) for the chunk being differentiated
+ * (dS (dk, dv), then δ, db, dw and three gate partials, (chunk, dv) each; see gated_delta_backward.wgsl).
+ */
 export function deltaBackwardWork(lengths: readonly number[], hv: number, dk: number, dv: number, chunk = DELTA_CHUNK): { floats: number; scratchOffset: number } {
   const checkpoints = lengths.reduce((a, n) => a + Math.ceil(n / chunk), 0);
   const scratchOffset = checkpoints * hv * dk * dv;
-  return { floats: scratchOffset + lengths.length * hv * chunk * dk * dv, scratchOffset };
+  return { floats: scratchOffset + lengths.length * hv * (dk * dv + 6 * chunk * dv), scratchOffset };
 }
 
 /**
- * Rows of i the backward reduces per round: the largest power of two that divides dk, is ≤ dv (the
- * first TILE invocations sum them) and fits two (TILE, dv) f32 tiles plus the (dv) vec2 row in
- * `workgroupBytes` of workgroup memory.
+ * Invocations per workgroup of the backward: one per state column (dv) and one per state row (dk),
+ * so max(dk, dv); it must fit the adapter's workgroup.
  */
-export function deltaBackwardTile(dk: number, dv: number, workgroupBytes: number): number {
-  if (dv > 256) throw new Error(`gated delta backward: linear_value_head_dim ${dv} > 256 (one invocation per value column)`);
-  let tile = 1;
-  while (dk % (tile * 2) === 0 && tile * 2 <= dv && (2 * tile * 2 * dv + 2 * dv) * 4 <= workgroupBytes) tile *= 2;
-  return tile;
+export function deltaBackwardThreads(dk: number, dv: number, maxInvocations: number): number {
+  const n = Math.max(dk, dv);
+  if (n > maxInvocations) throw new Error(`gated delta backward: max(linear_key_head_dim ${dk}, linear_value_head_dim ${dv}) = ${n} > ${maxInvocations} invocations per workgroup on this adapter`);
+  return n;
 }

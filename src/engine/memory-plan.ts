@@ -195,7 +195,7 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
       ['la dnormed', hv * dv], ['la dn', hv * dv], ['la dz', hv * dv], ['la dcore', hv * dv], ['la dqk', 2 * hv * dk],
       ['la dconv', C], ['la dpre', C], ['la dqkv', C], ['la dgb', 2 * hv], ['la da', hv], ['la db', hv],
     );
-    // The delta rule's backward: a saved state every DELTA_CHUNK tokens of each sequence + one chunk's replay per sequence.
+    // The delta rule's backward: a saved state every DELTA_CHUNK tokens of each sequence + one chunk's scratch per (sequence, value head).
     add('la delta work', deltaBackwardWork(lengths, hv, dk, dv, DELTA_CHUNK).floats * F32);
     add('packed seqTable', lengths.length * 16);
     frozen = Math.max(frozen, C * la.convKernelDim, dv, hv);

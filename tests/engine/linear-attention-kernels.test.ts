@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { f32, groups1d } from '../../src/engine/recorder.ts';
 import { KernelHarness, numericGrad, wave } from './kernel-harness.ts';
-import { deltaBackwardTile, deltaBackwardWork, sequenceTable } from '../../src/engine/linear-attention-plan.ts';
+import { deltaBackwardThreads, deltaBackwardWork, sequenceTable } from '../../src/engine/linear-attention-plan.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -296,8 +296,12 @@ describe(onAdapter('linear-attention kernels'), () => {
   });
 
   const dims: DeltaDims = { hk: 2, hv: 4, dk: 8, dv: 4 };
-  /** Delta-rule inputs for T tokens: q/k rows of unit norm (as after l2norm), g < 0, β in (0, 1). */
-  function deltaInputs(T: number, salt: number) {
+  /**
+   * Delta-rule inputs for T tokens: q/k rows of unit norm (as after l2norm), g < 0, β in (0, 1).
+   * `wide` spreads g over what −exp(A_log)·softplus(a + dt_bias) gives a trained model (about −8 to
+   * −0.002: whole chunks of decay underflow next to almost no decay) and β over (0.02, 0.98).
+   */
+  function deltaInputs(T: number, salt: number, wide = false) {
     const { hk, hv, dk, dv } = dims;
     const qk = wave(T * 2 * hk * dk, salt);
     for (let r = 0; r < T * 2 * hk; r++) {
@@ -306,7 +310,11 @@ describe(onAdapter('linear-attention kernels'), () => {
       row.forEach((x, i) => (row[i] = x / norm));
     }
     const v = wave(T * hv * dv, salt + 1);
-    const gb = Float64Array.from({ length: T * hv * 2 }, (_, i) => (i % 2 === 0 ? -0.05 - 0.6 * (0.5 + 0.5 * Math.sin(i * 1.3 + salt)) : 0.1 + 0.8 * (0.5 + 0.5 * Math.cos(i * 0.7 + salt))));
+    const u = (i: number) => 0.5 + 0.5 * Math.sin(i * 1.3 + salt);
+    const w = (i: number) => 0.5 + 0.5 * Math.cos(i * 0.7 + salt);
+    const gb = Float64Array.from({ length: T * hv * 2 }, (_, i) => (wide
+      ? (i % 2 === 0 ? -0.002 - 8 * u(i) ** 3 : 0.02 + 0.96 * w(i))
+      : (i % 2 === 0 ? -0.05 - 0.6 * u(i) : 0.1 + 0.8 * w(i))));
     return { qk, v, gb };
   }
 
@@ -342,16 +350,75 @@ describe(onAdapter('linear-attention kernels'), () => {
     }
   });
 
-  it('gated_delta_backward: dq, dk, dv, dg, dβ equal float64 central differences (chunks of 2, sequences of 5 and 3)', async () => {
+  it('gated_delta_chunked equals float64 and the recurrent kernel on ragged packs (chunks of 4: 1, 9, 4, 6 tokens; wide gates), scoring and prefill from saved states', async () => {
     const { hk, hv, dk, dv } = dims;
-    const lengths = [5, 3];
+    const chunk = 4;
+    const lengths = [1, 9, 4, 6];
     const { T, firsts } = pack(lengths);
-    const { qk, v, gb } = deltaInputs(T, 30);
+    const { qk, v, gb } = deltaInputs(T, 50, true);
+    type Rec = Parameters<Parameters<KernelHarness['run']>[0]>[0];
+    const run = (rec: Rec, chunked: boolean, q: Float64Array, vv: Float64Array, g: Float64Array, seqs: Uint32Array, state: GPUBuffer, o: GPUBuffer, withState: boolean) => {
+      const n = seqs.length / 4;
+      const rows = seqs.reduce((a, x, i) => (i % 4 === 1 ? a + x : a), 0);
+      const params = [n, rows, hk, hv, dv, 0, hv * dv, f32(1 / Math.sqrt(dk))];
+      const io = [h.buffer(q), h.buffer(vv), h.buffer(g), h.buffer(seqs), state, o];
+      if (chunked) rec.dispatch(h.pipeline('gated_delta_chunked.wgsl', { DK: dk, DV: dv, CHUNK: chunk, WITH_STATE: withState }), io, params, [n * hv, 1, 1]);
+      else rec.dispatch(h.pipeline('gated_delta.wgsl', { DK: dk, WITH_STATE: withState }), io, params, groups1d(n * hv * dv));
+    };
+    // Scoring (zero states).
+    const want = refDelta(qk, v, gb, lengths, dims);
+    const outs = [h.buffer(T * hv * dv * 4), h.buffer(T * hv * dv * 4)];
+    const [chunkedOut, recurrentOut] = await h.run((rec) => {
+      run(rec, true, qk, v, gb, sequenceTable(firsts, lengths), h.buffer(16), outs[0]!, false);
+      run(rec, false, qk, v, gb, sequenceTable(firsts, lengths), h.buffer(16), outs[1]!, false);
+    }, [[outs[0]!, T * hv * dv], [outs[1]!, T * hv * dv]]);
+    expect(maxAbsDiff(chunkedOut!, want)).toBeLessThan(2e-6);
+    expect(maxAbsDiff(chunkedOut!, recurrentOut!)).toBeLessThan(2e-6);
+
+    // Prefill from saved states (sequence s in slot 3 − s), in two calls; the second leaves out sequence 0.
+    const init = lengths.map((_, s) => wave(hv * dk * dv, 60 + s, 0.5));
+    const refStates = init.map((x) => Float64Array.from(x));
+    const wantStateful = refDelta(qk, v, gb, lengths, dims, refStates);
+    const slotsInit = new Float64Array(lengths.length * hv * dk * dv);
+    init.forEach((x, s) => slotsInit.set(x, (lengths.length - 1 - s) * hv * dk * dv));
+    const states = [h.buffer(slotsInit), h.buffer(slotsInit)];
+    const done = [0, 0, 0, 0];
+    for (const rows of [[1, 6, 3, 2], [0, 3, 1, 4]]) {
+      const seqIdx = rows.flatMap((n, s) => (n > 0 ? [s] : []));
+      const pick = (src: Float64Array, width: number) => seqIdx.flatMap((s) => Array.from(src.subarray((firsts[s]! + done[s]!) * width, (firsts[s]! + done[s]! + rows[s]!) * width)));
+      const callRows = seqIdx.map((s) => rows[s]!);
+      const starts = callRows.map((_, i) => callRows.slice(0, i).reduce((a, x) => a + x, 0));
+      const table = sequenceTable(starts, callRows, seqIdx.map((s) => lengths.length - 1 - s));
+      const Tc = callRows.reduce((a, x) => a + x, 0);
+      const o = [h.buffer(Tc * hv * dv * 4), h.buffer(Tc * hv * dv * 4)];
+      const [gotChunked, gotRecurrent] = await h.run((rec) => {
+        run(rec, true, Float64Array.from(pick(qk, 2 * hk * dk)), Float64Array.from(pick(v, hv * dv)), Float64Array.from(pick(gb, hv * 2)), table, states[0]!, o[0]!, true);
+        run(rec, false, Float64Array.from(pick(qk, 2 * hk * dk)), Float64Array.from(pick(v, hv * dv)), Float64Array.from(pick(gb, hv * 2)), table, states[1]!, o[1]!, true);
+      }, [[o[0]!, Tc * hv * dv], [o[1]!, Tc * hv * dv]]);
+      const wantCall = Float64Array.from(pick(wantStateful, hv * dv));
+      expect(maxAbsDiff(gotChunked!, wantCall), `call ${JSON.stringify(rows)}`).toBeLessThan(5e-6);
+      expect(maxAbsDiff(gotChunked!, gotRecurrent!), `call ${JSON.stringify(rows)}`).toBeLessThan(5e-6);
+      rows.forEach((n, s) => (done[s]! += n));
+    }
+    const wantSlots = new Float64Array(slotsInit.length);
+    refStates.forEach((x, s) => wantSlots.set(x, (lengths.length - 1 - s) * hv * dk * dv));
+    const [finalChunked, finalRecurrent] = await h.run(() => {}, [[states[0]!, slotsInit.length], [states[1]!, slotsInit.length]]);
+    expect(maxAbsDiff(finalChunked!, wantSlots)).toBeLessThan(5e-6);
+    expect(maxAbsDiff(finalChunked!, finalRecurrent!)).toBeLessThan(5e-6);
+  });
+
+  it.each([
+    { name: 'chunks of 2, sequences of 5 and 3', lengths: [5, 3], chunk: 2, wide: false },
+    { name: 'chunks of 4, ragged sequences of 1, 9, 4, 6, gates over a trained model\'s range', lengths: [1, 9, 4, 6], chunk: 4, wide: true },
+    { name: 'chunks of 16 (more tokens than invocations), sequences of 19 and 6', lengths: [19, 6], chunk: 16, wide: true },
+  ])('gated_delta_backward: dq, dk, dv, dg, dβ equal float64 central differences ($name)', async ({ lengths, chunk, wide }) => {
+    const { hk, hv, dk, dv } = dims;
+    const { T, firsts } = pack(lengths);
+    const { qk, v, gb } = deltaInputs(T, 30, wide);
     const dout = wave(T * hv * dv, 31);
-    const chunk = 2;
     const work = deltaBackwardWork(lengths, hv, dk, dv, chunk);
-    const tile = deltaBackwardTile(dk, dv, gpu.limits.maxComputeWorkgroupStorageSize);
-    expect(tile).toBe(4); // ≤ dv, so two rounds of rows per token
+    const threads = deltaBackwardThreads(dk, dv, gpu.limits.maxComputeInvocationsPerWorkgroup);
+    expect(threads).toBe(8); // dk > dv: the row invocations outnumber the column ones
     // v lives in a wider strided buffer (the conv output), and dv is written into one like it.
     const vStride = hv * dv + 5, vOffset = 2;
     const vWide = new Float64Array(T * vStride + vOffset);
@@ -360,7 +427,7 @@ describe(onAdapter('linear-attention kernels'), () => {
     const dvWide = h.buffer(vWide.length * 4);
     const dgb = h.buffer(T * hv * 8);
     const [gotDqk, gotDv, gotDgb] = await h.run((rec) => {
-      rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, TILE: tile }),
+      rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, NT: threads }),
         [h.buffer(qk), h.buffer(vWide), h.buffer(gb), h.buffer(dout), h.buffer(sequenceTable(firsts, lengths, undefined, chunk)), h.buffer(work.floats * 4), dqk, dvWide, dgb],
         [lengths.length, T, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk))], [lengths.length * hv, 1, 1]);
     }, [[dqk, T * 2 * hv * dk], [dvWide, vWide.length], [dgb, T * hv * 2]]);

@@ -21,10 +21,11 @@ describe(onAdapter('Qwen3.5 scoring vs transformers'), () => {
   beforeAll(async () => { gpu = await getGpu(); });
   afterAll(() => gpu?.device.destroy());
 
-  it('per-token log-probs and entropies within 1e-4 of transformers (f32 weights; both layer types, GQA in attention and DeltaNet)', async () => {
+  // The delta rule's two multi-token kernels: the chunked default and the recurrent one (decode's).
+  it.each(['chunked', 'recurrent'] as const)('per-token log-probs and entropies within 1e-4 of transformers (f32 weights; both layer types, GQA in attention and DeltaNet; %s delta rule)', async (deltaRule) => {
     const ckpt = await openCheckpoint(DIR);
     expect(ckpt.config.layerTypes).toEqual(['linear_attention', 'full_attention', 'linear_attention']);
-    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32' });
+    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', deltaRule });
     const seq = { ids: expected.ids, scoreFrom: expected.score_from };
     // Packed with a second, shorter sequence in front: no state may leak across the boundary.
     const other = { ids: expected.ids.slice(5, 22).reverse(), scoreFrom: 1 };
@@ -35,7 +36,7 @@ describe(onAdapter('Qwen3.5 scoring vs transformers'), () => {
     // The same sequence alone scores the same (the pack is only a layout).
     const alone = await engine.score({ sequences: [seq], temperature: expected.temperature });
     expect(maxAbsDiff(alone.logprobs[0]!, expected.logprobs)).toBeLessThan(1e-4);
-    console.log(`qwen3_5 score: max |Δ logprob| vs transformers float64 = ${err.toExponential(2)}`);
+    console.log(`qwen3_5 score (${deltaRule}): max |Δ logprob| vs transformers float64 = ${err.toExponential(2)}`);
     engine.destroy();
   });
   it('decode with the conv + recurrent state (and the KV cache of the attention layer) equals the full re-score and transformers\' cached decode', async () => {

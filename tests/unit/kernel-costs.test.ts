@@ -79,6 +79,8 @@ describe('kernel costs', () => {
     const params = [2, 3, 1, 2, 4, 16, 32, 0];
     expect(cost('gated_delta.wgsl', params, { DK: 8, WITH_STATE: false })).toMatchObject({ family: 'gated_delta', flops: 1344, bytes: 108 * 4 });
     expect(cost('gated_delta.wgsl', params, { DK: 8, WITH_STATE: true })).toMatchObject({ flops: 1344, bytes: (108 + 256) * 4 });
+    // Chunked (C = 4): per (token, value head) 2·4·8 pair FLOPs + per column 6·8 + 2·4: 3·2·(64 + 4·56) = 1728; same bytes.
+    expect(cost('gated_delta_chunked.wgsl', params, { DK: 8, DV: 4, CHUNK: 4, WITH_STATE: true })).toMatchObject({ family: 'gated_delta_chunked', flops: 1728, bytes: (108 + 256) * 4 });
   });
 
   it('every kernel file has a cost model', () => {

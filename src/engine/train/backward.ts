@@ -14,7 +14,7 @@ import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
 import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
-import { DELTA_CHUNK, deltaBackwardTile, deltaBackwardWork } from '../linear-attention-plan.ts';
+import { DELTA_CHUNK, deltaBackwardThreads, deltaBackwardWork } from '../linear-attention-plan.ts';
 import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
 import { checkImageInputs, encodeImages, packPrompts } from '../vision/prompts.ts';
 
@@ -50,10 +50,10 @@ interface DeltaNetGrads {
   dgb: GPUBuffer; //     (T, Hv, 2) dg, dβ
   da: GPUBuffer; //      (T, Hv) in_proj_a's output
   db: GPUBuffer; //      (T, Hv) in_proj_b's output
-  work: GPUBuffer; //    delta backward checkpoints + replay scratch (linear-attention-plan.ts)
+  work: GPUBuffer; //    delta backward chunk states + per-workgroup scratch (linear-attention-plan.ts)
   scratchOffset: number;
   dwScratchB: GPUBuffer; // a second frozen-dw target (A_log and dt_bias share a dispatch)
-  tile: number;
+  threads: number; // invocations per workgroup of the delta backward: max(dk, dv)
 }
 
 export function checkBackwardRequest(req: BackwardRequest, vocabSize: number): void {
@@ -301,7 +301,7 @@ class BackwardPass {
         work: scratch.f32('la delta work', work.floats),
         scratchOffset: work.scratchOffset,
         dwScratchB: scratch.f32('frozen dw b', hv),
-        tile: deltaBackwardTile(dk, dv, internals.gpu.limits.maxComputeWorkgroupStorageSize),
+        threads: deltaBackwardThreads(dk, dv, internals.gpu.limits.maxComputeInvocationsPerWorkgroup),
       };
     } else {
       this.delta = null;
@@ -546,7 +546,7 @@ class BackwardPass {
     // dq/dk per value head into g.dqk; dv straight into the v columns of the conv output's gradient.
     ops.gatedDeltaBackward(rec, {
       qk: acts.laQk!, v: acts.laConv!, gb: acts.laGb!, dout: g.dCore, seqTable: this.batch.seqTable!, work: g.work, dqk: g.dqk, dv: g.dConv, dgb: g.dgb,
-      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, tile: g.tile, scratchOffset: g.scratchOffset,
+      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, threads: g.threads, scratchOffset: g.scratchOffset,
       vOffset: 2 * hk * dk, vStride: C,
     });
     // q and k heads: one l2norm backward over 2·Hk heads, summing each key head's group of value heads.

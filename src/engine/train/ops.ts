@@ -204,16 +204,16 @@ export class TrainOps {
   }
 
   /**
-   * The delta rule's backward over packed sequences (checkpoints every CHUNK tokens in `work`, then
-   * replay): dqk (T, 2, Hv, dk) per value head, dv into the strided conv-gradient view, dgb (T, Hv, 2).
+   * The delta rule's backward over packed sequences in its chunked form (a saved state every CHUNK
+   * tokens in `work`, then per-workgroup scratch): dqk (T, 2, Hv, dk) per value head, dv into the strided conv-gradient view, dgb (T, Hv, 2).
    */
   gatedDeltaBackward(rec: Recorder, a: {
     qk: GPUBuffer; v: GPUBuffer; gb: GPUBuffer; dout: GPUBuffer; seqTable: GPUBuffer; work: GPUBuffer; dqk: GPUBuffer; dv: GPUBuffer; dgb: GPUBuffer;
-    seqs: number; tokens: number; hk: number; hv: number; dk: number; dvDim: number; chunk: number; tile: number; scratchOffset: number; vOffset: number; vStride: number;
+    seqs: number; tokens: number; hk: number; hv: number; dk: number; dvDim: number; chunk: number; threads: number; scratchOffset: number; vOffset: number; vStride: number;
   }): void {
     const groups = a.seqs * a.hv;
     rec.dispatch(
-      this.internals.getPipeline('gated_delta_backward.wgsl', { DK: a.dk, DV: a.dvDim, CHUNK: a.chunk, TILE: a.tile }),
+      this.internals.getPipeline('gated_delta_backward.wgsl', { DK: a.dk, DV: a.dvDim, CHUNK: a.chunk, NT: a.threads }),
       [a.qk, a.v, a.gb, a.dout, a.seqTable, a.work, a.dqk, a.dv, a.dgb],
       [a.seqs, a.tokens, a.hk, a.hv, a.scratchOffset, a.vOffset, a.vStride, a.vOffset, a.vStride, f32(1 / Math.sqrt(a.dk))],
       [Math.min(groups, MAX_GROUPS), Math.ceil(groups / MAX_GROUPS), 1],
