@@ -169,7 +169,8 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
  * allocates, by role, in bytes as allocated. `loraR` is the largest LoRA rank (0: none).
  * backward.ts allocates exactly these.
  */
-export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number): Map<string, number> {
+export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
+  vision?: { config: VisionTowerConfig; patches: number }): Map<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
   const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
@@ -212,7 +213,34 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
   add('logsumexp state', Ts * 3 * F32);
   for (const role of ['x_L scored rows', 'h scored rows', 'dh scored rows', 'dx_L scored rows']) add(role, Ts * D * F32);
   add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
+  // LoRA on the vision tower: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
+  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR)) add(role, bytes);
   return plan;
+}
+
+/**
+ * The buffers of the vision tower's backward (train/vision-backward.ts, LoRA on the tower) over S
+ * patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m² merged rows of M = m²D.
+ */
+export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number): [string, number][] {
+  const D = c.hiddenSize;
+  const F = c.intermediateSize;
+  const H = c.numHeads;
+  const G = S / c.spatialMergeSize ** 2;
+  const M = D * c.spatialMergeSize ** 2;
+  const roles: [string, number][] = [];
+  for (let b = 0; b <= c.depth; b++) roles.push([`vision x[${b}]`, S * D]); // block inputs, then the merger's input
+  roles.push(
+    ['vision n1', S * D], ['vision qkv', S * 3 * D], ['vision q', S * D], ['vision k', S * D], ['vision v', S * D],
+    ['vision attn', S * D], ['vision lse', S * H], ['vision xMid', S * D], ['vision n2', S * D], ['vision pre', S * F],
+    ['vision hidden', S * F], ['vision xOut', S * D],
+    ['vision merger normed', S * D], ['vision merger pre', G * M], ['vision merger hidden', G * M], ['vision embeds', G * c.outHiddenSize],
+    ['vision dx', S * D], ['vision dnorm', S * D], ['vision dhidden', S * F], ['vision dattn', S * D],
+    ['vision dq', S * D], ['vision dk', S * D], ['vision dv', S * D], ['vision dqkv', S * 3 * D], ['vision attention stats', S * H * 2],
+    ['vision bounds', S * 2], ['vision dmerger hidden', G * M], ['vision dembeds', G * c.outHiddenSize],
+    ['vision lora u', S * loraR], ['vision lora du', S * loraR],
+  );
+  return roles.map(([role, floats]) => [role, floats * F32]);
 }
 
 /** Workgroups of one Σg² pass over `count` gradient values (optimizer.ts). */
