@@ -215,7 +215,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     engine.destroy();
   });
 
-  it('a saved adapter carries the tower\'s factors under PEFT\'s names and loads back to the same log-probs', async () => {
+  it('a saved adapter carries the tower\'s factors under PEFT\'s names and loads back to the same log-probs; scoring runs the tower\'s adapters', async () => {
     const ckpt = await openCheckpoint(DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     setLora(engine, true);
@@ -236,8 +236,14 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     await fresh.loadAdapter(files);
     const after = await fresh.score({ sequences: seq, temperature: 1 });
     expect(maxAbsDiff(after.logprobs[0]!, before.logprobs[0]!)).toBeLessThan(1e-6);
-    // The trained tower adapters change the scores (adapters: false is the frozen base).
     expect(maxAbsDiff(before.logprobs[0]!, policyOnly.logprobs[0]!)).toBeGreaterThan(1e-4);
+    // The tower's trained B zeroed: the scores move, so scoring runs the tower's adapters.
+    const towerOff = peftAdapterFiles({ ...exported, tensors: exported.tensors.map((t) => (t.name.includes('.visual.') && t.name.endsWith('lora_B.weight') ? { ...t, data: new Float32Array(t.data.length) } : t)) });
+    const textOnly = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
+    await textOnly.loadAdapter(towerOff);
+    const textScores = await textOnly.score({ sequences: seq, temperature: 1 });
+    expect(maxAbsDiff(textScores.logprobs[0]!, before.logprobs[0]!)).toBeGreaterThan(1e-4);
+    textOnly.destroy();
     fresh.destroy();
     engine.destroy();
   });
