@@ -13,11 +13,13 @@ import { adaptedLinears, linearAttnConvDim, linearShape, modelLinears, qwen3Para
 import { DELTA_CHUNK, deltaBackwardWork } from './linear-attention-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { visionActivationBytes, visionTensorLayout, type VisionTowerConfig } from './vision/config.ts';
+import { visionAdaptedLinears, type VisionLoraTarget } from '../model/qwen3_5-vision-tensors.ts';
 
 export type GpuDtype = 'f32' | 'f16';
 
 export type TrainingMode =
-  | { kind: 'lora'; r: number; targets: readonly ModelLinear[] }
+  /** visionTargets: the vision tower's linears adapted too (needs MemoryPlanInput.vision). */
+  | { kind: 'lora'; r: number; targets: readonly ModelLinear[]; visionTargets?: readonly VisionLoraTarget[] }
   | { kind: 'full' };
 
 export interface MemoryLimits {
@@ -243,18 +245,25 @@ export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: numb
   return roles.map(([role, floats]) => [role, floats * F32]);
 }
 
+/** (rows, in + out) of every vision-tower LoRA factor pair: A (r, in) and B (out, r) per adapted linear. */
+function visionLoraShapes(mode: TrainingMode, vision: MemoryPlanInput['vision']): [number, number][] {
+  if (mode.kind !== 'lora' || !mode.visionTargets?.length || !vision) return [];
+  return visionAdaptedLinears(vision.config, mode.visionTargets).map(({ shape: [out, inp] }) => [inp, out]);
+}
+
 /** Workgroups of one Σg² pass over `count` gradient values (optimizer.ts). */
 export const sumsqGroups = (count: number): number => Math.max(1, Math.min(MAX_SUMSQ_GROUPS, Math.ceil(count / 256)));
 export const MAX_SUMSQ_GROUPS = 64;
 
 /** The optimizer's gradient-norm buffers: one partial per Σg² workgroup of every trainable tensor, and the 16-byte result. */
-function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number): number {
+function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number, vision: MemoryPlanInput['vision']): number {
   const counts: number[] = [];
   if (mode.kind === 'lora') {
     for (const { target } of adaptedLinears(c, mode.targets)) {
       const [out, inp] = linearShape(c, target);
       counts.push(mode.r * inp, out * mode.r);
     }
+    for (const [inp, out] of visionLoraShapes(mode, vision)) counts.push(mode.r * inp, out * mode.r);
   }
   if (mode.kind === 'full') {
     // Every tensor, in the f32 row chunks of at most one binding that full fine-tuning trains.
@@ -287,6 +296,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     const unknown = mode.targets.filter((t) => !valid.includes(t));
     if (unknown.length > 0) throw new Error(`planMemory: unknown LoRA target(s) ${unknown.join(', ')} (valid: ${valid.join(', ')})`);
     if (mode.targets.length === 0) throw new Error('planMemory: LoRA needs at least one target module');
+    if (mode.visionTargets?.length && !input.vision) throw new Error('planMemory: LoRA on the vision tower (visionTargets) needs the vision tower in the plan (vision)');
   }
   const D = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
   const kvWidth = c.numKvHeads * c.headDim;
@@ -343,12 +353,27 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
-  const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
+  const visionLora = visionLoraShapes(mode, input.vision);
+  const towerBackward = visionLora.length > 0 && input.vision ? { config: input.vision.config, patches: input.vision.maxPatches } : undefined;
+  const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding, towerBackward);
   let checkpointBytes = 0;
   let backwardBytes = 0;
+  let towerBytes = 0;
   for (const [role, bytes] of backward) {
     if (/^x\[\d+\]$/.test(role)) checkpointBytes += bytes;
+    else if (role.startsWith('vision ')) towerBytes += bytes;
     else backwardBytes += bytes;
+  }
+  if (towerBackward && mode.kind === 'lora') {
+    const vc = towerBackward.config;
+    const S = towerBackward.patches;
+    // + the tower forward's LoRA scratch (x·Aᵀ, S·r) and the zero bias its training activations add (tower.ts).
+    towerBytes += bufferSize(S * mode.r * F32) + bufferSize(Math.max(vc.intermediateSize, vc.hiddenSize * vc.spatialMergeSize ** 2) * F32);
+    items.push({
+      name: 'vision tower backward',
+      bytes: towerBytes,
+      detail: `LoRA on the tower: ${S} patches, each block's input kept (${vc.depth + 1} × ${vc.hiddenSize} f32 per patch), one block recomputed with its gradients, the merger's`,
+    });
   }
   items.push({
     name: 'activation checkpoints',
@@ -365,14 +390,15 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
 
   let trainableParams: number;
   if (mode.kind === 'lora') {
-    trainableParams = loraParamCount(c, mode.r, mode.targets);
-    items.push({ name: 'LoRA params + grads', bytes: trainableParams * 2 * F32, detail: `r=${mode.r} on ${mode.targets.join(', ')}: ${trainableParams.toLocaleString('en-US')} params, f32` });
+    trainableParams = loraParamCount(c, mode.r, mode.targets) + visionLora.reduce((a, [inp, out]) => a + mode.r * (inp + out), 0);
+    const on = [...mode.targets, ...(visionLora.length > 0 ? (mode.visionTargets ?? []).map((t) => `visual ${t}`) : [])];
+    items.push({ name: 'LoRA params + grads', bytes: trainableParams * 2 * F32, detail: `r=${mode.r} on ${on.join(', ')}: ${trainableParams.toLocaleString('en-US')} params, f32` });
   } else {
     trainableParams = params;
     items.push({ name: 'gradients', bytes: params * F32, detail: 'full fine-tuning: one f32 gradient per parameter' });
   }
   items.push({ name: 'AdamW moments', bytes: trainableParams * 2 * F32, detail: 'm and v in f32 for every trainable parameter' });
-  items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });
+  items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding, input.vision), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });
 
   const wb = bytesOf(weightDtype);
   const [largestOut, largestIn] = (['gate_proj', 'down_proj', 'q_proj', 'o_proj'] as const)

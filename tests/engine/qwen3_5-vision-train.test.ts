@@ -215,6 +215,46 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     engine.destroy();
   });
 
+  it('the memory plan counts the tower\'s LoRA state and its backward\'s buffers exactly as allocated', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const created: { label: string; size: number }[] = [];
+    const real = gpu.device.createBuffer.bind(gpu.device);
+    gpu.device.createBuffer = (d: GPUBufferDescriptor) => {
+      created.push({ label: d.label ?? '', size: d.size });
+      return real(d);
+    };
+    const take = (match: RegExp) => {
+      const sum = created.filter((c) => match.test(c.label)).reduce((a, c) => a + c.size, 0);
+      return sum;
+    };
+    try {
+      const T = expected.input_ids.length;
+      const engine = await loadEngine(ckpt, {
+        gpu, weightDtype: 'f32', vision: true,
+        plan: { numSequences: 1, maxTokensPerSequence: T, maxImagePatches: 24, mode: { kind: 'lora', r: R, targets: [...QWEN3_5_LINEARS], visionTargets: towerTargets } },
+      });
+      const item = (name: string) => engine.memoryPlan.items.find((i) => i.name === name)?.bytes ?? 0;
+      created.length = 0;
+      setLora(engine, true);
+      const notTransfer = /^(?!.*(uniform arena| readback$))/;
+      expect(take(notTransfer), 'training state').toBe(item('LoRA params + grads') + item('AdamW moments') + item('gradient norm scratch'));
+      created.length = 0;
+      await engine.backward(request());
+      const tower = /^backward vision |^scratch visual\.(lora\.u|zeroBias)$/;
+      expect(take(tower), 'vision tower backward').toBe(item('vision tower backward'));
+      expect(item('vision tower backward')).toBeGreaterThan(0);
+      // The rest of the call: the language model's planned buffers (the tower's inputs are the forward's scratch, counted in 'vision activations').
+      const rest = created.filter((c) => !tower.test(c.label) && !/uniform arena| readback$|^scratch visual\.|^scratch score\.imageRows$|^linear state placeholder$|^scratch linear\.nostate$/.test(c.label));
+      expect(rest.reduce((a, c) => a + c.size, 0), 'language model backward').toBe(item('activation checkpoints') + item('backward working set'));
+      created.length = 0;
+      await engine.backward(request());
+      expect(take(notTransfer), 'second backward').toBe(0);
+      engine.destroy();
+    } finally {
+      gpu.device.createBuffer = real;
+    }
+  });
+
   it('a saved adapter carries the tower\'s factors under PEFT\'s names and loads back to the same log-probs; scoring runs the tower\'s adapters', async () => {
     const ckpt = await openCheckpoint(DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });

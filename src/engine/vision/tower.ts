@@ -89,7 +89,9 @@ export class VisionTower implements VisionEncoder {
   /** hidden = act(pre) for the training forward (bias_act over a zero bias: the very f32 ops of the in-place forward). */
   private activate(rec: Recorder, pre: GPUBuffer, hidden: GPUBuffer, rows: number, n: number, act: Act, label: string): void {
     rec.copy(pre, 0, hidden, 0, rows * n * 4);
-    const zeros = this.fwd.scratchBuffer('visual.zeroBias', n * 4); // never written: stays zero
+    // never written: stays zero; one size for the blocks' F and the merger's m²D (memory-plan.ts counts it)
+    const c = this.config;
+    const zeros = this.fwd.scratchBuffer('visual.zeroBias', Math.max(c.intermediateSize, c.hiddenSize * c.spatialMergeSize ** 2) * 4);
     rec.dispatch(this.fwd.getPipeline('bias_act.wgsl', { ACT: act }), [zeros, hidden], [rows, n, 0, 0], groups1d(rows * n), `visual ${label} act`);
   }
 
