@@ -262,6 +262,16 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       const act = Number(d.constants.ACT);
       return one('bias_act', rows * n * (act === 0 ? 1 : 13), (2 * rows * n + n) * F);
     }
+    case 'layernorm_backward.wgsl': {
+      // per element: sum (1), centred square (3), g = dy·w and its two sums (4), dx (6); reads x three times + once, dy twice, w; writes dx.
+      const [rows, n, accumulate] = [p[0]!, p[1]!, p[2]!];
+      return one('layernorm_backward', 14 * rows * n + 5 * rows, ((6 + (accumulate ? 1 : 0)) * rows * n + n) * F);
+    }
+    case 'gelu_backward.wgsl': {
+      // act' (~16 with tanh or erf: exp, polynomial) times dy; reads pre and dy, writes dy.
+      const count = p[0]!;
+      return one('gelu_backward', 17 * count, 3 * count * F);
+    }
     case 'pos_embed.wgsl': {
       // 4 bilinear taps per element (2 each); reads 4 table values + 4 (index, weight) per row, x read and written.
       const [rows, n] = [p[0]!, p[1]!];

@@ -204,8 +204,8 @@ export class WebGpuEngine implements Engine {
   async loadAdapter(source: AdapterSource): Promise<PeftLoraSettings> {
     this.checkAlive();
     const adapter = await readPeftAdapter(source, this.config);
-    const { r, alpha, targetModules, useRslora } = adapter.settings;
-    this.setTrainable({ kind: 'lora', lora: { r, alpha, targetModules, useRslora, seed: 0 } });
+    const { r, alpha, targetModules, visionTargetModules, useRslora } = adapter.settings;
+    this.setTrainable({ kind: 'lora', lora: { r, alpha, targetModules, ...(visionTargetModules ? { visionTargetModules } : {}), useRslora, seed: 0 } });
     // The trainable state format: each factor with zero AdamW moments (a fresh optimizer).
     const zeros = (t: NamedTensor, suffix: string): NamedTensor => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
     const tensors = adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]);

@@ -328,7 +328,7 @@ export class CachedDecodeSession implements DecodeSession {
       pixels.set(im.pixelValues, off);
       off += im.pixelValues.length;
     }
-    const { embeds, rows } = this.fwd.vision!.encode(rec, pixels, images.map(({ im }) => im.grid));
+    const { embeds, rows } = this.fwd.vision!.encode(rec, pixels, images.map(({ im }) => im.grid), this.adapters);
     const at = images.flatMap(({ at, im }) => Array.from({ length: im.length }, (_, j) => at + j));
     if (rows !== at.length) throw new Error(`generate: the vision tower gave ${rows} embeddings for ${at.length} image tokens`);
     const rowBuf = this.fwd.scratchBuffer('prefill.imageRows', at.length * 4);

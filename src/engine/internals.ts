@@ -71,7 +71,7 @@ export interface MatmulArgs {
 export interface VisionEncoder {
   readonly config: VisionTowerConfig;
   /** Records the tower over every grid; returns its merged rows (rows, out_hidden_size) in a scratch buffer. */
-  encode(rec: Recorder, pixelValues: Float32Array, grids: readonly GridThw[]): { embeds: GPUBuffer; rows: number };
+  encode(rec: Recorder, pixelValues: Float32Array, grids: readonly GridThw[], adapters?: boolean): { embeds: GPUBuffer; rows: number };
   destroy(): void;
 }
 

@@ -13,11 +13,13 @@ import { adaptedLinears, linearAttnConvDim, linearShape, modelLinears, qwen3Para
 import { DELTA_CHUNK, deltaBackwardWork } from './linear-attention-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { visionActivationBytes, visionTensorLayout, type VisionTowerConfig } from './vision/config.ts';
+import { visionAdaptedLinears, type VisionLoraTarget } from '../model/qwen3_5-vision-tensors.ts';
 
 export type GpuDtype = 'f32' | 'f16';
 
 export type TrainingMode =
-  | { kind: 'lora'; r: number; targets: readonly ModelLinear[] }
+  /** visionTargets: the vision tower's linears adapted too (needs MemoryPlanInput.vision). */
+  | { kind: 'lora'; r: number; targets: readonly ModelLinear[]; visionTargets?: readonly VisionLoraTarget[] }
   | { kind: 'full' };
 
 export interface MemoryLimits {
@@ -169,7 +171,8 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
  * allocates, by role, in bytes as allocated. `loraR` is the largest LoRA rank (0: none).
  * backward.ts allocates exactly these.
  */
-export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number): Map<string, number> {
+export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
+  vision?: { config: VisionTowerConfig; patches: number }): Map<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
   const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
@@ -212,7 +215,40 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
   add('logsumexp state', Ts * 3 * F32);
   for (const role of ['x_L scored rows', 'h scored rows', 'dh scored rows', 'dx_L scored rows']) add(role, Ts * D * F32);
   add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
+  // LoRA on the vision tower: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
+  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR)) add(role, bytes);
   return plan;
+}
+
+/**
+ * The buffers of the vision tower's backward (train/vision-backward.ts, LoRA on the tower) over S
+ * patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m² merged rows of M = m²D.
+ */
+export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number): [string, number][] {
+  const D = c.hiddenSize;
+  const F = c.intermediateSize;
+  const H = c.numHeads;
+  const G = S / c.spatialMergeSize ** 2;
+  const M = D * c.spatialMergeSize ** 2;
+  const roles: [string, number][] = [];
+  for (let b = 0; b <= c.depth; b++) roles.push([`vision x[${b}]`, S * D]); // block inputs, then the merger's input
+  roles.push(
+    ['vision n1', S * D], ['vision qkv', S * 3 * D], ['vision q', S * D], ['vision k', S * D], ['vision v', S * D],
+    ['vision attn', S * D], ['vision lse', S * H], ['vision xMid', S * D], ['vision n2', S * D], ['vision pre', S * F],
+    ['vision hidden', S * F], ['vision xOut', S * D],
+    ['vision merger normed', S * D], ['vision merger pre', G * M], ['vision merger hidden', G * M], ['vision embeds', G * c.outHiddenSize],
+    ['vision dx', S * D], ['vision dnorm', S * D], ['vision dhidden', S * F], ['vision dattn', S * D],
+    ['vision dq', S * D], ['vision dk', S * D], ['vision dv', S * D], ['vision dqkv', S * 3 * D], ['vision attention stats', S * H * 2],
+    ['vision bounds', S * 2], ['vision dmerger hidden', G * M], ['vision dembeds', G * c.outHiddenSize],
+    ['vision lora u', S * loraR], ['vision lora du', S * loraR],
+  );
+  return roles.map(([role, floats]) => [role, floats * F32]);
+}
+
+/** (rows, in + out) of every vision-tower LoRA factor pair: A (r, in) and B (out, r) per adapted linear. */
+function visionLoraShapes(mode: TrainingMode, vision: MemoryPlanInput['vision']): [number, number][] {
+  if (mode.kind !== 'lora' || !mode.visionTargets?.length || !vision) return [];
+  return visionAdaptedLinears(vision.config, mode.visionTargets).map(({ shape: [out, inp] }) => [inp, out]);
 }
 
 /** Workgroups of one Σg² pass over `count` gradient values (optimizer.ts). */
@@ -220,13 +256,14 @@ export const sumsqGroups = (count: number): number => Math.max(1, Math.min(MAX_S
 export const MAX_SUMSQ_GROUPS = 64;
 
 /** The optimizer's gradient-norm buffers: one partial per Σg² workgroup of every trainable tensor, and the 16-byte result. */
-function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number): number {
+function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: number, vision: MemoryPlanInput['vision']): number {
   const counts: number[] = [];
   if (mode.kind === 'lora') {
     for (const { target } of adaptedLinears(c, mode.targets)) {
       const [out, inp] = linearShape(c, target);
       counts.push(mode.r * inp, out * mode.r);
     }
+    for (const [inp, out] of visionLoraShapes(mode, vision)) counts.push(mode.r * inp, out * mode.r);
   }
   if (mode.kind === 'full') {
     // Every tensor, in the f32 row chunks of at most one binding that full fine-tuning trains.
@@ -259,6 +296,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     const unknown = mode.targets.filter((t) => !valid.includes(t));
     if (unknown.length > 0) throw new Error(`planMemory: unknown LoRA target(s) ${unknown.join(', ')} (valid: ${valid.join(', ')})`);
     if (mode.targets.length === 0) throw new Error('planMemory: LoRA needs at least one target module');
+    if (mode.visionTargets?.length && !input.vision) throw new Error('planMemory: LoRA on the vision tower (visionTargets) needs the vision tower in the plan (vision)');
   }
   const D = c.hiddenSize, V = c.vocabSize, L = c.numLayers;
   const kvWidth = c.numKvHeads * c.headDim;
@@ -315,12 +353,27 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
-  const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding);
+  const visionLora = visionLoraShapes(mode, input.vision);
+  const towerBackward = visionLora.length > 0 && input.vision ? { config: input.vision.config, patches: input.vision.maxPatches } : undefined;
+  const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding, towerBackward);
   let checkpointBytes = 0;
   let backwardBytes = 0;
+  let towerBytes = 0;
   for (const [role, bytes] of backward) {
     if (/^x\[\d+\]$/.test(role)) checkpointBytes += bytes;
+    else if (role.startsWith('vision ')) towerBytes += bytes;
     else backwardBytes += bytes;
+  }
+  if (towerBackward && mode.kind === 'lora') {
+    const vc = towerBackward.config;
+    const S = towerBackward.patches;
+    // + the tower forward's LoRA scratch (x·Aᵀ, S·r) and the zero bias its training activations add (tower.ts).
+    towerBytes += bufferSize(S * mode.r * F32) + bufferSize(Math.max(vc.intermediateSize, vc.hiddenSize * vc.spatialMergeSize ** 2) * F32);
+    items.push({
+      name: 'vision tower backward',
+      bytes: towerBytes,
+      detail: `LoRA on the tower: ${S} patches, each block's input kept (${vc.depth + 1} × ${vc.hiddenSize} f32 per patch), one block recomputed with its gradients, the merger's`,
+    });
   }
   items.push({
     name: 'activation checkpoints',
@@ -337,14 +390,15 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
 
   let trainableParams: number;
   if (mode.kind === 'lora') {
-    trainableParams = loraParamCount(c, mode.r, mode.targets);
-    items.push({ name: 'LoRA params + grads', bytes: trainableParams * 2 * F32, detail: `r=${mode.r} on ${mode.targets.join(', ')}: ${trainableParams.toLocaleString('en-US')} params, f32` });
+    trainableParams = loraParamCount(c, mode.r, mode.targets) + visionLora.reduce((a, [inp, out]) => a + mode.r * (inp + out), 0);
+    const on = [...mode.targets, ...(visionLora.length > 0 ? (mode.visionTargets ?? []).map((t) => `visual ${t}`) : [])];
+    items.push({ name: 'LoRA params + grads', bytes: trainableParams * 2 * F32, detail: `r=${mode.r} on ${on.join(', ')}: ${trainableParams.toLocaleString('en-US')} params, f32` });
   } else {
     trainableParams = params;
     items.push({ name: 'gradients', bytes: params * F32, detail: 'full fine-tuning: one f32 gradient per parameter' });
   }
   items.push({ name: 'AdamW moments', bytes: trainableParams * 2 * F32, detail: 'm and v in f32 for every trainable parameter' });
-  items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });
+  items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding, input.vision), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });
 
   const wb = bytesOf(weightDtype);
   const [largestOut, largestIn] = (['gate_proj', 'down_proj', 'q_proj', 'o_proj'] as const)

@@ -8,6 +8,7 @@ import { decodeToFloat32, parseSafetensors, writeSafetensors } from '../model/sa
 import type { ModelConfig } from '../model/types.ts';
 import { layerLinears, linearShape, linearTensorName, QWEN3_5_LINEARS, storedTensorName } from '../model/qwen3-tensors.ts';
 import type { AdapterSource, LoraTarget, NamedTensor, PeftLoraSettings } from './types.ts';
+import { VISION_LORA_TARGETS, visionAdaptedLinears, visionLinearShape, type VisionLoraTarget } from '../model/qwen3_5-vision-tensors.ts';
 
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';
 export const ADAPTER_WEIGHTS_FILE = 'adapter_model.safetensors';
@@ -63,7 +64,8 @@ export function peftAdapterConfig(lora: PeftLoraSettings, base: BaseModelRef): R
     r: lora.r,
     rank_pattern: {},
     revision: base.revision ?? null,
-    target_modules: [...lora.targetModules],
+    // The tower's entries are dotted suffixes (attn.qkv, merger.linear_fc1, …) that PEFT matches to exactly those modules.
+    target_modules: [...lora.targetModules, ...(lora.visionTargetModules ?? [])],
     target_parameters: null,
     task_type: 'CAUSAL_LM',
     trainable_token_indices: null,
@@ -133,6 +135,29 @@ function unsupported(cfg: Record<string, unknown>): string[] {
 }
 
 const TENSOR = /^base_model\.model\.(.*?)layers\.(\d+)\.(self_attn|mlp|linear_attn)\.(\w+)\.lora_([AB])\.weight$/;
+/** Qwen3.5's vision tower (Qwen3_5ForConditionalGeneration keeps it at model.visual, beside the language model). */
+const VISION_TENSOR = /^base_model\.model\.model\.visual\.(?:blocks\.(\d+)\.)?([\w.]+)\.lora_([AB])\.weight$/;
+
+/** One tower factor of an adapter: its engine name (`model.visual.….lora_A.weight`) and target, checked against the model. */
+function visionFactor(name: string, shape: readonly number[], r: number, model: ModelConfig, where: string): { canonical: string; target: VisionLoraTarget } | null {
+  const m = VISION_TENSOR.exec(name);
+  if (!m) return null;
+  const v = model.vision;
+  if (!v) throw new Error(`adapter ${where}: tensor '${name}' adapts the vision tower, but the model's config.json has no vision_config`);
+  const block = m[1] === undefined ? null : Number(m[1]);
+  const target = m[2] as VisionLoraTarget;
+  const isMerger = target.startsWith('merger.');
+  if (!VISION_LORA_TARGETS.includes(target) || isMerger !== (block === null)) {
+    throw new Error(`adapter ${where}: unsupported tensor '${name}' (webgrpo adapts the vision tower's blocks.N.{${VISION_LORA_TARGETS.filter((t) => !t.startsWith('merger.')).join(',')}} and merger.{linear_fc1,linear_fc2})`);
+  }
+  if (block !== null && block >= v.depth) throw new Error(`adapter ${where}: tensor '${name}' is for vision block ${block}, but the tower has ${v.depth} blocks`);
+  const [out, inp] = visionLinearShape(v, target);
+  const want = m[3] === 'A' ? [r, inp] : [out, r];
+  if (shape.length !== 2 || shape[0] !== want[0] || shape[1] !== want[1]) {
+    throw new Error(`adapter ${where}: tensor '${name}' has shape [${shape.join(', ')}], expected [${want.join(', ')}] (r=${r}, the tower's ${target} is [${out}, ${inp}])`);
+  }
+  return { canonical: name.slice('base_model.model.'.length), target };
+}
 
 /**
  * Reads adapter_config.json + adapter_model.safetensors and checks them against the model: PEFT's
@@ -168,7 +193,14 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
 
   const found = new Map<string, NamedTensor>();
   const modules = new Set<LoraTarget>();
+  const visionModules = new Set<VisionLoraTarget>();
   for (const t of header.tensors) {
+    const vf = visionFactor(t.name, t.shape, r, model, where);
+    if (vf) {
+      found.set(vf.canonical, { name: '', shape: [...t.shape], data: decodeToFloat32(t, bytes.subarray(t.fileOffset, t.fileOffset + t.byteLength)) });
+      visionModules.add(vf.target);
+      continue;
+    }
     const m = TENSOR.exec(t.name);
     const layer = m ? Number(m[2]) : -1;
     const target = m?.[4] as LoraTarget | undefined;
@@ -187,13 +219,14 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
     found.set(`${canonical.slice(0, -'.weight'.length)}.lora_${m[5]}.weight`, { name: '', shape: [...t.shape], data });
     modules.add(target);
   }
-  if (modules.size === 0) throw new Error(`adapter ${where}: ${ADAPTER_WEIGHTS_FILE} holds no LoRA tensors`);
+  if (modules.size === 0) throw new Error(`adapter ${where}: ${ADAPTER_WEIGHTS_FILE} holds no LoRA tensors${visionModules.size > 0 ? ' for the language model (webgrpo trains the tower\'s adapters beside the language model\'s)' : ''}`);
   const listed = cfg.target_modules;
   if (Array.isArray(listed)) {
     const ours = listed.filter((x): x is LoraTarget => TARGETS.includes(x as LoraTarget));
-    const missing = ours.filter((t) => !modules.has(t));
+    const oursVision = listed.filter((x): x is VisionLoraTarget => VISION_LORA_TARGETS.includes(x as VisionLoraTarget));
+    const missing = [...ours.filter((t) => !modules.has(t)), ...oursVision.filter((t) => !visionModules.has(t))];
     if (missing.length > 0) throw new Error(`adapter ${where}: target_modules lists ${missing.join(', ')} but ${ADAPTER_WEIGHTS_FILE} has no factors for ${missing.length > 1 ? 'them' : 'it'}`);
-    const extra = [...modules].filter((t) => !listed.includes(t));
+    const extra = [...modules, ...visionModules].filter((t) => !listed.includes(t));
     if (extra.length > 0) throw new Error(`adapter ${where}: ${ADAPTER_WEIGHTS_FILE} has factors for ${extra.join(', ')}, which target_modules does not list`);
   }
   const targetModules = TARGETS.filter((t) => modules.has(t));
@@ -208,6 +241,15 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
       }
     }
   }
+  const visionTargetModules = VISION_LORA_TARGETS.filter((t) => visionModules.has(t));
+  for (const { name: weight } of model.vision ? visionAdaptedLinears(model.vision, visionTargetModules) : []) {
+    for (const which of ['A', 'B'] as const) {
+      const name = `${weight.slice(0, -'.weight'.length)}.lora_${which}.weight`;
+      const t = found.get(name);
+      if (!t) throw new Error(`adapter ${where}: no base_model.model.${name} (webgrpo needs every targeted tower linear adapted in every block)`);
+      tensors.push({ ...t, name });
+    }
+  }
   const baseModel = typeof cfg.base_model_name_or_path === 'string' ? cfg.base_model_name_or_path : null;
-  return { settings: { r, alpha, targetModules, useRslora }, baseModel, tensors };
+  return { settings: { r, alpha, targetModules, ...(visionTargetModules.length > 0 ? { visionTargetModules } : {}), useRslora }, baseModel, tensors };
 }

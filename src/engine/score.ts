@@ -66,7 +66,7 @@ export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Prom
     const batch = packPrompts(fwd, seqs, (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes));
     const acts = fwd.scratchLayerActs(batch.T, 'score');
     const rec = fwd.recorder('score');
-    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters }, encodeImages(fwd, rec, seqs));
+    const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters }, encodeImages(fwd, rec, seqs, adapters));
     const rowIndex = fwd.scratchBuffer('score.rowIndex', R * 4);
     const targetBuf = fwd.scratchBuffer('score.targets', R * 4);
     fwd.device.queue.writeBuffer(rowIndex, 0, Uint32Array.from(rows));

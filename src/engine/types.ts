@@ -5,15 +5,23 @@
 import type { Gpu } from './gpu.ts';
 import type { ModelConfig } from '../model/types.ts';
 import type { ModelLinear } from '../model/qwen3-tensors.ts';
+import type { VisionLoraTarget } from '../model/qwen3_5-vision-tensors.ts';
 import type { CheckpointFiles } from '../model/files.ts';
 
 /** A linear LoRA can adapt: Qwen3's seven, and in Qwen3.5 also the Gated DeltaNet's five (src/model/qwen3-tensors.ts). */
 export type LoraTarget = ModelLinear;
+export type { VisionLoraTarget };
 
 export interface LoraConfig {
   r: number;
   alpha: number;
   targetModules: LoraTarget[];
+  /**
+   * Qwen3.5's vision tower linears to adapt too (PEFT target_modules suffixes: 'attn.qkv', 'attn.proj',
+   * 'mlp.linear_fc1', 'mlp.linear_fc2' of every block, 'merger.linear_fc1', 'merger.linear_fc2');
+   * absent or empty = the tower stays frozen. Needs the engine loaded with vision: true.
+   */
+  visionTargetModules?: VisionLoraTarget[];
   /** Seed of PEFT's init: A ~ kaiming-uniform(a=sqrt(5)), B = 0. */
   seed: number;
   /** PEFT's use_rslora: scale = alpha / √r (default false: alpha / r). */
@@ -246,6 +254,8 @@ export interface PeftLoraSettings {
   r: number;
   alpha: number;
   targetModules: LoraTarget[];
+  /** Vision tower linears adapted too (LoraConfig.visionTargetModules); absent when none. */
+  visionTargetModules?: VisionLoraTarget[];
   /** Rank-stabilised LoRA: scale = alpha / √r instead of alpha / r. */
   useRslora: boolean;
 }

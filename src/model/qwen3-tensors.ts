@@ -109,7 +109,8 @@ export function canonicalTensorName(config: ModelConfig, stored: string, keepVis
 
 /** The stored name of a canonical tensor name (inverse of canonicalTensorName). */
 export function storedTensorName(config: ModelConfig, canonical: string): string {
-  if (config.architecture !== 'qwen3_5' || !canonical.startsWith('model.')) return canonical;
+  // The vision tower's tensors keep their stored names (model.visual.…: beside, not inside, the language model).
+  if (config.architecture !== 'qwen3_5' || !canonical.startsWith('model.') || canonical.startsWith(VISION_PREFIX)) return canonical;
   return `${config.tensorPrefix}${canonical.slice('model.'.length)}`;
 }
 

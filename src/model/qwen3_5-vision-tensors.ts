@@ -57,3 +57,31 @@ export function visionTensorLayout(v: VisionConfig): ExpectedTensor[] {
 export function visionParamCount(v: VisionConfig): number {
   return visionTensorLayout(v).reduce((s, t) => s + t.shape.reduce((a, b) => a * b, 1), 0);
 }
+
+/**
+ * The tower's linears LoRA can adapt, named as PEFT target_modules entries: PEFT adapts a module when
+ * its path equals an entry or ends with `.` + entry, so these dotted suffixes pick exactly the blocks'
+ * attn.qkv / attn.proj / mlp.linear_fc1 / mlp.linear_fc2 or the merger's MLP (a bare `proj` would also
+ * catch the Conv3d patch_embed.proj, a bare `linear_fc1` both MLPs). The text model has none of them.
+ */
+export const VISION_LORA_TARGETS = [...VISION_BLOCK_LINEARS, 'merger.linear_fc1', 'merger.linear_fc2'] as const;
+export type VisionLoraTarget = (typeof VISION_LORA_TARGETS)[number];
+
+/** [out, in] of a LoRA-adaptable tower linear. */
+export function visionLinearShape(v: VisionConfig, target: VisionLoraTarget): [number, number] {
+  if (target === 'merger.linear_fc1') return [mergedWidth(v), mergedWidth(v)];
+  if (target === 'merger.linear_fc2') return [v.outHiddenSize, mergedWidth(v)];
+  return visionBlockLinearShape(v, target);
+}
+
+/** The adapted tower linears' weights (`model.visual.…weight`) in module order: blocks, then the merger. */
+export function visionAdaptedLinears(v: VisionConfig, targets: readonly VisionLoraTarget[]): { name: string; target: VisionLoraTarget; shape: [number, number] }[] {
+  const out: { name: string; target: VisionLoraTarget; shape: [number, number] }[] = [];
+  for (let b = 0; b < v.depth; b++) {
+    for (const t of VISION_BLOCK_LINEARS) if (targets.includes(t)) out.push({ name: `${VISION_PREFIX}blocks.${b}.${t}.weight`, target: t, shape: visionLinearShape(v, t) });
+  }
+  for (const t of ['merger.linear_fc1', 'merger.linear_fc2'] as const) {
+    if (targets.includes(t)) out.push({ name: `${VISION_PREFIX}${t}.weight`, target: t, shape: visionLinearShape(v, t) });
+  }
+  return out;
+}

@@ -3,7 +3,8 @@
 // validation, the `--TRLNAME value` flags (split by the CLI's util.parseArgs, coerced here) and the
 // one-line help the UI shows, so they never drift.
 
-import type { LoraTarget } from '../engine/types.ts';
+import type { LoraTarget, VisionLoraTarget } from '../engine/types.ts';
+import { VISION_LORA_TARGETS } from '../model/qwen3_5-vision-tensors.ts';
 import { QWEN3_5_LINEARS } from '../model/qwen3-tensors.ts';
 
 export type LossType = 'dapo' | 'grpo' | 'bnpo' | 'dr_grpo';
@@ -68,6 +69,8 @@ export interface GRPOConfig {
   lora_r: number;
   lora_alpha: number;
   lora_target_modules: LoraTarget[];
+  /** Qwen3.5 VL: the vision tower's linears to adapt too (PEFT target_modules suffixes); [] = the tower stays frozen. */
+  vision_lora_target_modules: VisionLoraTarget[];
   sft_steps: number;
   sft_learning_rate: number;
   sft_batch_size: number;
@@ -153,6 +156,7 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   lora_r: 16,
   lora_alpha: 32,
   lora_target_modules: [...DEFAULT_LORA_TARGETS],
+  vision_lora_target_modules: [],
   sft_steps: 0,
   sft_learning_rate: 1e-3,
   sft_batch_size: 8,
@@ -213,6 +217,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   lora_r: { kind: 'int', min: 1, help: 'LoRA rank' },
   lora_alpha: { kind: 'number', gt: 0, help: 'LoRA alpha (scale = alpha / r)' },
   lora_target_modules: { kind: 'json', help: `LoRA target linears among ${LORA_TARGETS.join(', ')}` },
+  vision_lora_target_modules: { kind: 'json', help: `Qwen3.5 VL: also LoRA on the vision tower's linears among ${VISION_LORA_TARGETS.join(', ')} ([] = tower frozen)` },
   sft_steps: { kind: 'int', min: 0, help: 'SFT warm-up optimizer steps on transcripts before GRPO' },
   sft_learning_rate: { kind: 'number', min: 0, help: 'constant learning rate of the SFT warm-up' },
   sft_batch_size: { kind: 'int', min: 1, help: 'transcripts per SFT optimizer step' },
@@ -277,7 +282,7 @@ function coerce(key: keyof GRPOConfig, value: unknown, fromText: boolean): unkno
           parsed = JSON.parse(value);
         } catch {
           // A bare comma list is friendlier on a command line: `--lora_target_modules q_proj,v_proj`.
-          parsed = key === 'lora_target_modules' || key === 'reward_weights' ? value.split(',').map((s) => s.trim()) : value;
+          parsed = key === 'lora_target_modules' || key === 'vision_lora_target_modules' || key === 'reward_weights' ? value.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : value;
           if (key === 'reward_weights') parsed = (parsed as string[]).map(Number);
         }
       }
@@ -300,6 +305,16 @@ function checkJson(key: keyof GRPOConfig, value: unknown): unknown {
         throw new ConfigError(`lora_target_modules: unknown module '${String(m)}' (choose among ${LORA_TARGETS.join(', ')})`);
       }
     }
+    return value;
+  }
+  if (key === 'vision_lora_target_modules') {
+    if (!Array.isArray(value)) throw new ConfigError(`vision_lora_target_modules: expected a list, got ${JSON.stringify(value)}`);
+    for (const m of value) {
+      if (!VISION_LORA_TARGETS.includes(m as VisionLoraTarget)) {
+        throw new ConfigError(`vision_lora_target_modules: unknown module '${String(m)}' (choose among ${VISION_LORA_TARGETS.join(', ')})`);
+      }
+    }
+    if (new Set(value).size !== value.length) throw new ConfigError(`vision_lora_target_modules: lists a module twice: ${value.join(', ')}`);
     return value;
   }
   if (key === 'chat_template_kwargs') {

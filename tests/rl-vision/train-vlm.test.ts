@@ -94,6 +94,8 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     const config = configFromObject({
       num_generations: 2, per_device_train_batch_size: 2, gradient_accumulation_steps: 1, max_completion_length: 200, max_steps: 1,
       learning_rate: 1e-2, train_mode: 'lora', lora_r: 4, lora_alpha: 8, entropy_coef: 0.01, rollout_scheduler: 'lockstep',
+      // LoRA on the vision tower too: the step trains through the merger and the blocks.
+      vision_lora_target_modules: ['attn.qkv', 'merger.linear_fc2'],
       chat_template_kwargs: { enable_thinking: false },
       seed: 1,
     });
@@ -174,6 +176,10 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     const m = events[0]!.metrics as Record<string, number>;
     for (const key of ['loss', 'entropy', 'grad_norm']) expect(Number.isFinite(m[key]), key).toBe(true);
     expect(m.grad_norm).toBeGreaterThan(0);
+    // The tower's adapters (B starts at zero) moved in the step.
+    const state = (await engine.saveState()).tensors.filter((t) => t.name.startsWith('model.visual.') && t.name.endsWith('.lora_B.weight'));
+    expect(state.map((t) => t.name)).toEqual(['model.visual.blocks.0.attn.qkv.lora_B.weight', 'model.visual.blocks.1.attn.qkv.lora_B.weight', 'model.visual.merger.linear_fc2.lora_B.weight']);
+    for (const t of state) expect(Math.max(...t.data.map(Math.abs)), t.name).toBeGreaterThan(0);
     expect(def.browser.contexts).toBe(0);
   });
 });

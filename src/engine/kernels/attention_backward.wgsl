@@ -1,14 +1,16 @@
 // attention_backward: causal GQA softmax attention over packed sequences, without any (T, T) buffer.
-// Forward (per query token t, head h, kv head g = h / (H/K), keys j in t's sequence with j ≤ t):
+// Forward (per query token t, head h, kv head g = h / (H/K), keys j in t's sequence with j ≤ t;
+// CAUSAL = false: every j of t's sequence, the vision tower's bidirectional attention per frame):
 //   s_j = scale · q_t·k_j,  P = softmax_j(s),  o_t = Σ_j P_j v_j
 // Backward, recomputing P from q and k:
 //   dP_j = dO_t·v_j,  Dt = dO_t·o_t,  dS_j = P_j (dP_j − Dt)
 //   dq_t = scale Σ_j dS_j k_j           (PASS 0, one invocation per (t, h); also stores lse and Dt)
 //   dk_j = scale Σ_{h∈g, t≥j} dS q_t    (PASS 1, one invocation per (j, g), reads lse and Dt)
-//   dv_j = Σ_{h∈g, t≥j} P dO_t
+//   dv_j = Σ_{h∈g, t≥j} P dO_t          (t over the whole sequence when not CAUSAL)
 // q/k/v/o/dO are (T, heads, HEAD_DIM) rows with a per-token row stride, so fused layouts work too.
 const HEAD_DIM: u32 = {{HEAD_DIM}};
 const PASS: u32 = {{PASS}}u;   // 0: dq (+ stats), 1: dk, dv
+const CAUSAL: bool = {{CAUSAL}};
 const NEG_BIG: f32 = -3.0e38;
 
 struct Params {
@@ -46,6 +48,8 @@ fn dq_pass(i: u32) {
   let h = i % p.heads;
   let g = h / (p.heads / p.kv_heads);
   let first = bounds[t].x;
+  // the last key t attends to, plus one
+  let stop = select(bounds[t].y, t + 1u, CAUSAL);
   var qv: array<f32, HEAD_DIM>;
   var gov: array<f32, HEAD_DIM>;
   var acc: array<f32, HEAD_DIM>;
@@ -61,7 +65,7 @@ fn dq_pass(i: u32) {
   }
   var mx = NEG_BIG;
   var sm = 0.0;
-  for (var j = first; j <= t; j++) {
+  for (var j = first; j < stop; j++) {
     let kb = k_at(j, g);
     var s = 0.0;
     for (var e = 0u; e < HEAD_DIM; e++) { s += qv[e] * k[kb + e]; }
@@ -71,7 +75,7 @@ fn dq_pass(i: u32) {
     mx = m;
   }
   let lse = mx + log(sm);
-  for (var j = first; j <= t; j++) {
+  for (var j = first; j < stop; j++) {
     let kb = k_at(j, g);
     let vb = v_at(j, g);
     var s = 0.0;
@@ -95,6 +99,8 @@ fn dkv_pass(i: u32) {
   let g = i % p.kv_heads;
   let group = p.heads / p.kv_heads;
   let last = bounds[j].y;
+  // the first query that attends to key j
+  let first_q = select(bounds[j].x, j, CAUSAL);
   var kv: array<f32, HEAD_DIM>;
   var vv: array<f32, HEAD_DIM>;
   var dkacc: array<f32, HEAD_DIM>;
@@ -108,7 +114,7 @@ fn dkv_pass(i: u32) {
     dvacc[e] = 0.0;
   }
   for (var h = g * group; h < (g + 1u) * group; h++) {
-    for (var t = j; t < last; t++) {
+    for (var t = first_q; t < last; t++) {
       let qb = q_at(t, h);
       let db = dout_at(t, h);
       var s = 0.0;

@@ -6,7 +6,9 @@
 //      folds every chunk into a running logsumexp (and Σp·z for the entropy term), pass 2
 //      recomputes each chunk and backprops dL/dlogp and dL/dentropy through it;
 //   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
-//   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share).
+//   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share);
+//   5. with LoRA on the vision tower: from the image tokens' rows of dL/dx_0 back through the tower
+//      (vision-backward.ts, block by block like 3).
 
 import type { EngineInternals, ImageSplice, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
@@ -17,6 +19,9 @@ import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.
 import { DELTA_CHUNK, deltaBackwardThreads, deltaBackwardWork } from '../linear-attention-plan.ts';
 import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
 import { checkImageInputs, encodeImages, packPrompts } from '../vision/prompts.ts';
+import { linearBackward } from './linear-backward.ts';
+import { VisionBackward } from './vision-backward.ts';
+import { VisionTower } from '../vision/tower.ts';
 
 const NEG_BIG = -3.0e38;
 
@@ -204,12 +209,19 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
   const Ts = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
   const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
-  const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize);
+  // LoRA on the vision tower: the backward goes on through it from the image tokens' rows.
+  const visionLora = new Map([...trainable.lora].filter(([name]) => name.startsWith('model.visual.')));
+  const patches = adapters && visionLora.size > 0 ? req.sequences.reduce((n, s) => n + (s.images?.grids.reduce((a, [t, h, w]) => a + t * h * w, 0) ?? 0), 0) : 0;
+  const tower = internals.vision;
+  if (patches > 0 && !(tower instanceof VisionTower)) throw new Error('backward: LoRA on the vision tower needs the engine\'s own vision tower');
+  const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize,
+    patches > 0 ? { config: tower!.config, patches } : undefined);
   const scratch = new Scratch(internals, pool, plan);
+  const vision = patches > 0 ? new VisionBackward(internals, ops, tower as VisionTower, visionLora, patches, loraR, (role, bytes) => scratch.take(role, bytes)) : null;
   const batch = packPrompts(internals, req.sequences, (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
   const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
-  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters);
+  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters, vision);
   try {
     await pass.run(scored, req.temperature, req.sequences);
   } finally {
@@ -256,6 +268,8 @@ class BackwardPass {
     private readonly acts: LayerActs,
     private readonly scratch: Scratch,
     private readonly adapters: boolean,
+    /** LoRA on the vision tower: its training forward and backward; null = the tower's output is a constant. */
+    private readonly vision: VisionBackward | null,
   ) {
     const cfg = internals.config;
     const T = batch.T;
@@ -328,8 +342,9 @@ class BackwardPass {
 
     const rec = this.internals.recorder('train forward + LM head backward');
     this.internals.encodeEmbedding(rec, this.batch, this.acts.x);
-    // The vision tower is frozen: its output enters as constants at the image tokens.
-    const images = encodeImages(this.internals, rec, sequences);
+    // A frozen vision tower's output enters as constants at the image tokens; with LoRA on it, its
+    // training forward keeps what its backward needs.
+    const images = encodeImages(this.internals, rec, sequences, this.adapters, this.vision?.encode);
     if (images) this.internals.encodeImageSplice(rec, images, this.acts.x);
     for (let l = 0; l < L; l++) {
       rec.copy(this.acts.x, 0, checkpoints[l]!, 0, rowBytes);
@@ -345,9 +360,13 @@ class BackwardPass {
       lrec.copy(checkpoints[l]!, 0, this.acts.x, 0, rowBytes);
       this.internals.encodeLayerForward(lrec, l, this.acts, this.batch, { adapters: this.adapters });
       this.encodeLayerBackward(lrec, l);
-      if (l === 0) this.encodeEmbeddingBackward(lrec, images);
+      if (l === 0) {
+        if (images && this.vision) this.vision.gatherEmbedGrads(lrec, this.dx, images);
+        this.encodeEmbeddingBackward(lrec, images);
+      }
       await lrec.submit();
     }
+    await this.vision?.run();
   }
 
   /** Final norm + tied/untied LM head + log-softmax backward, leaving dL/dx_L in this.dx. */
@@ -429,28 +448,12 @@ class BackwardPass {
    * (dW += dYᵀ·x in full mode; dA, dB for an adapted linear).
    */
   private linearBackward(rec: Recorder, layer: number, target: LoraTarget, x: GPUBuffer, dy: GPUBuffer, dxOut: GPUBuffer): void {
-    const { internals, ops, T } = this;
-    const name = internals.linearName(layer, target);
-    const w = param(internals, name);
-    ops.linearDx(rec, w, dy, dxOut, T, true);
-    if (this.full) ops.linearDw(rec, w, this.trainable.gradChunks(name)!, dy, x, T);
-    const lora = this.adapters ? this.trainable.lora.get(name) : undefined;
-    if (!lora) return;
-    const { r, scale } = lora.adapter;
-    const inp = lora.inFeatures;
-    const out = lora.outFeatures;
-    const u = this.loraU!;
-    const du = this.loraDu!;
-    // u = x·Aᵀ (T, r)
-    ops.gemm(rec, { M: T, N: r, K: inp, a: x, lda: inp, b: lora.adapter.a, ldb: inp, bTransposed: true, c: u, ldc: r, accumulate: false });
-    // dB += scale · dYᵀ·u (out, r)
-    ops.gemm(rec, { M: out, N: r, K: T, a: dy, lda: out, aTransposed: true, b: u, ldb: r, c: lora.b.chunks[0]!.grad, ldc: r, accumulate: true, alpha: scale });
-    // du = scale · dY·B (T, r)
-    ops.gemm(rec, { M: T, N: r, K: out, a: dy, lda: out, b: lora.adapter.b, ldb: r, c: du, ldc: r, accumulate: false, alpha: scale });
-    // dA += duᵀ·x (r, in)
-    ops.gemm(rec, { M: r, N: inp, K: T, a: du, lda: r, aTransposed: true, b: x, ldb: inp, c: lora.a.chunks[0]!.grad, ldc: inp, accumulate: true });
-    // dX += du·A (T, in)
-    ops.gemm(rec, { M: T, N: inp, K: r, a: du, lda: r, b: lora.adapter.a, ldb: inp, c: dxOut, ldc: inp, accumulate: true });
+    const name = this.internals.linearName(layer, target);
+    linearBackward(this.ops, rec, {
+      w: param(this.internals, name), x, dy, dx: dxOut, accumulate: true, rows: this.T,
+      dw: this.full ? this.trainable.gradChunks(name)! : null,
+      lora: this.adapters ? this.trainable.lora.get(name) : undefined, u: this.loraU, du: this.loraDu,
+    });
   }
 
   private normGrad(name: string): GPUBuffer | null {

@@ -154,12 +154,25 @@ export class TrainOps {
   attentionBackward(rec: Recorder, a: {
     q: GPUBuffer; k: GPUBuffer; v: GPUBuffer; o: GPUBuffer; dout: GPUBuffer; bounds: GPUBuffer; stats: GPUBuffer;
     dq: GPUBuffer; dk: GPUBuffer; dv: GPUBuffer; tokens: number; heads: number; kvHeads: number; headDim: number;
+    /** false: each token attends to its whole sequence (the vision tower's frames); default causal. */
+    causal?: boolean;
   }): void {
     const hd = a.headDim;
     const params = [a.tokens, a.heads, a.kvHeads, f32(1 / Math.sqrt(hd)), 0, a.heads * hd, 0, a.kvHeads * hd, 0, a.kvHeads * hd, 0, a.heads * hd];
     const storage = [a.q, a.k, a.v, a.o, a.dout, a.bounds, a.stats, a.dq, a.dk, a.dv];
-    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 0 }), storage, params, groups1d(a.tokens * a.heads), 'attention dq');
-    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 1 }), storage, params, groups1d(a.tokens * a.kvHeads), 'attention dk dv');
+    const causal = a.causal ?? true;
+    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 0, CAUSAL: causal }), storage, params, groups1d(a.tokens * a.heads), 'attention dq');
+    rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 1, CAUSAL: causal }), storage, params, groups1d(a.tokens * a.kvHeads), 'attention dk dv');
+  }
+
+  /** LayerNorm (with bias) over rows of n: dx (+)= its input gradient; w and b frozen (layernorm_backward.wgsl). */
+  layernormBackward(rec: Recorder, a: { x: GPUBuffer; w: GPUBuffer; dy: GPUBuffer; dx: GPUBuffer; rows: number; n: number; eps: number; accumulate: boolean }): void {
+    rec.dispatch(this.internals.getPipeline('layernorm_backward.wgsl'), [a.x, a.w, a.dy, a.dx], [a.rows, a.n, a.accumulate ? 1 : 0, 0, f32(a.eps)], groups1d(a.rows), 'layernorm backward');
+  }
+
+  /** dy ⊙= act'(pre) in place, act 1 = tanh GELU, 2 = exact GELU (bias_act.wgsl's ACT). */
+  geluBackward(rec: Recorder, pre: GPUBuffer, dy: GPUBuffer, count: number, act: number): void {
+    rec.dispatch(this.internals.getPipeline('gelu_backward.wgsl', { ACT: act }), [pre, dy], [count, 0, 0, 0], groups1d(count), 'gelu backward');
   }
 
   swigluBackward(rec: Recorder, gate: GPUBuffer, up: GPUBuffer, dh: GPUBuffer, dgate: GPUBuffer, dup: GPUBuffer, count: number): void {

@@ -78,8 +78,8 @@ export function loadTrainState(internals: EngineInternals, set: TrainableSet, st
 /** The adapter_config.json of the trainable LoRA (the one shared writer: peft-adapter.ts). */
 export function loraAdapterConfig(set: TrainableSet, baseModelName: string): Record<string, unknown> {
   if (set.mode.kind !== 'lora') throw new Error('exportAdapter: the engine is not training a LoRA adapter');
-  const { r, alpha, targetModules, useRslora } = set.mode.lora;
-  return peftAdapterConfig({ r, alpha, targetModules, useRslora: useRslora === true }, { name: baseModelName });
+  const { r, alpha, targetModules, visionTargetModules, useRslora } = set.mode.lora;
+  return peftAdapterConfig({ r, alpha, targetModules, ...(visionTargetModules?.length ? { visionTargetModules } : {}), useRslora: useRslora === true }, { name: baseModelName });
 }
 
 export async function exportPeftAdapter(internals: EngineInternals, set: TrainableSet, baseModelName: string): Promise<{ adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }> {

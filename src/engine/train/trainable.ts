@@ -1,6 +1,7 @@
 // The trainable parameters of one mode, each with its gradient and AdamW moments on the GPU.
 //   LoRA: per adapted linear an A (r, in) and a B (out, r), f32, owned here and published in
-//         internals.lora so that every forward linear adds scale·B·(A·x). PEFT's init:
+//         internals.lora so that every forward linear adds scale·B·(A·x) (the vision tower's too,
+//         keyed by their model.visual.… weight names, when visionTargetModules asks). PEFT's init:
 //         A ~ kaiming_uniform(a=√5) = U(−1/√in, 1/√in), B = 0, scale = alpha / r.
 //   full: every parameter of the checkpoint, updated in place in f32 (f16-stored weights are
 //         promoted to f32 master weights first).
@@ -13,6 +14,7 @@ import type { ModelConfig } from '../../model/types.ts';
 import { transformersDecays } from '../reference/adamw.ts';
 import { mulberry32 } from '../../random.ts';
 import { adaptedLinears, modelLinears, QWEN3_5_LINEARS } from '../../model/qwen3-tensors.ts';
+import { VISION_LORA_TARGETS, visionAdaptedLinears } from '../../model/qwen3_5-vision-tensors.ts';
 
 /** Every linear LoRA can adapt, in config order (a model has those of its layer types: modelLinears). */
 export const LORA_TARGETS: readonly LoraTarget[] = QWEN3_5_LINEARS;
@@ -104,6 +106,11 @@ function checkLoraConfig(config: ModelConfig, lora: LoraConfig): void {
   }
   if (new Set(lora.targetModules).size !== lora.targetModules.length) throw new Error(`LoRA: targetModules lists a module twice: ${lora.targetModules.join(', ')}`);
   if (!Number.isInteger(lora.seed)) throw new Error(`LoRA: seed must be an integer, got ${lora.seed}`);
+  const vision = lora.visionTargetModules ?? [];
+  for (const t of vision) {
+    if (!VISION_LORA_TARGETS.includes(t)) throw new Error(`LoRA: unknown vision target module "${t}" (choose among ${VISION_LORA_TARGETS.join(', ')})`);
+  }
+  if (new Set(vision).size !== vision.length) throw new Error(`LoRA: visionTargetModules lists a module twice: ${vision.join(', ')}`);
 }
 
 function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet {
@@ -114,10 +121,7 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
   const adapters = new Map<string, LoraParams>();
   // Config order of targets, layer-major, so a seed gives the same adapter whatever order the user listed.
   const targets = LORA_TARGETS.filter((t) => lora.targetModules.includes(t));
-  for (const { name } of adaptedLinears(internals.config, targets)) {
-    const base = internals.params.get(name);
-    if (!base || base.shape.length !== 2) throw new Error(`LoRA: the model has no linear weight ${name}`);
-    const [out, inp] = base.shape as [number, number];
+  const add = (name: string, [out, inp]: [number, number]) => {
     const aName = loraTensorName(name, 'A');
     const bName = loraTensorName(name, 'B');
     const aBuf = f32Buffer(internals, aName, lora.r * inp); // (r, in)
@@ -130,11 +134,22 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
     const b = newTensor(internals, bName, [out, lora.r], [{ buffer: bBuf, rowStart: 0, rows: out }]);
     tensors.push(a, b);
     adapters.set(name, { adapter: { a: aBuf, b: bBuf, r: lora.r, scale: loraScale(lora) }, a, b, inFeatures: inp, outFeatures: out });
+  };
+  for (const { name } of adaptedLinears(internals.config, targets)) {
+    const base = internals.params.get(name);
+    if (!base || base.shape.length !== 2) throw new Error(`LoRA: the model has no linear weight ${name}`);
+    add(name, base.shape as [number, number]);
+  }
+  // The vision tower's adapters after the language model's: the text ones draw the same A as without them.
+  const visionTargets = VISION_LORA_TARGETS.filter((t) => lora.visionTargetModules?.includes(t));
+  if (visionTargets.length > 0) {
+    if (!internals.vision) throw new Error('LoRA: visionTargetModules needs the vision tower (load the engine with vision: true from a Qwen3.5 vision-language checkpoint)');
+    for (const { name, shape } of visionAdaptedLinears(internals.vision.config, visionTargets)) add(name, shape);
   }
   internals.lora.clear();
   for (const [name, p] of adapters) internals.lora.set(name, p.adapter);
   return {
-    mode: { kind: 'lora', lora: { ...lora, targetModules: [...targets] } },
+    mode: { kind: 'lora', lora: { ...lora, targetModules: [...targets], ...(visionTargets.length > 0 ? { visionTargetModules: visionTargets } : { visionTargetModules: undefined }) } },
     tensors,
     lora: adapters,
     gradChunks: () => null,

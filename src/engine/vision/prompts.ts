@@ -60,11 +60,15 @@ function checkImages(s: ScoreSequence, i: number, imageTokenId: number, merge: n
   }
 }
 
+/** Records the tower over concatenated pixel_values of `grids`: its merged rows (the training backward passes its own, which keeps activations). */
+export type ImageEncoder = (rec: Recorder, pixelValues: Float32Array, grids: readonly GridThw[]) => { embeds: GPUBuffer; rows: number };
+
 /**
  * Records the vision tower once over every image of the pack (attention stays within each image) and
  * returns where its rows go: each image's span of tokens in the packed batch, in order. Inputs checked by checkImageInputs.
+ * `adapters`: the tower's LoRA adapters apply (as the language model's do).
  */
-export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSequence[]): ImageSplice | undefined {
+export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSequence[], adapters: boolean, encoder?: ImageEncoder): ImageSplice | undefined {
   if (!seqs.some((s) => s.images)) return undefined;
   const tower = fwd.vision!;
   const merge = tower.config.spatialMergeSize;
@@ -86,7 +90,7 @@ export function encodeImages(fwd: EngineInternals, rec: Recorder, seqs: ScoreSeq
   const all = new Float32Array(pixels.reduce((a, p) => a + p.length, 0));
   let off = 0;
   for (const p of pixels) { all.set(p, off); off += p.length; }
-  const { embeds } = tower.encode(rec, all, grids);
+  const { embeds } = encoder ? encoder(rec, all, grids) : tower.encode(rec, all, grids, adapters);
   const rowBuf = fwd.scratchBuffer('score.imageRows', rows.length * 4);
   fwd.gpu.device.queue.writeBuffer(rowBuf, 0, Uint32Array.from(rows));
   return { embeds, rows: rowBuf, count: rows.length };

@@ -1,0 +1,173 @@
+// Backward through Qwen3.5's vision tower for LoRA on its linears (the tower's weights stay frozen).
+// The language model's backward leaves dL/dx_0 at every packed row; the image tokens' rows of it
+// are dL/d(merged embeddings) (the forward's rows_scatter, read back as a gather). From there, the
+// tower in reverse, with per-block checkpointing like the language model's (backward.ts):
+//   forward: patch embedding + positions, then each block with its input x_b kept, the merger's
+//            intermediates kept;
+//   merger:  fc2 → exact GELU → fc1 → LayerNorm (rows (S/m², m²D) = (S, D) read as merged blocks);
+//   block b (from the last down to the lowest one with an adapter): recompute its forward from x_b,
+//            then fc2 → tanh GELU → fc1 → LN2 (+ residual) → proj → bidirectional attention per frame
+//            → 2-D rotary (inverse rotation) → qkv → LN1 (+ residual).
+// Patch embedding and the position table are frozen and below every adapter: nothing flows into them.
+
+import type { ImageSplice, ParamEntry } from '../internals.ts';
+import type { Recorder } from '../recorder.ts';
+import type { EngineInternals } from '../internals.ts';
+import type { GridThw } from '../vision/inputs.ts';
+import { Act, LAYERNORM_EPS, type TowerBlockActs, type TowerInputs, type VisionTower } from '../vision/tower.ts';
+import type { TrainOps } from './ops.ts';
+import type { LoraParams } from './trainable.ts';
+import { linearBackward } from './linear-backward.ts';
+import { VISION_BLOCK_LINEARS } from '../../model/qwen3_5-vision-tensors.ts';
+import { visionBackwardRoles } from '../memory-plan.ts';
+
+/** A planned backward buffer of `bytes` for `role` (backward.ts's Scratch: checked against memory-plan.ts). */
+type Take = (role: string, bytes: number) => GPUBuffer;
+
+export class VisionBackward {
+  private inputs: TowerInputs | null = null;
+  private readonly checkpoints: GPUBuffer[] = [];
+  private readonly acts: TowerBlockActs;
+  private readonly merger: { normed: GPUBuffer; pre: GPUBuffer; hidden: GPUBuffer; embeds: GPUBuffer };
+  private readonly u: GPUBuffer;
+  private readonly du: GPUBuffer;
+  private readonly buf: Map<string, GPUBuffer>;
+
+  constructor(
+    private readonly internals: EngineInternals,
+    private readonly ops: TrainOps,
+    private readonly tower: VisionTower,
+    private readonly lora: ReadonlyMap<string, LoraParams>,
+    /** Patches over every image of the call. */
+    private readonly S: number,
+    loraR: number,
+    take: Take,
+  ) {
+    this.buf = new Map(visionBackwardRoles(tower.config, S, loraR).map(([role, bytes]) => [role, take(role, bytes)]));
+    const b = (role: string) => this.buf.get(`vision ${role}`)!;
+    for (let i = 0; i <= tower.config.depth; i++) this.checkpoints.push(b(`x[${i}]`));
+    this.acts = {
+      x: this.checkpoints[0]!, n1: b('n1'), qkv: b('qkv'), q: b('q'), k: b('k'), v: b('v'), attn: b('attn'), lse: b('lse'),
+      xMid: b('xMid'), n2: b('n2'), pre: b('pre'), hidden: b('hidden'), xOut: b('xOut'),
+    };
+    this.merger = { normed: b('merger normed'), pre: b('merger pre'), hidden: b('merger hidden'), embeds: b('embeds') };
+    this.u = b('lora u');
+    this.du = b('lora du');
+  }
+
+  /** The lowest block with an adapter (depth when only the merger has some): blocks below it need no backward. */
+  private get lowestBlock(): number {
+    const c = this.tower.config;
+    for (let b = 0; b < c.depth; b++) if (VISION_BLOCK_LINEARS.some((t) => this.lora.has(`model.visual.blocks.${b}.${t}.weight`))) return b;
+    return c.depth;
+  }
+
+  /** The training forward (an ImageEncoder for encodeImages): the tower with LoRA, each block's input kept. */
+  readonly encode = (rec: Recorder, pixelValues: Float32Array, grids: readonly GridThw[]): { embeds: GPUBuffer; rows: number } => {
+    const c = this.tower.config;
+    const inp = this.tower.upload(pixelValues, grids);
+    if (inp.S !== this.S) throw new Error(`vision backward: planned for ${this.S} patches, the images have ${inp.S}`);
+    this.inputs = inp;
+    this.tower.encodeEmbed(rec, inp, this.checkpoints[0]!);
+    for (let b = 0; b < c.depth; b++) {
+      // Each block writes its output straight into the next checkpoint.
+      this.tower.encodeBlock(rec, b, { ...this.acts, x: this.checkpoints[b]!, xOut: this.checkpoints[b + 1]! }, inp, true);
+    }
+    const rows = this.tower.encodeMerger(rec, this.checkpoints[c.depth]!, this.merger, inp.S, true);
+    return { embeds: this.merger.embeds, rows };
+  };
+
+  private param(name: string): ParamEntry {
+    const p = this.tower.params.get(`model.visual.${name}`);
+    if (!p) throw new Error(`vision backward: parameter model.visual.${name} is not loaded`);
+    return p;
+  }
+
+  private linear(rec: Recorder, name: string, x: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer | null, rows: number): void {
+    linearBackward(this.ops, rec, {
+      w: this.param(`${name}.weight`), x, dy, dx, accumulate: false, rows, dw: null,
+      lora: this.lora.get(`model.visual.${name}.weight`), u: this.u, du: this.du,
+    });
+  }
+
+  private layerNorm(rec: Recorder, name: string, x: GPUBuffer, dy: GPUBuffer, dx: GPUBuffer, accumulate: boolean): void {
+    this.ops.layernormBackward(rec, { x, w: this.param(`${name}.weight`).chunks[0]!.buffer, dy, dx, rows: this.S, n: this.tower.config.hiddenSize, eps: LAYERNORM_EPS, accumulate });
+  }
+
+  /**
+   * Records the gather of dL/d(merged embeddings) from dL/dx_0 (T, D) at the image rows; call in the
+   * recorder of the language model's layer 0 backward, before anything rewrites those rows.
+   */
+  gatherEmbedGrads(rec: Recorder, dx0: GPUBuffer, images: ImageSplice): void {
+    this.ops.gatherRows(rec, dx0, images.rows, this.buf.get('vision dembeds')!, images.count, this.tower.config.outHiddenSize);
+  }
+
+  /** The tower's backward from the gathered embedding gradients: LoRA dA, dB of every adapted tower linear. */
+  async run(): Promise<void> {
+    const inp = this.inputs;
+    if (!inp) throw new Error('vision backward: run() before the training forward encoded the images');
+    const c = this.tower.config;
+    const { S } = this;
+    const D = c.hiddenSize;
+    const F = c.intermediateSize;
+    const H = c.numHeads;
+    const d = c.headDim;
+    const G = S / c.spatialMergeSize ** 2;
+    const M = D * c.spatialMergeSize ** 2;
+    const b = (role: string) => this.buf.get(`vision ${role}`)!;
+    const [dx, dNorm, dHidden, dAttn, dq, dk, dv, dQkv] = ['dx', 'dnorm', 'dhidden', 'dattn', 'dq', 'dk', 'dv', 'dqkv'].map(b) as [GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer];
+    const lowest = this.lowestBlock;
+
+    const rec = this.internals.recorder('train vision merger backward');
+    // merger: embeds = fc2(gelu_erf(fc1(LN(x_depth) as (G, M))))
+    const dMerged = b('dmerger hidden');
+    this.linear(rec, 'merger.linear_fc2', this.merger.hidden, b('dembeds'), dMerged, G);
+    this.ops.geluBackward(rec, this.merger.pre, dMerged, G * M, Act.GeluErf);
+    if (lowest < c.depth) {
+      this.linear(rec, 'merger.linear_fc1', this.merger.normed, dMerged, dNorm, G); // (G, M) = (S, D)
+      this.layerNorm(rec, 'merger.norm', this.checkpoints[c.depth]!, dNorm, dx, false);
+    } else {
+      this.linear(rec, 'merger.linear_fc1', this.merger.normed, dMerged, null, G);
+    }
+    await rec.submit();
+    if (lowest === c.depth) return;
+
+    // Attention backward's [first, last + 1) per patch: its frame (attention.wgsl's meta [start, length − 1, …]).
+    const meta = inp.layout.meta;
+    const bounds = new Uint32Array(S * 2);
+    for (let s = 0; s < S; s++) {
+      bounds[2 * s] = meta[4 * s]!;
+      bounds[2 * s + 1] = meta[4 * s]! + meta[4 * s + 1]! + 1;
+    }
+    const boundsBuf = b('bounds');
+    this.internals.gpu.device.queue.writeBuffer(boundsBuf, 0, bounds);
+    const a = this.acts;
+    for (let blk = c.depth - 1; blk >= lowest; blk--) {
+      const p = `blocks.${blk}`;
+      const brec = this.internals.recorder(`train vision block ${blk} backward`);
+      const acts = { ...a, x: this.checkpoints[blk]! };
+      this.tower.encodeBlock(brec, blk, acts, inp, true);
+      // dx = dL/dxOut on entry. MLP: xOut = xMid + fc2(act(fc1(LN2(xMid)))).
+      this.linear(brec, `${p}.mlp.linear_fc2`, acts.hidden, dx, dHidden, S);
+      this.ops.geluBackward(brec, acts.pre, dHidden, S * F, this.tower.blockAct);
+      this.linear(brec, `${p}.mlp.linear_fc1`, acts.n2, dHidden, dNorm, S);
+      this.layerNorm(brec, `${p}.norm2`, acts.xMid, dNorm, dx, true); // dx = dL/dxMid
+      // Attention: xMid = x + proj(attn(rope(q), rope(k), v)), (q, k, v) = qkv(LN1(x)).
+      this.linear(brec, `${p}.attn.proj`, acts.attn, dx, dAttn, S);
+      this.ops.attentionBackward(brec, {
+        q: acts.q, k: acts.k, v: acts.v, o: acts.attn, dout: dAttn, bounds: boundsBuf, stats: b('attention stats'),
+        dq, dk, dv, tokens: S, heads: H, kvHeads: H, headDim: d, causal: false,
+      });
+      this.ops.ropeBackward(brec, dq, inp.rope, S, H, d, d);
+      this.ops.ropeBackward(brec, dk, inp.rope, S, H, d, d);
+      [dq, dk, dv].forEach((src, i) => this.ops.rowsCopy(brec, src, dQkv, { rows: S, n: D, srcOffset: 0, srcStride: D, dstOffset: i * D, dstStride: 3 * D }));
+      if (blk > lowest) {
+        this.linear(brec, `${p}.attn.qkv`, acts.n1, dQkv, dNorm, S);
+        this.layerNorm(brec, `${p}.norm1`, acts.x, dNorm, dx, true); // dx = dL/dx_blk
+      } else {
+        this.linear(brec, `${p}.attn.qkv`, acts.n1, dQkv, null, S);
+      }
+      await brec.submit();
+    }
+  }
+}
