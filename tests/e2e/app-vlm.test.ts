@@ -25,7 +25,7 @@ vi.setConfig({ testTimeout: 900_000, hookTimeout: 600_000 });
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 
 /**
- * One GRPO step of G = 2 after 5 SFT steps, sampled near-greedily (temperature 0.2) so that both
+ * One GRPO step of G = 2 after 8 SFT steps, sampled near-greedily (temperature 0.1) so that both
  * rollouts make the memorised call; the completion budget holds the call, the tool result (screenshot
  * tokens and page text) and the turn after it.
  */
@@ -38,12 +38,10 @@ const VLM_RUN_CONFIG: Record<string, unknown> = {
   max_tool_calling_iterations: 1,
   max_steps: 1,
   learning_rate: 5e-3,
-  lora_r: 4,
-  lora_alpha: 8,
-  temperature: 0.2,
-  sft_steps: 5,
+  temperature: 0.1,
+  sft_steps: 8,
   sft_batch_size: 1,
-  sft_learning_rate: 5e-2,
+  sft_learning_rate: 3e-2,
   save_steps: 1,
   log_completions: true,
   logging_steps: 1,
