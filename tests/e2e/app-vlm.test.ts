@@ -25,12 +25,14 @@ vi.setConfig({ testTimeout: 900_000, hookTimeout: 600_000 });
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 
 /**
- * One GRPO step of G = 2 after 8 SFT steps, sampled near-greedily (temperature 0.1) so that both
+ * One GRPO step of G = 2 after 15 SFT steps, sampled near-greedily (temperature 0.1) so that both
  * rollouts make the memorised call; the completion budget holds the call, the tool result (screenshot
  * tokens and page text) and the turn after it.
  */
 const VLM_RUN_CONFIG: Record<string, unknown> = {
   train_mode: 'lora',
+  // Every linear of both layer kinds (the DeltaNet's in_proj_*/out_proj too): the warm-up memorises the call in 15 steps.
+  lora_target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'in_proj_qkv', 'in_proj_z', 'in_proj_b', 'in_proj_a', 'out_proj'],
   num_generations: 2,
   per_device_train_batch_size: 2,
   gradient_accumulation_steps: 1,
@@ -39,7 +41,7 @@ const VLM_RUN_CONFIG: Record<string, unknown> = {
   max_steps: 1,
   learning_rate: 5e-3,
   temperature: 0.1,
-  sft_steps: 8,
+  sft_steps: 15,
   sft_batch_size: 1,
   sft_learning_rate: 3e-2,
   save_steps: 1,
@@ -112,6 +114,8 @@ describe('the app trains a vision-language model', () => {
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { steps: { metrics: Record<string, number | null> }[] };
     const grpo = stored.steps.filter((s) => s.metrics.phase_sft !== 1);
     expect(grpo).toHaveLength(1);
+    const sftLoss = stored.steps.filter((s) => s.metrics.phase_sft === 1).map((s) => s.metrics.loss);
+    expect(sftLoss.at(-1), `SFT losses ${sftLoss.join(', ')}`).toBeLessThan(0.1);
     expect(grpo[0]!.metrics['tools/call_frequency']).toBeGreaterThan(0);
     expect(grpo[0]!.metrics['images/tokens_per_rollout']).toBeGreaterThan(1);
     // The stored rollouts keep the screenshots the tool results carried, and the model's turn after them.
