@@ -11,6 +11,7 @@ import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
 import { bindTask, resolveTask } from '../src/rl/tasks/resolve-task.ts';
 import type { ModelTier } from '../src/rl/tasks/presets.ts';
 import type { DatasetRow } from '../src/rl/rollout/env.ts';
+import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 
 /** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */
 export const EVAL_SEED_BASE = 1_000_000;
@@ -18,6 +19,10 @@ export const EVAL_SEED_BASE = 1_000_000;
 export interface EvaluateInput {
   engine: Engine;
   tokenizer: TextTokenizer;
+  /** A vision-language model's images (its engine loaded with the vision tower): screenshots are embedded. */
+  vision?: RolloutVision;
+  /** Why the checkpoint's vision tower cannot be used (config.visionError), for a vision task's refusal. */
+  visionError?: string;
   /** The model's size (tiny models play catch in its compact form, as in training). */
   tier: ModelTier;
   config: GRPOConfig;
@@ -42,7 +47,7 @@ function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
 async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
   // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
   const resolved = await resolveTask({ env: input.envName, url: input.envUrl, tier: input.tier, prompts: async () => input.prompts ?? [] });
-  const task = bindTask(resolved, { tokenizer: input.tokenizer });
+  const task = bindTask(resolved, { tokenizer: input.tokenizer, readsImages: input.vision !== undefined, ...(input.visionError ? { visionError: input.visionError } : {}) });
   task.episodes.reseed(EVAL_SEED_BASE);
   const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
   const rollouts = await runRollouts({
@@ -54,6 +59,7 @@ async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): 
     config: { ...input.config, temperature: 0, top_p: 1, top_k: 0 },
     seed: EVAL_SEED_BASE,
     template: task.template,
+    ...(input.vision ? { imageTokenizer: input.vision.imageTokenizer } : {}),
   });
   const R = await rolloutRewards(task.rewardFuncs, rollouts, { globalStep: 0 });
   const rewards = [...weightedRewardSum(R, rewardWeights(input.config.reward_weights, task.rewardFuncs))];

@@ -6,7 +6,7 @@
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
-import { planMemory, type MemoryPlan } from '../src/engine/memory-plan.ts';
+import { planMemory, towerPlan, type MemoryPlan } from '../src/engine/memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf } from '../src/engine/weight-precision.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
@@ -18,6 +18,8 @@ import { parseTranscripts } from '../src/rl/grpo/sft.ts';
 import { adapterFiles, plannedWorkload, Run, trainableMode, type RunEvent } from '../src/rl/run.ts';
 import { RunControl } from '../src/rl/run-control.ts';
 import type { Rollout } from '../src/rl/rollout/rollout.ts';
+import { checkpointVision } from '../src/rl/rollout/checkpoint-vision.ts';
+import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { bindTask, resolveTask, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
@@ -43,6 +45,8 @@ interface ReadyModel {
   engine: Engine;
   /** The weight storage the engine was loaded with (a reload uses the same). */
   weightDtype: 'f16' | 'f32';
+  /** A vision-language checkpoint's images (its engine loaded with the vision tower); undefined for a text model. */
+  vision: RolloutVision | undefined;
   /**
    * Full fine-tuning trained the engine's base weights in place since they were uploaded: the next
    * run must not start from them (see TrainerService.startingPoint).
@@ -61,6 +65,8 @@ function memoryPlanFor(model: LoadedModel, gpu: Gpu, weightDtype: 'f16' | 'f32',
     weightDtype,
     ...plannedWorkload(config),
     limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
+    // loadModel uploads a vision-language checkpoint's tower too: the plan counts it.
+    ...towerPlan(model.checkpoint.config),
   });
 }
 
@@ -147,8 +153,11 @@ export class TrainerService implements TrainerWorkerApi {
       await delivered;
       return info;
     }
-    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype });
-    this.model = { loaded, engine, weightDtype: plannedDtype, baseTrained: false };
+    // A vision-language checkpoint loads with its tower and processor, so its runs read screenshots
+    // (a vision_config that cannot be used, config.visionError, leaves a text model without one).
+    const vision = await checkpointVision(loaded.checkpoint, loaded.name);
+    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype, vision: vision !== undefined });
+    this.model = { loaded, engine, weightDtype: plannedDtype, vision, baseTrained: false };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -185,7 +194,7 @@ export class TrainerService implements TrainerWorkerApi {
     if (model.baseTrained) {
       model.engine.destroy();
       try {
-        model.engine = await loadEngine(model.loaded.checkpoint, { gpu: await this.gpu(), weightDtype: model.weightDtype });
+        model.engine = await loadEngine(model.loaded.checkpoint, { gpu: await this.gpu(), weightDtype: model.weightDtype, vision: model.vision !== undefined });
       } catch (err) {
         this.model = null;
         throw new Error(`Could not upload the weights of ${model.loaded.name} again for the new run (${(err as Error).message}): load the model again on the setup page`);
@@ -205,7 +214,7 @@ export class TrainerService implements TrainerWorkerApi {
       const config = configFromObject({ ...withoutUnknownKeys(opts.config), sft_steps: opts.sftSteps });
       const { tokenizer } = model.loaded;
       const resolved = await resolveTask({ env: opts.envName, url: opts.envUrl, tier: modelTierOf(model.loaded.checkpoint.config), prompts: async () => opts.prompts ?? [] });
-      const task = bindTask(resolved, { tokenizer });
+      const task = bindTask(resolved, { tokenizer, readsImages: model.vision !== undefined, ...visionErrorOf(model) });
       const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
       if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
       await this.startingPoint(model, trainableMode(config));
@@ -218,6 +227,7 @@ export class TrainerService implements TrainerWorkerApi {
       const run = new Run({
         engine: model.engine,
         tokenizer,
+        ...(model.vision ? { vision: model.vision } : {}),
         config,
         task,
         sftTranscripts: async () => (opts.sftJsonl !== undefined ? parseTranscripts(opts.sftJsonl, 'uploaded SFT data') : solverTranscripts(task, solverEpisodes(config), config.seed)),
@@ -284,11 +294,18 @@ export class TrainerService implements TrainerWorkerApi {
   }
 
   async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0]): Promise<EvalRow[]> {
-    const { engine, loaded } = this.ready();
+    const model = this.ready();
+    const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
+}
+
+/** bindTask's visionError: why a checkpoint's vision_config cannot be used, named when a vision task is refused. */
+function visionErrorOf(model: ReadyModel): { visionError?: string } {
+  const why = model.loaded.checkpoint.config.visionError;
+  return why ? { visionError: why } : {};
 }
 
 /** A stored run config may carry keys of a newer or older webgrpo; the trainer only takes its own. */

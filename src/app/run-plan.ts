@@ -1,7 +1,7 @@
 // The memory plan of the run being set up, for the config as typed: computed on the page (planMemory
 // and runLimitErrors are pure) from the loaded model's config and the adapter's limits, so the plan
 // and the errors beside the fields follow every keystroke.
-import { planMemory, type MemoryPlan } from '../engine/memory-plan.ts';
+import { planMemory, towerPlan, type MemoryPlan } from '../engine/memory-plan.ts';
 import type { GRPOConfig } from '../rl/config.ts';
 import { plannedWorkload, runLimitErrors, type AdapterLimits, type RunLimitErrors } from '../rl/run-limits.ts';
 import type { ModelInfo, ProbeResult } from './worker-api.ts';
@@ -38,6 +38,8 @@ export function runPlan(model: ModelInfo | null, probe: ProbeResult | null, conf
     ...planned,
     ...plannedWorkload(config),
     limits: { ...limits, maxStorageBufferBindingSize: Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES) },
+    // The worker loads a vision-language checkpoint with its tower (trainer-service.ts).
+    ...towerPlan(model.config),
   });
   return { plan, errors: runLimitErrors(config, planned, limits) };
 }

@@ -10,11 +10,9 @@ import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import type { GridThw } from '../engine/vision/inputs.ts';
 import type { ScoreImages } from '../engine/types.ts';
 import { decodePng } from '../vision/png.ts';
-import { parseImageProcessorConfig, processImage, type ImageProcessorConfig } from '../vision/image-processor.ts';
+import { processImage } from '../vision/image-processor.ts';
+import { loadImageProcessor } from '../vision/processor-files.ts';
 import { expandImageTokens, mropePositionIds } from '../vision/image-prompt.ts';
-
-/** Processor config files as transformers writes them (newest first). */
-const PROCESSOR_FILES = ['processor_config.json', 'preprocessor_config.json'];
 
 export interface ImagePrompt {
   ids: number[];
@@ -44,30 +42,4 @@ export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text
   const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
   const { ids, offsets, positions } = imagePrompt(tokenizer, text, grid, vision);
   return { ids, images: { pixelValues, grids: [grid], offsets, positions } };
-}
-
-/** The checkpoint's image processor config, checked against its vision_config (`what` names the caller in errors). */
-export async function loadImageProcessor(ckpt: OpenedCheckpoint, what: string): Promise<ImageProcessorConfig> {
-  const vision = ckpt.config.vision;
-  if (!vision) throw new Error(ckpt.config.visionError ? `${what}: ${ckpt.config.visionError}` : `${what}: ${ckpt.location} has no vision_config (not a vision-language model)`);
-  let processor = null;
-  for (const name of PROCESSOR_FILES) {
-    const found = await ckpt.readText(name);
-    if (found !== null) {
-      const where = `${ckpt.location}/${name}`;
-      let json: unknown;
-      try {
-        json = JSON.parse(found);
-      } catch (err) {
-        throw new Error(`${where} is not valid JSON: ${(err as Error).message}`);
-      }
-      processor = parseImageProcessorConfig(json, where);
-      break;
-    }
-  }
-  if (!processor) throw new Error(`${what}: ${ckpt.location} has no ${PROCESSOR_FILES.join(' or ')}`);
-  if (processor.patchSize !== vision.patchSize || processor.temporalPatchSize !== vision.temporalPatchSize || processor.mergeSize !== vision.spatialMergeSize) {
-    throw new Error(`${what}: the processor's patch ${processor.patchSize}, temporal ${processor.temporalPatchSize}, merge ${processor.mergeSize} differ from vision_config's ${vision.patchSize}, ${vision.temporalPatchSize}, ${vision.spatialMergeSize}`);
-  }
-  return processor;
 }

@@ -38,7 +38,8 @@ qwen3_5 only:
   --composite true|false write Qwen3_5ForConditionalGeneration's form (text_config,
                          model.language_model.* tensors) instead of Qwen3_5ForCausalLM's (default false)
   --vision               add a tiny vision tower (vision_config, model.visual.* tensors,
-                         processor_config.json); implies --composite true`;
+                         processor_config.json) and Qwen3.5's image-aware chat template
+                         (chat_template.jinja); implies --composite true`;
 
 const INT_FLAGS: Record<string, keyof TinyModelOptions> = {
   seed: 'seed', hidden: 'hidden', layers: 'layers', heads: 'heads', 'kv-heads': 'kvHeads',

@@ -30,8 +30,7 @@ import { isDirectory } from '../model/node-files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
-import { loadImageProcessor } from './image-prompt.ts';
-import { rolloutVision } from '../rl/rollout/rollout-images.ts';
+import { checkpointVision } from '../rl/rollout/checkpoint-vision.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -371,8 +370,8 @@ export async function run(argv: string[]): Promise<number> {
     (download as ProgressTask | null)?.end();
     const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
     // A vision-language checkpoint trains with its vision tower: screenshots are embedded, not dropped.
-    const vision = ckpt.config.vision ? rolloutVision(await loadImageProcessor(ckpt, 'train'), ckpt.config.vision.imageTokenId) : undefined;
-    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize, readsImages: vision !== undefined });
+    const vision = await checkpointVision(ckpt, 'train');
+    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize, readsImages: vision !== undefined, ...(ckpt.config.visionError ? { visionError: ckpt.config.visionError } : {}) });
     if (sftSolver) {
       progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
       transcripts = [...transcripts, ...(await solverTranscripts(task, args.sftEpisodes, config.seed))];

@@ -6,8 +6,6 @@ import type { Checkpoint, LoadProgress, ModelConfig } from '../model/types.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { loadVisionTower } from './vision/load.ts';
 
-/** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
-const DEFAULT_IMAGE_PATCHES = 1024;
 import { qwen3TensorLayout, validateQwen3Tensors } from '../model/qwen3-tensors.ts';
 import { decodeToFloat32, dtypeSize } from '../model/safetensors.ts';
 import { adapterName, getGpu, type Gpu } from './gpu.ts';
@@ -16,7 +14,7 @@ import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.t
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
 import { LinearStatePool } from './linear-state.ts';
-import { planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { DEFAULT_IMAGE_PATCHES, planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { CachedDecodeSession, SequenceState, generateBatch, type GenerateStats } from './generate.ts';

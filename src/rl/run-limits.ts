@@ -11,10 +11,10 @@
 //   - every buffer of one backward call (backwardBufferPlan), over one micro-batch of
 //     per_device_train_batch_size sequences;
 //   - and, when the memory is known (a software adapter's is the machine's RAM), the memory plan's
-//     total against it.
+//     total against it (a vision-language model's tower included).
 // An error names the buffer, its size and the limit, and the largest value of the field that fits.
 
-import { backwardBufferPlan, formatBytes, kvBytesPerToken, planMemory, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
+import { backwardBufferPlan, formatBytes, kvBytesPerToken, planMemory, towerPlan, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { generationBatchSize, type GRPOConfig } from './config.ts';
 
@@ -78,7 +78,8 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
     if (bytes > bufferLimit) return { what: `the backward '${role}' buffer (${micro} sequences × ${tokens} tokens)`, bytes, limit: `this adapter's ${formatBytes(bufferLimit)} buffer limit` };
   }
   if (limits.budgetBytes !== undefined) {
-    const plan = planMemory({ config: model, weightDtype: planned.weightDtype, mode, numSequences: sequences, maxTokensPerSequence: tokens, limits });
+    // A vision-language checkpoint trains with its tower loaded (CLI and app): its weights and activations count.
+    const plan = planMemory({ config: model, weightDtype: planned.weightDtype, mode, numSequences: sequences, maxTokensPerSequence: tokens, limits, ...towerPlan(model) });
     if (plan.totalBytes > limits.budgetBytes) return { what: `the run's memory plan (${sequences} sequences × ${tokens} tokens)`, bytes: plan.totalBytes, limit: `the ${formatBytes(limits.budgetBytes)} of memory available` };
   }
   return null;

@@ -80,6 +80,16 @@ export function trainableMode(c: GRPOConfig): TrainableMode {
   return { kind: 'lora', lora: { r: c.lora_r, alpha: c.lora_alpha, targetModules: c.lora_target_modules, ...(vision.length > 0 ? { visionTargetModules: vision } : {}), seed: c.seed } };
 }
 
+/**
+ * A vision-language run's `images/tokens_per_rollout`: image placeholder tokens in a rollout's context
+ * (prompt + completion), averaged over the generation. What the vision tower embedded: 0 means no
+ * screenshot reached the model (e.g. no tool call returned one).
+ */
+function imageTokensPerRollout(rollouts: readonly Rollout[]): number {
+  if (rollouts.length === 0) return 0;
+  return rollouts.reduce((n, r) => n + r.images.reduce((m, im) => m + im.length, 0), 0) / rollouts.length;
+}
+
 const MOMENT = /\.(exp_avg|exp_avg_sq)$/;
 
 /**
@@ -241,7 +251,7 @@ export class Run {
     return {
       phase: 'grpo',
       ...e,
-      metrics: { ...e.metrics, tokens_per_second: tokensPerSecond },
+      metrics: { ...e.metrics, tokens_per_second: tokensPerSecond, ...(this.spec.vision && rollouts ? { 'images/tokens_per_rollout': imageTokensPerRollout(rollouts) } : {}) },
       step: this.sftSteps + e.step,
       totalSteps: this.sftSteps + e.totalSteps,
       completions: e.completions.map((s) => ({ ...s, step: this.sftSteps + s.step })),

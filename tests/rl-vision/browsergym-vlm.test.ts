@@ -117,6 +117,8 @@ describe('a text-only model', () => {
     const resolved = await resolveTask({ env: 'browsergym-vlm', url: 'http://127.0.0.1:9/envs/browsergym' });
     expect(resolved.name).toBe('browsergym-vlm');
     expect(() => bindTask(resolved, { tokenizer: qwen3Tokenizer() })).toThrow(/the browsergym-vlm task needs a vision model/);
+    // A VL checkpoint whose vision_config cannot be used loads as text: the refusal says why.
+    expect(() => bindTask(resolved, { tokenizer: qwen3Tokenizer(), visionError: 'vision_config: depth must be a positive integer' })).toThrow(/needs a vision model: .*its vision tower cannot be used \(vision_config: depth must be a positive integer\)/);
     expect(bindTask(resolved, { tokenizer: qwen3Tokenizer(), readsImages: true }).tools).toEqual(TRL_VLM_TOOLS);
     expect((await resolveTask({ env: 'browsergym-vlm:click-test,enter-text' })).task.dataset(2).map((r) => r.task_name)).toEqual(['click-test', 'enter-text']);
     await expect(train(['--model', 'models/demo', '--env', 'browsergym-vlm', '--env-url', 'http://127.0.0.1:9/envs/browsergym'])).rejects.toThrow(/the browsergym-vlm task needs a vision model/);

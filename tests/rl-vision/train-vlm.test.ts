@@ -6,13 +6,12 @@
 // is the engine's. The scripted turn also "samples" an <|image_pad|> of its own, as a random or early
 // model can: that token is text, trained like any sampled token, and must not be taken for an image.
 
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createBrowserGymEnv, type BrowserGymEnvDefinition } from '../../env-server/envs/browsergym/index.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import { loadImageProcessor } from '../../src/cli/image-prompt.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import type { GenerateOutput, GenerateRequest, ScoreRequest } from '../../src/engine/types.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
@@ -24,7 +23,7 @@ import { envRolloutSource } from '../../src/rl/rollout/rollout-source.ts';
 import type { Rollout, RolloutEngine } from '../../src/rl/rollout/rollout.ts';
 import { trainableMode } from '../../src/rl/run.ts';
 import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
-import { rolloutVision } from '../../src/rl/rollout/rollout-images.ts';
+import { checkpointVision } from '../../src/rl/rollout/checkpoint-vision.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
@@ -40,8 +39,6 @@ afterAll(async () => {
 
 // Qwen3.5's XML tool-call form (its chat template's own), after a sampled image token that is no image.
 const CLICK = '<|image_pad|><tool_call>\n<function=click>\n<parameter=bid>\n13\n</parameter>\n</function>\n</tool_call>';
-/** The real Qwen3.5 chat template (h22g's fixture): it renders image blocks as <|vision_start|><|image_pad|><|vision_end|>. */
-const QWEN3_5_TEMPLATE = new URL('../fixtures/qwen3_5-tokenizer/chat_template.jinja', import.meta.url).pathname;
 
 /**
  * The engine for rollouts, except that a turn appending no image (the first: its prompt is text) answers
@@ -81,10 +78,9 @@ describe('GRPO on a tiny Qwen3.5 VL with browsergym-vlm', () => {
     // head_dim 32 × partial_rotary 0.5: 8 rotary pairs, so mrope_section gives every axis (t, h, w) some.
     const files = await makeTinyCheckpointFiles({ arch: 'qwen3_5', vision: true, seed: 7, hidden: 32, layers: 2, layerTypes: ['linear_attention', 'full_attention'], heads: 2, kvHeads: 1, headDim: 32, partialRotary: 0.5, intermediate: 64 });
     for (const [name, bytes] of files) await writeFile(join(model, name), bytes);
-    // The tiny model carries Qwen3's tokenizer and template; Qwen3.5's template (same special tokens) is what a VL checkpoint renders with.
-    await copyFile(QWEN3_5_TEMPLATE, join(model, 'chat_template.jinja'));
     const ckpt = await openCheckpoint(model);
-    const vision = rolloutVision(await loadImageProcessor(ckpt, 'test'), ckpt.config.vision!.imageTokenId);
+    // The tiny VL renders with Qwen3.5's chat template (make-tiny-model --vision writes it): image blocks, XML tool calls.
+    const vision = (await checkpointVision(ckpt, 'test'))!;
     const tokenizer = await loadCheckpointTokenizer(ckpt, model);
 
     def = createBrowserGymEnv({ actionTimeoutMs: 10_000, axtree: 'classic' }, {});

@@ -1,11 +1,14 @@
 // The config-vs-adapter check the setup page and the `train` CLI share: the issue's impossible values
 // on the built-in demo model are refused beside the field to lower; every preset passes.
 import fs from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/model/config.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { runLimitErrors, runLimitMessage } from '../../src/rl/run-limits.ts';
 import { PRESET_CONFIGS, type PresetEnv } from '../../src/rl/tasks/presets.ts';
+import { makeTinyModel } from '../../src/model/tiny-model.ts';
+import { runPlan } from '../../src/app/run-plan.ts';
+import type { ModelInfo, ProbeResult } from '../../src/app/worker-api.ts';
 
 const demo = { config: parseConfig(JSON.parse(fs.readFileSync(new URL('../../models/demo/config.json', import.meta.url), 'utf8'))), weightDtype: 'f32' as const };
 const qwen3 = {
@@ -57,5 +60,25 @@ describe('run limits', () => {
     const errors = runLimitErrors(configFromObject({ train_mode: 'full', num_generations: 2, per_device_train_batch_size: 2, max_completion_length: 64 }), qwen3, { maxStorageBufferBindingSize: GiB, maxBufferSize: GiB, budgetBytes: 4 * GiB });
     expect(Object.keys(errors)).toEqual(['train_mode']);
     expect(errors.train_mode).toMatch(/train a LoRA adapter instead/);
+  });
+
+  it('counts a vision-language model\'s tower: the setup page\'s plan lists it, the memory check refuses what only the tower overflows', async () => {
+    const vl = { config: (await makeTinyModel({ arch: 'qwen3_5', vision: true })).config, weightDtype: 'f32' as const };
+    const textOnly = { ...vl, config: { ...vl.config, vision: null } };
+    const config = catchTiny({});
+    const limits = { maxStorageBufferBindingSize: GiB, maxBufferSize: GiB };
+    const model = (planned: typeof vl) => ({ ...planned, name: 'tiny VL', layers: 2, hidden: 64, vocab: 512, params: 1, memory: [], totalBytes: 0, fits: true }) as unknown as ModelInfo;
+    const probe = { webgpu: true, maxBufferSize: GiB, maxStorageBufferBindingSize: GiB } as ProbeResult;
+    vi.stubGlobal('navigator', {}); // the page's (adapterLimitsOf reads navigator.deviceMemory)
+    const withTower = runPlan(model(vl), probe, config)!.plan;
+    const without = runPlan(model(textOnly), probe, config)!.plan;
+    expect(withTower.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
+    expect(without.items.map((i) => i.name)).not.toContain('vision tower weights');
+    // A budget the text model fits in but not its tower on top: the VL run is refused.
+    const budgetBytes = without.totalBytes + 1024;
+    expect(withTower.totalBytes).toBeGreaterThan(budgetBytes);
+    expect(runLimitErrors(config, textOnly, { ...limits, budgetBytes })).toEqual({});
+    expect(runLimitMessage(runLimitErrors(config, vl, { ...limits, budgetBytes }))).toMatch(/the run's memory plan .* over the .* of memory available/);
+    vi.unstubAllGlobals();
   });
 });

@@ -10,11 +10,16 @@ import type { ModelConfig } from '../../model/types.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';
 
-/** The decoder in a few words: Qwen3.5's layer mix is what its memory (state vs KV cache) depends on. */
+/**
+ * The model in a few words: Qwen3.5's layer mix is what its memory (state vs KV cache) depends on, and
+ * a vision tower is what lets it train on screenshots (the worker loads it whenever config.vision is usable).
+ */
 function architectureOf(config: ModelConfig): string {
   if (config.architecture !== 'qwen3_5') return `Qwen3, ${config.numLayers} layers`;
   const linear = config.layerTypes.filter((t) => t === 'linear_attention').length;
-  return `Qwen3.5, ${config.numLayers} layers (${linear} Gated DeltaNet, ${config.numLayers - linear} gated attention)`;
+  const decoder = `Qwen3.5, ${config.numLayers} layers (${linear} Gated DeltaNet, ${config.numLayers - linear} gated attention)`;
+  if (config.vision) return `${decoder} + a vision tower (${config.vision.depth} blocks): reads images`;
+  return config.visionError ? `${decoder}, text only (its vision tower cannot be used: ${config.visionError})` : decoder;
 }
 
 /** `plan`: the memory plan of the config in the form (null until model, adapter limits and config are known). */

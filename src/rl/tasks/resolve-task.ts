@@ -134,12 +134,15 @@ export interface BindOptions {
    * Default false — a task whose env returns screenshots (`needsVision`) is then refused.
    */
   readsImages?: boolean;
+  /** Why the checkpoint's vision tower cannot be used (config.visionError), named when a vision task is refused. */
+  visionError?: string;
 }
 
 /** The resolved task bound to its env URL(s) and the model's tokenizer. */
 export function bindTask(r: ResolvedTask, o: BindOptions): RunTask {
   if (r.task.needsVision && !o.readsImages) {
-    throw new Error(`the ${r.name} task needs a vision model: every tool result is a screenshot of the page, and this model reads text only (train the text-only browsergym task instead, or load a vision-language checkpoint whose vision tower webgrpo runs)`);
+    const why = o.visionError ? `its vision tower cannot be used (${o.visionError}), so it` : 'this model';
+    throw new Error(`the ${r.name} task needs a vision model: every tool result is a screenshot of the page, and ${why} reads text only (train the text-only browsergym task instead, or load a vision-language checkpoint whose vision tower webgrpo runs)`);
   }
   const urls: Partial<Record<EnvUrlName, string>> = r.url === null ? { ...o.builtinUrls } : r.env ? { [r.env]: r.url } : {};
   const episodes = seededEpisodes(0);
