@@ -164,8 +164,9 @@ describe('trainer worker API (Node)', () => {
     const t0 = performance.now();
     service.stop();
     await training;
-    // Measured: 20 ms; before stop reached the decode loop it waited out the generation (18 s).
-    expect(performance.now() - t0).toBeLessThan(4000);
+    // Measured: 20 ms idle; before stop reached the decode loop it waited out the generation (18 s, and
+    // the rest of it is still ≥ 12 s here). The bound leaves room for a machine loaded by other work.
+    expect(performance.now() - t0).toBeLessThan(8000);
     expect(r.statuses).toEqual(['running', 'stopped']);
     expect(r.steps).toEqual([]);
     expect(await service.checkpointStep('run-stop')).toBe(0);
