@@ -42,7 +42,10 @@ export interface LoadEngineOptions {
   attention?: 'auto' | AttentionVariant;
   /** How kernels read f16 weights, forward and backward: 'auto' (default) = natively (`array<f16>`) on GPUs with shader-f16, unpacked from u32 words on software adapters and without shader-f16. */
   halfLoads?: 'auto' | HalfLoads;
-  /** The gated delta rule of multi-token passes (Qwen3.5): 'auto' (default) = chunked; see DeltaRuleVariant. */
+  /**
+   * The gated delta rule of multi-token passes (Qwen3.5; see DeltaRuleVariant): 'auto' (default) = recurrent on
+   * software adapters (measured faster there at 0.8B shapes, BENCHMARKS.md), chunked otherwise.
+   */
   deltaRule?: 'auto' | DeltaRuleVariant;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
@@ -301,7 +304,7 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
   }
   const matmul: MatmulVariant = !opts.matmul || opts.matmul === 'auto' ? (gpu.software ? 'blocked' : 'tiled') : opts.matmul;
   const attention: AttentionVariant = !opts.attention || opts.attention === 'auto' ? (gpu.software ? 'thread' : 'workgroup') : opts.attention;
-  const deltaRule: DeltaRuleVariant = !opts.deltaRule || opts.deltaRule === 'auto' ? 'chunked' : opts.deltaRule;
+  const deltaRule: DeltaRuleVariant = !opts.deltaRule || opts.deltaRule === 'auto' ? (gpu.software ? 'recurrent' : 'chunked') : opts.deltaRule;
   const fwd = new Qwen3Forward(gpu, cfg, params, { matmul, attention, halfLoads, deltaRule }, maxBindingBytes);
   if (opts.vision) {
     try {
