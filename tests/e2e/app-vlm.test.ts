@@ -108,6 +108,7 @@ describe.skip('the app trains a vision-language model', () => {
     const plan = (await page.getByTestId('memory-plan').textContent())!;
     expect(plan).toContain('vision tower weights');
     expect(plan).toContain('vision activations');
+    await page.screenshot({ path: `${SCREENSHOTS}app-vlm-setup.png`, fullPage: true });
     await page.getByTestId('start-run').click();
     await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
     const id = page.url().split('/').pop()!;
