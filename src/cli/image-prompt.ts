@@ -34,9 +34,9 @@ export function imagePrompt(tokenizer: TextTokenizer, text: string, grid: GridTh
 
 /** ids and images of `score --image FILE --text TEXT` for a vision-language checkpoint. */
 export async function imageScoreInput(ckpt: OpenedCheckpoint, file: string, text: string): Promise<{ ids: number[]; images: ScoreImages }> {
-  const vision = ckpt.config.vision;
-  if (!vision) throw new Error(ckpt.config.visionError ? `--image: ${ckpt.config.visionError}` : `--image: ${ckpt.location} has no vision_config (not a vision-language model)`);
+  // loadImageProcessor refuses a checkpoint without a usable vision_config, naming why.
   const processor = await loadImageProcessor(ckpt, '--image');
+  const vision = ckpt.config.vision!;
   const png = decodePng(new Uint8Array(await readFile(file)), file);
   const { pixelValues, gridThw: grid } = processImage(png.rgb, png.width, png.height, processor);
   const tokenizer = await loadCheckpointTokenizer(ckpt, ckpt.location);
