@@ -88,6 +88,7 @@ export function rolloutViews(input: RolloutViewInput): RolloutView[] {
       rewards: sample.rewards,
     };
     if (error !== undefined) view.error = error;
+    if (rollout.overBudget) view.overBudget = { ...rollout.overBudget };
     return view;
   });
 }

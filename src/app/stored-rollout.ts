@@ -43,6 +43,7 @@ function problemOf(data: unknown): string | null {
   if (typeof data.advantage !== 'number' || !Number.isFinite(data.advantage)) return `"advantage" must be a number, got ${JSON.stringify(data.advantage) ?? 'nothing'}`;
   if (!isObject(data.rewards) || !Object.values(data.rewards).every(isScore)) return '"rewards" must be an object of numbers (or null)';
   if (data.error !== undefined && typeof data.error !== 'string') return '"error" must be a string';
+  if (data.overBudget !== undefined && !(isObject(data.overBudget) && isCount(data.overBudget.tokens) && isCount(data.overBudget.budget))) return '"overBudget" must be {"tokens", "budget"} (non-negative integers)';
   return null;
 }
 

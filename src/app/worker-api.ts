@@ -88,6 +88,8 @@ export interface RolloutView {
   advantage: number;
   rewards: Record<string, number | null>;
   error?: string;
+  /** The last tool results were rolled back: with them the completion needed `tokens`, over `budget`. */
+  overBudget?: { tokens: number; budget: number };
 }
 
 export interface RunOptions {

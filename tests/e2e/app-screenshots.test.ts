@@ -87,4 +87,32 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
     const html = await (await fetch(`${app.url}/api/runs/${id}/page`)).text();
     expect(html.match(/<img class="shot" src="data:image\/png;base64,/g)?.length).toBe(2);
   });
+
+  it('a step whose tool results never fitted the budget is said: a banner, and the rollout says where it ended', async () => {
+    const row = EXAMPLES['browsergym-vlm'].dataset(1)[0]!;
+    const exported = {
+      format: 'webgrpo-run', version: 1,
+      run: { name: 'browsergym-vlm over budget', status: 'finished', createdAt: '', updatedAt: '', config: { num_generations: 2, max_completion_length: 200 }, model: { name: 'tiny VL' }, env: { name: 'browsergym', task: 'browsergym-vlm' }, error: null },
+      steps: [{ step: 0, metrics: { reward: 0, 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 1 } }],
+      rollouts: [0, 1].map((index) => ({
+        step: 0, index,
+        data: {
+          group: 0, index, reward: 0, advantage: 0, rewards: { reward_completion: 0 }, overBudget: { tokens: 412, budget: 200 },
+          turns: [{ role: 'prompt', text: String(row.prompt[1]!.content) }, { role: 'assistant', text: '<tool_call>\n<function=noop>\n</function>\n</tool_call><|im_end|>' }],
+        },
+      })),
+    };
+    const res = await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(exported) });
+    expect(res.status).toBe(201);
+    const { id, shareToken } = (await res.json()) as { id: string; shareToken: string };
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 1100 } })).newPage();
+    await page.goto(`${app.url}/#/runs/${id}?share=${shareToken}`);
+    const banner = page.getByTestId('step-warnings');
+    await banner.waitFor({ timeout: 30_000 });
+    expect(await banner.textContent()).toContain('step 1: no tool result of this step reached the model (tools/over_budget_frequency 1)');
+    await page.getByTestId('rollout').first().locator('.rollout-head').click();
+    expect(await page.getByTestId('over-budget').textContent()).toContain('with them this completion would hold 412 tokens, over its budget of 200');
+    await page.getByTestId('rollout').first().scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SCREENSHOTS}rollout-over-budget.png`, fullPage: true });
+  });
 });

@@ -92,6 +92,12 @@ describe('rollout views', () => {
     expect(views[0]).not.toHaveProperty('error');
   });
 
+  it('says when the last tool results were rolled back for the budget', () => {
+    const [cut] = rolloutViews({ rollouts: [{ ...plain, overBudget: { tokens: 640, budget: 600 } }], samples: [sample({ caught: 0 }, 0)], unscorable: [], numGenerations: 1, rewardWeights: [1], tokenizer });
+    expect(cut!.overBudget).toEqual({ tokens: 640, budget: 600 });
+    expect(views[0]).not.toHaveProperty('overBudget');
+  });
+
   it('refuses samples without their rollouts', () => {
     expect(() => rolloutViews({ rollouts: [], samples: [sample({}, 0)], unscorable: [], numGenerations: 2, rewardWeights: [], tokenizer })).toThrow(/sample 0 has no rollout/);
   });

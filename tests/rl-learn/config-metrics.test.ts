@@ -78,6 +78,11 @@ describe('metrics (§13)', () => {
     expect(toolMetrics([r(1, false, 0, 0)])).toMatchObject({ 'tools/stubborn_frequency': 0, 'rollouts/timed_out': 0 });
   });
 
+  it('tools/over_budget_frequency = completions whose tool results were rolled back for the budget / completions', () => {
+    expect(toolMetrics([{ ...r(5, false, 1, 0), overBudget: true }, r(5, false, 1, 0), r(5, false, 0, 0), { ...r(5, false, 2, 1), overBudget: true }])['tools/over_budget_frequency']).toBe(0.5);
+    expect(toolMetrics([])['tools/over_budget_frequency']).toBe(0);
+  });
+
   it('lengths, clipped ratio, rewards per function, clip ratios', () => {
     const m = stepMetrics({
       rollouts: [r(4, false, 0, 0), r(10, true, 0, 0), r(6, false, 0, 0), r(2, true, 0, 0)],

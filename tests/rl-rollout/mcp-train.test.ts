@@ -149,6 +149,14 @@ describe('env errors are named, not trained on', () => {
     expect(stepWarnings({ 'tools/call_frequency': 0, 'tools/failure_frequency': 0 })).toEqual([]);
   });
 
+  it('a step where no tool result fitted the budget carries a warning naming max_completion_length; some fitting, none', () => {
+    const [warning, ...rest] = stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 1 });
+    expect(rest).toEqual([]);
+    expect(warning).toContain('no tool result of this step reached the model (tools/over_budget_frequency 1)');
+    expect(warning).toContain('Raise max_completion_length');
+    expect(stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 0.5 })).toEqual([]);
+  });
+
   it('a run whose every tool call failed is told apart (the CLI then exits 1); one success or no calls at all is not', () => {
     const run = (steps: [number, number][]) => {
       const tally = new ToolFailureTally();

@@ -150,6 +150,8 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     expect(r.toolCalls).toBe(1); // executed, then rolled back (TRL counts it)
     expect(r.truncated).toBe(false);
     expect(engine.batches).toHaveLength(1);
+    // Said, not silent: the call (21) and its suffix (19) needed 40 of 39.
+    expect(r.overBudget).toEqual({ tokens: 40, budget: 39 });
   });
 
   it('budget: the next turn is clipped so that model + suffix tokens never exceed max_completion_length', async () => {
@@ -170,6 +172,7 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     expect(r.completionIds).toEqual([...tok.encode(call), ...HELLO_SUFFIX]);
     expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool']);
     expect(r.truncated).toBe(true);
+    expect(r.overBudget).toBeUndefined();
   });
 
   it('max_position_embeddings: a tool turn reaching the model length is rolled back; an oversized prompt is unscorable', async () => {
@@ -182,6 +185,8 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     const [r] = await runRollouts({ engine, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config(), seed: 14 });
     expect(r.completionIds).toEqual(tok.encode(call));
     expect(r.completion).toHaveLength(1);
+    // The context's end is the budget here: 40 tokens needed, 39 left after the prompt before max_position_embeddings.
+    expect(r.overBudget).toEqual({ tokens: 40, budget: 39 });
     const tiny = new FakeEngine(tok, policyFrom({ A: [call] }), promptLength);
     const [big] = await runRollouts({ engine: tiny, tokenizer: tok, rows: rows('A'), envFactory: () => new LocalEnv(), config: config(), seed: 15 });
     expect(big.error).toBe(`prompt of ${promptLength} tokens does not fit max_position_embeddings ${promptLength}`);

@@ -46,4 +46,10 @@ describe('stored screenshots', () => {
     expect(checkRollout(view([{ src: 'https://tracker.example/x.png', width: 2, height: 2 }]), 0)).toEqual({ ok: false, index: 0, problem: 'turns[0].images[0] src must be a data:image/png or data:image/jpeg base64 URL' });
     expect(checkRollout(view([{ src: 'data:image/png;base64,AA==', width: 0, height: 2 }]), 0)).toMatchObject({ ok: false });
   });
+
+  it('a stored overBudget is {tokens, budget} or the rollout is shown as malformed', () => {
+    const view = (overBudget: unknown) => ({ group: 0, index: 0, turns: [], reward: 0, advantage: 0, rewards: {}, overBudget });
+    expect(checkRollout(view({ tokens: 640, budget: 600 }), 0).ok).toBe(true);
+    expect(checkRollout(view({ tokens: '640', budget: 600 }), 3)).toEqual({ ok: false, index: 3, problem: '"overBudget" must be {"tokens", "budget"} (non-negative integers)' });
+  });
 });

@@ -66,6 +66,7 @@ export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis
           series={[
             { label: 'call frequency', value: m('tools/call_frequency'), color: color(0) },
             { label: 'failure frequency', value: m('tools/failure_frequency'), color: color(1) },
+            { label: 'over budget', value: m('tools/over_budget_frequency'), color: color(2), dash: true },
           ]}
         />
         <Chart title="tokens/s" steps={steps} axis={axis} series={[{ label: 'tokens/s', value: m('tokens_per_second'), color: color(3) }]} />

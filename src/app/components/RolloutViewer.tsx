@@ -58,6 +58,7 @@ function Rollout({ r }: { r: RolloutView }) {
         <span className={adv > 0 ? 'adv pos' : adv < 0 ? 'adv neg' : 'adv'}>advantage {formatNumber(adv)}</span>
         <span className="calls">{r.turns.filter((t) => t.role === 'tool').length} tool calls</span>
         {r.error && <span className="error">unscorable: {r.error}</span>}
+        {r.overBudget && <span className="error">tool results over budget</span>}
       </button>
       {open && (
         <div className="turns">
@@ -70,6 +71,13 @@ function Rollout({ r }: { r: RolloutView }) {
               </div>
             </div>
           ))}
+          {r.overBudget && (
+            <p className="error" data-testid="over-budget">
+              The results of the last tool call were rolled back: with them this completion would hold {r.overBudget.tokens} tokens,
+              over its budget of {r.overBudget.budget} (max_completion_length, or the context left after the prompt). The env ran the call;
+              the model never read what it returned, and the episode ended here.
+            </p>
+          )}
           {enlarged && <Enlarged image={enlarged} onClose={() => setEnlarged(null)} />}
           {Object.keys(r.rewards).length > 0 && (
             <div className="reward-fns">

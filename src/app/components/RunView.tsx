@@ -3,6 +3,7 @@
 // viewer, one-click resume of an interrupted run, and (LoRA only) a greedy evaluation against the base.
 import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
+import { stepWarnings } from '../../rl/grpo/metrics.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
 import { secondsLeft } from '../time-left.ts';
@@ -162,6 +163,8 @@ export function RunView({ id }: { id: string }) {
   const envPath = String(run?.env.name ?? '');
   const envTask = String(run?.env.task ?? envPath);
   const lastMetrics = shownSteps.length ? shownSteps[shownSteps.length - 1].metrics : {};
+  const lastGrpo = shownSteps.filter((s) => !s.metrics.phase_sft).at(-1);
+  const warnings = lastGrpo ? stepWarnings(lastGrpo.metrics) : [];
   const full = run?.config.train_mode === 'full';
   // TRL computes no KL term (and logs none) when beta is 0.
   const klOff = run !== null && Number(run.config.beta ?? 0) === 0;
@@ -263,6 +266,11 @@ export function RunView({ id }: { id: string }) {
         <p className="muted" data-testid="unsaved-note">
           {ui.unsaved.queued} {ui.unsaved.queued === 1 ? 'write waits' : 'writes wait'} for the run store (kept in this browser) — {retryText(ui.unsaved.retryAt)}.
         </p>
+      )}
+      {warnings.length > 0 && (
+        <div className="banner" role="status" data-testid="step-warnings">
+          {warnings.map((w) => <div key={w}><b>step {lastGrpo!.step + 1}:</b> {w}</div>)}
+        </div>
       )}
       {state === 'other-tab' && <p className="banner" data-testid="other-tab-banner">This run is training in another tab of this browser: its controls are there.</p>}
       {interrupted && (

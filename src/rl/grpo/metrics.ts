@@ -18,6 +18,8 @@ export interface RolloutStats {
   stubbornCalls?: number;
   /** The episode ran past episode_timeout_s / env_call_timeout_s (default false). */
   timedOut?: boolean;
+  /** The last tool results were rolled back for the token budget (default false). */
+  overBudget?: boolean;
 }
 
 export interface StepMetricsInput {
@@ -62,8 +64,9 @@ function lengthMetrics(rollouts: RolloutStats[]): Metrics {
 
 /**
  * tools/call_frequency = calls / completions; tools/failure_frequency = failures / calls;
- * tools/stubborn_frequency = stubborn repeats / calls (0 without calls); rollouts/timed_out = episodes
- * closed by a timeout in this step (webgrpo's names for the last two).
+ * tools/stubborn_frequency = stubborn repeats / calls (0 without calls); tools/over_budget_frequency =
+ * completions whose last tool results were rolled back because they did not fit the token budget / completions;
+ * rollouts/timed_out = episodes closed by a timeout in this step (webgrpo's names for the last three).
  */
 export function toolMetrics(rollouts: RolloutStats[]): Metrics {
   const calls = rollouts.reduce((n, r) => n + r.toolCalls, 0);
@@ -73,21 +76,26 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
     'tools/call_frequency': rollouts.length === 0 ? 0 : calls / rollouts.length,
     'tools/failure_frequency': calls === 0 ? 0 : failures / calls,
     'tools/stubborn_frequency': calls === 0 ? 0 : stubborn / calls,
+    'tools/over_budget_frequency': rollouts.length === 0 ? 0 : rollouts.filter((r) => r.overBudget).length / rollouts.length,
     'rollouts/timed_out': rollouts.filter((r) => r.timedOut).length,
   };
 }
 
 /**
- * A step where the model called tools and every call failed is almost never learning: the env is gone
- * or speaks another protocol. Said on every such step (TRL only logs failure_frequency 1).
+ * Steps that are almost never learning, said on every such step (TRL logs only the numbers): every tool
+ * call failed (the env is gone or speaks another protocol), or every completion's tool results were
+ * rolled back for the budget (the model calls tools but never reads what they return).
  */
-export function stepWarnings(metrics: Metrics): string[] {
+export function stepWarnings(metrics: Readonly<Record<string, number | null>>): string[] {
+  const warnings: string[] = [];
   const calls = metrics['tools/call_frequency'] ?? 0;
-  const failures = metrics['tools/failure_frequency'] ?? 0;
-  if (calls > 0 && failures === 1) {
-    return ['every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.'];
+  if (calls > 0 && metrics['tools/failure_frequency'] === 1) {
+    warnings.push('every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.');
   }
-  return [];
+  if (calls > 0 && metrics['tools/over_budget_frequency'] === 1) {
+    warnings.push('no tool result of this step reached the model (tools/over_budget_frequency 1): each one would have taken its completion past max_completion_length (or the context), so it was rolled back and the episode ended at its call. Raise max_completion_length (or lower max_context_images).');
+  }
+  return warnings;
 }
 
 /** Whether a whole run's tool calls all failed, from its steps' metrics (steps without calls say nothing). */

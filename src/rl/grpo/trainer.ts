@@ -41,6 +41,8 @@ export interface TrainerRollout {
   /** Per completion token: 1 on turns that repeat a failing call (dropped from the loss with mask_stubborn_steps). */
   stubbornMask?: readonly number[];
   stubbornCalls?: number;
+  /** The last tool results were rolled back: they did not fit the token budget. */
+  overBudget?: { tokens: number; budget: number };
 }
 
 export interface GenerationRequest {
@@ -387,6 +389,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
     toolFailures: r.toolFailures,
     stubbornCalls: r.stubbornCalls ?? 0,
     timedOut: r.timedOut ?? false,
+    overBudget: r.overBudget !== undefined,
   }));
   const sampleIdx = c.log_completions ? rollouts.map((_, i) => i) : rollouts.slice(0, G).map((_, i) => i);
   const completions: CompletionSample[] = sampleIdx.map((i) => ({

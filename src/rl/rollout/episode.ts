@@ -14,6 +14,12 @@ export type RolloutEngine = Pick<Engine, 'newSequence' | 'releaseSequence' | 'ge
   readonly config: { maxPositionEmbeddings: number };
 };
 
+/** Tool results rolled back for the episode's token budget: the completion length they needed, and the budget. */
+export interface OverBudget {
+  tokens: number;
+  budget: number;
+}
+
 export interface Rollout {
   /** The dataset row this rollout was reset with. */
   row: DatasetRow;
@@ -46,6 +52,12 @@ export interface Rollout {
   toolFailures: number;
   /** Tool calls that repeated an already failed call more than `stubborn_threshold` times. */
   stubbornCalls: number;
+  /**
+   * Set when the last iteration's tool results did not fit and were rolled back (§7): with them the
+   * completion would hold `tokens`, over `budget` (max_completion_length, or less where the model's
+   * context ends first). The episode ended with that call (the env ran it); the model never read its results.
+   */
+  overBudget?: OverBudget;
   /** Why this rollout cannot be scored (env refused, dropped or timed out); its reward must be NaN. */
   error?: string;
   /** Set when the episode or one of its env calls ran past its timeout (also sets `error`). */

@@ -545,7 +545,11 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   const completionLength = capped ? capped.completion.ids.length : rollout.completionIds.length;
   if (capped) suffix = capped.suffix;
   const used = completionLength + suffix.length;
-  if (used > config.max_completion_length || rollout.promptIds.length + used >= maxModelLen) return null;
+  const budget = Math.min(config.max_completion_length, maxModelLen - rollout.promptIds.length - 1);
+  if (used > budget) {
+    rollout.overBudget = { tokens: used, budget };
+    return null;
+  }
   rollout.completion.push(...result.messages);
   rollout.images = capped ? capped.images : images;
   if (capped) {
