@@ -60,7 +60,7 @@ function imagesHtml(images: unknown): string {
 }
 
 function rolloutHtml(r: RolloutRecord): string {
-  const d = r.data as { reward?: unknown; turns?: unknown };
+  const d = r.data as { reward?: unknown; turns?: unknown; error?: unknown; overBudget?: { tokens?: unknown; budget?: unknown } };
   const turns = Array.isArray(d.turns) ? d.turns : [];
   const body = turns
     .map((t) => {
@@ -70,7 +70,14 @@ function rolloutHtml(r: RolloutRecord): string {
     })
     .join('');
   const reward = typeof d.reward === 'number' ? num(d.reward) : '—';
-  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}</details>`;
+  // Why a rollout says less than it seems to: unscorable, or its last tool results rolled back for the budget.
+  const notes = [
+    typeof d.error === 'string' ? `unscorable: ${d.error}` : null,
+    d.overBudget && Number.isInteger(d.overBudget.tokens) && Number.isInteger(d.overBudget.budget)
+      ? `the last tool results were rolled back: ${d.overBudget.tokens as number} tokens with them, over the budget of ${d.overBudget.budget as number}`
+      : null,
+  ].filter((n): n is string => n !== null).map((n) => `<p class="note">${escape(n)}</p>`).join('');
+  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}${notes}</details>`;
 }
 
 export interface RunPageInput {
@@ -103,7 +110,7 @@ h1{font-size:22px;margin:0 0 4px}.muted{color:#6b7280}.status{background:#e5e7eb
 svg text{font-size:10px;fill:#6b7280}.axis{stroke:#d1d5db}.line{fill:none;stroke:#2563eb;stroke-width:1.5}.dots circle{fill:#2563eb}
 table{border-collapse:collapse;background:#fff}td{border-bottom:1px solid #e5e7eb;padding:3px 10px;vertical-align:top}
 pre{white-space:pre-wrap;margin:2px 0 8px;background:#fff;border:1px solid #e5e7eb;padding:6px;border-radius:4px}
-.rollout{margin:4px 0}section{margin-top:20px}.shots{display:flex;gap:6px;flex-wrap:wrap}.shot{width:256px;height:auto;border:1px solid #ccc}
+.rollout{margin:4px 0}.note{color:#b91c1c;margin:2px 0 8px}section{margin-top:20px}.shots{display:flex;gap:6px;flex-wrap:wrap}.shot{width:256px;height:auto;border:1px solid #ccc}
 </style></head><body>
 <h1>${escape(run.name)} <span class="status" data-testid="page-status">${escape(run.status)}</span></h1>
 <p class="muted">task <b>${escape(task)}</b> · model <b>${escape(model)}</b> · ${steps.length} steps · run ${escape(run.id)} · exported ${escape(new Date().toISOString())} from webgrpo</p>

@@ -114,5 +114,8 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
     expect(await page.getByTestId('over-budget').textContent()).toContain('with them this completion would hold 412 tokens, over its budget of 200');
     await page.getByTestId('rollout').first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${SCREENSHOTS}rollout-over-budget.png`, fullPage: true });
+    // The exported page says it too.
+    const html = await (await fetch(`${app.url}/api/runs/${id}/page?share=${shareToken}`)).text();
+    expect(html.match(/<p class="note">the last tool results were rolled back: 412 tokens with them, over the budget of 200<\/p>/g)?.length).toBe(2);
   });
 });
