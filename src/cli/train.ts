@@ -405,7 +405,8 @@ export async function run(argv: string[]): Promise<number> {
     const sftDone = resume?.sftStepsDone ?? 0;
     if (sftDone < sftSteps) watch.sftStarting(sftSteps, sftDone);
     else watch.grpoStarting(run.totalSteps, (resume?.runStep ?? 0) + 1);
-    // A run where every tool call failed trained on env errors: it must not look like success.
+    // A run where every tool call failed trained on env errors, and one where no tool result fitted never
+    // read one: neither may look like success.
     const tally = new ToolFailureTally();
     for await (const e of run.events()) {
       printEvent(e, config.log_completions);
@@ -431,6 +432,10 @@ export async function run(argv: string[]): Promise<number> {
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));
     if (tally.everyCallFailed) {
       progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${resolved.url ?? resolved.name} never gave the model a result.`);
+      return 1;
+    }
+    if (tally.everyResultOverBudget) {
+      progress.line(`webgrpo train: no tool result of the run reached the model (tools/over_budget_frequency 1 on all ${tally.stepsWithCalls} steps with calls): each one would have taken its completion past max_completion_length ${config.max_completion_length} (or the context), and was rolled back.`);
       return 1;
     }
     return 0;

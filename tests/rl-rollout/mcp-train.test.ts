@@ -169,6 +169,17 @@ describe('env errors are named, not trained on', () => {
     expect(run([])).toBe(false);
   });
 
+  it('a run where no tool result ever fitted the budget is told apart too (the CLI exits 1); one that fitted once is not', () => {
+    const run = (steps: [number, number][]) => {
+      const tally = new ToolFailureTally();
+      for (const [calls, overBudget] of steps) tally.add({ 'tools/call_frequency': calls, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': overBudget });
+      return tally.everyResultOverBudget;
+    };
+    expect(run([[1, 1], [0, 0], [2, 1]])).toBe(true);
+    expect(run([[1, 1], [1, 0.5]])).toBe(false);
+    expect(run([[0, 0]])).toBe(false);
+  });
+
   it('the generic task needs a prompt and an MCP env, and prompt files are checked line by line', async () => {
     await expect(mcpTask(double.url, [], open)).rejects.toThrow(/--prompt TEXT or --dataset FILE.jsonl/);
     expect(() => parsePromptDataset('{"prompt": "a"}\n{"text": "b"}\n', 'p.jsonl')).toThrow('p.jsonl:2: needs a "prompt" field');

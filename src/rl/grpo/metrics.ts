@@ -98,20 +98,30 @@ export function stepWarnings(metrics: Readonly<Record<string, number | null>>): 
   return warnings;
 }
 
-/** Whether a whole run's tool calls all failed, from its steps' metrics (steps without calls say nothing). */
+/**
+ * Whether a whole run's tool calls all failed, or none of their results ever reached the model, from its
+ * steps' metrics (steps without calls say nothing).
+ */
 export class ToolFailureTally {
   stepsWithCalls = 0;
   stepsAllFailed = 0;
+  stepsAllOverBudget = 0;
 
   add(metrics: Metrics): void {
     if ((metrics['tools/call_frequency'] ?? 0) <= 0) return;
     this.stepsWithCalls++;
     if (metrics['tools/failure_frequency'] === 1) this.stepsAllFailed++;
+    if (metrics['tools/over_budget_frequency'] === 1) this.stepsAllOverBudget++;
   }
 
   /** The model called tools and not one call of the run succeeded. */
   get everyCallFailed(): boolean {
     return this.stepsWithCalls > 0 && this.stepsAllFailed === this.stepsWithCalls;
+  }
+
+  /** The model called tools and every result of the run was rolled back for the token budget. */
+  get everyResultOverBudget(): boolean {
+    return this.stepsWithCalls > 0 && this.stepsAllOverBudget === this.stepsWithCalls;
   }
 }
 
