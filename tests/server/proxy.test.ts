@@ -252,12 +252,13 @@ describe('proxy failures reach the client as SESSION_ERROR naming the upstream',
 describe('proxy liveness', () => {
   it('by default a proxied session idle far longer than the heartbeat stays open: a live client is never reaped', async () => {
     const { server: upstream } = await upstreamServer();
-    // Heartbeat every 50 ms: the client (ws answers pings itself) proves it is alive ~12 times while idle.
-    const proxy = await servers.start({ envs: {}, heartbeatMs: 50, upstreams: { remote: [`${upstream.url}/envs/echo`] } });
+    // Heartbeat every 250 ms: the client (ws answers pings itself) proves it is alive ~10 times while idle.
+    // (At 50 ms a pong delayed by a loaded 2-core machine already counted as a dead peer.)
+    const proxy = await servers.start({ envs: {}, heartbeatMs: 250, upstreams: { remote: [`${upstream.url}/envs/echo`] } });
     const c = await RawClient.open(wsBase(proxy, 'remote'));
     c.send('{"type":"reset"}');
     await c.next();
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(c.pending).toBe(0);
     c.send('{"type":"step","data":{"message":"late"}}');
     expect((await c.nextJson()).data.observation.echoed_message).toBe('late');
