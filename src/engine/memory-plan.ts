@@ -184,7 +184,7 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
  * backward.ts allocates exactly these.
  */
 export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
-  vision?: { config: VisionTowerConfig; patches: number }): Map<string, number> {
+  vision?: { config: VisionTowerConfig; patches: number; full?: boolean }): Map<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
   const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
@@ -227,16 +227,17 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
   add('logsumexp state', Ts * 3 * F32);
   for (const role of ['x_L scored rows', 'h scored rows', 'dh scored rows', 'dx_L scored rows']) add(role, Ts * D * F32);
   add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
-  // LoRA on the vision tower: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
-  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR)) add(role, bytes);
+  // LoRA on the vision tower or its full fine-tuning: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
+  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR, vision.full)) add(role, bytes);
   return plan;
 }
 
 /**
- * The buffers of the vision tower's backward (train/vision-backward.ts, LoRA on the tower) over S
- * patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m² merged rows of M = m²D.
+ * The buffers of the vision tower's backward (train/vision-backward.ts: LoRA on the tower, or `full`
+ * fine-tuning of it) over S patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m²
+ * merged rows of M = m²D.
  */
-export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number): [string, number][] {
+export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number, full = false): [string, number][] {
   const D = c.hiddenSize;
   const F = c.intermediateSize;
   const H = c.numHeads;
@@ -253,7 +254,11 @@ export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: numb
     ['vision dq', S * D], ['vision dk', S * D], ['vision dv', S * D], ['vision dqkv', S * 3 * D], ['vision attention stats', S * H * 2],
     ['vision bounds', S * 2], ['vision dmerger hidden', G * M], ['vision dembeds', G * c.outHiddenSize],
     ['vision lora u', S * loraR], ['vision lora du', S * loraR],
+    // LayerNorm backward: each row's (mean, rstd) for dγ, and the dγ target of a frozen norm (never written).
+    ['vision ln stats', S * 2], ['vision frozen dw', D],
   );
+  // Full fine-tuning: the position table's taps inverted per table row (4 per patch), for its gradient.
+  if (full) roles.push(['vision pos offsets', c.numPositionEmbeddings + 1], ['vision pos patches', 4 * S], ['vision pos weights', 4 * S]);
   return roles.map(([role, floats]) => [role, floats * F32]);
 }
 
