@@ -46,7 +46,7 @@ export function plannedWorkload(c: GRPOConfig): { numSequences: number; maxToken
   return {
     numSequences: generationBatchSize(c),
     maxTokensPerSequence: PLANNED_PROMPT_TOKENS + c.max_completion_length,
-    mode: c.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules, ...(c.vision_lora_target_modules?.length ? { visionTargets: c.vision_lora_target_modules } : {}) },
+    mode: c.train_mode === 'full' ? { kind: 'full', ...(c.freeze_vision_tower ? { freezeVisionTower: true } : {}) } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules, ...(c.vision_lora_target_modules?.length ? { visionTargets: c.vision_lora_target_modules } : {}) },
   };
 }
 
