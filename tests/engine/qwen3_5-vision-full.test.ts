@@ -104,6 +104,22 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
     for (const w of worst.values()) expect(w.rel, w.name).toBeLessThan(1e-3);
   });
 
+  it('f16 weights: full mode promotes the tower\'s half matrices to f32 master weights, whose gradients stay near torch\'s (the halves\' rounding only)', async () => {
+    const ckpt = await openCheckpoint(DIR);
+    const want = await tensorsOf('grads.safetensors');
+    const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f16', vision: true });
+    const params = (engine.internals.vision as VisionTower).params;
+    expect(params.get('model.visual.blocks.0.attn.qkv.weight')!.dtype).toBe('f16');
+    engine.setTrainable({ kind: 'full' });
+    for (const p of params.values()) expect(p.dtype, p.name).toBe('f32');
+    await engine.backward(request());
+    const grads = (await engine.readGrads()).filter((g) => g.name.startsWith(VISUAL));
+    engine.destroy();
+    const worst = grads.map((g) => ({ name: g.name, rel: relNormError(g.data, want.get(g.name)!) })).sort((a, b) => b.rel - a.rel)[0]!;
+    console.log(`f16-loaded, promoted tower: worst tower gradient relative error ${worst.rel.toExponential(2)} (${worst.name})`);
+    expect(worst.rel, worst.name).toBeLessThan(2e-2);
+  });
+
   it('AdamW moves every tower tensor, clip_grad_norm_ counts the tower\'s gradients, and the image prompt\'s loss goes down over a few steps', async () => {
     const ckpt = await openCheckpoint(DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
