@@ -3,7 +3,7 @@
 // that read row j. Gathered rather than scattered (no float atomics in WGSL): the host inverts the
 // forward's (index, weight) taps into a per-row list (CSR: taps of row j are entries
 // offsets[j] .. offsets[j + 1] of `tap_patch`/`weight`), and one invocation owns one (j, c).
-struct Params { rows: u32, n: u32, _pad0: u32, _pad1: u32 }
+struct Params { rows: u32, n: u32, taps: u32, _pad: u32 } // taps: entries of tap_patch/weight (the cost model's count)
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> dx: array<f32>;           // (patches, n) dL/d(x after the positions)

@@ -186,8 +186,8 @@ export class TrainOps {
    * dtable (rows, n) += the position table's gradient from dx (patches, n), over the forward's taps
    * inverted per table row (pos_embed_backward.wgsl: offsets (rows + 1), patch and weight per tap).
    */
-  posEmbedBackward(rec: Recorder, a: { dx: GPUBuffer; offsets: GPUBuffer; patch: GPUBuffer; weight: GPUBuffer; dtable: GPUBuffer; rows: number; n: number }): void {
-    rec.dispatch(this.internals.getPipeline('pos_embed_backward.wgsl'), [a.dx, a.offsets, a.patch, a.weight, a.dtable], [a.rows, a.n, 0, 0], groups1d(a.rows * a.n), 'pos_embed backward');
+  posEmbedBackward(rec: Recorder, a: { dx: GPUBuffer; offsets: GPUBuffer; patch: GPUBuffer; weight: GPUBuffer; dtable: GPUBuffer; rows: number; n: number; taps: number }): void {
+    rec.dispatch(this.internals.getPipeline('pos_embed_backward.wgsl'), [a.dx, a.offsets, a.patch, a.weight, a.dtable], [a.rows, a.n, a.taps, 0], groups1d(a.rows * a.n), 'pos_embed backward');
   }
 
   /** dy ⊙= act'(pre) in place, act 1 = tanh GELU, 2 = exact GELU (bias_act.wgsl's ACT). */

@@ -144,7 +144,7 @@ export class VisionBackward {
     };
     this.ops.posEmbedBackward(rec, {
       dx, offsets: upload('vision pos offsets', taps.offsets), patch: upload('vision pos patches', taps.patch), weight: upload('vision pos weights', taps.weight),
-      dtable: table[0]!, rows: c.numPositionEmbeddings, n: c.hiddenSize,
+      dtable: table[0]!, rows: c.numPositionEmbeddings, n: c.hiddenSize, taps: taps.patch.length,
     });
   }
 
