@@ -6,7 +6,7 @@
 //   forward: patch embedding + positions, then each block with its input x_b kept, the merger's
 //            intermediates kept;
 //   merger:  fc2 → exact GELU → fc1 → LayerNorm (rows (S/m², m²D) = (S, D) read as merged blocks);
-//   block b (from the last down to the lowest one with an adapter): recompute its forward from x_b,
+//   block b (from the last down to the lowest one with an adapter, to block 0 in full mode): recompute its forward from x_b,
 //            then fc2 → tanh GELU → fc1 → LN2 (+ residual) → proj → bidirectional attention per frame
 //            → 2-D rotary (inverse rotation) → qkv → LN1 (+ residual).
 //   embedding (full fine-tuning): x_0 = patch_embed(pixels) + Σ_k w_k·pos_embed[idx_k], so
