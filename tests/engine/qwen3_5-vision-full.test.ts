@@ -188,6 +188,13 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
     fresh.destroy();
 
     const files = new Map((await fullModelFiles(engine, ckpt)).map((f) => [f.name, f.bytes]));
+    // Every tensor of the base under its stored name (model.language_model.* for this composite checkpoint), nothing else.
+    const storedNames = async (read: (f: string, a: number, b: number) => Promise<Uint8Array>) => {
+      const header = await read('model.safetensors', 0, 8);
+      const n = Number(new DataView(header.buffer, header.byteOffset, 8).getBigUint64(0, true));
+      return Object.keys(JSON.parse(new TextDecoder().decode(await read('model.safetensors', 8, 8 + n)))).filter((k) => k !== '__metadata__').sort();
+    };
+    expect(await storedNames(async (_f, a, b) => files.get('model.safetensors')!.subarray(a, b))).toEqual(await storedNames((f, a, b) => nodeFolderFiles(DIR).read(f, a, b)));
     const exported = await openCheckpoint(files, { vision: true });
     const weights = byName(state.tensors);
     const tower = visionTensorLayout(ckpt.config.vision!);
