@@ -23,6 +23,7 @@ const GPU_TESTS = [
   'tests/engine/qwen3_5-train.test.ts',
   'tests/engine/qwen3_5-vision.test.ts',
   'tests/engine/qwen3_5-vision-train.test.ts',
+  'tests/engine/qwen3_5-vision-full.test.ts',
   'tests/engine/gpu-*.test.ts', // gpu-f16, gpu-memory, gpu-bench-counts
   'tests/unit/gpu.test.ts',
 ];

@@ -263,9 +263,22 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       return one('bias_act', rows * n * (act === 0 ? 1 : 13), (2 * rows * n + n) * F);
     }
     case 'layernorm_backward.wgsl': {
-      // per element: sum (1), centred square (3), g = dy·w and its two sums (4), dx (6); reads x three times + once, dy twice, w; writes dx.
       const [rows, n, accumulate] = [p[0]!, p[1]!, p[2]!];
-      return one('layernorm_backward', 14 * rows * n + 5 * rows, ((6 + (accumulate ? 1 : 0)) * rows * n + n) * F);
+      // PASS 0, per element: sum (1), centred square (3), g = dy·w and its two sums (4), dx (6); reads x three times + once, dy twice, w; writes dx and (mean, rstd) per row.
+      // PASS 1: dw += dy·(x − mean)·rstd (4 per element); reads dy, x, the row stats and dw, writes dw.
+      return pass === 0
+        ? one('layernorm_backward', 14 * rows * n + 5 * rows, ((6 + (accumulate ? 1 : 0)) * rows * n + n + 2 * rows) * F)
+        : one('layernorm_backward', 4 * rows * n, (2 * rows * n + 2 * rows + 2 * n) * F);
+    }
+    case 'bias_backward.wgsl': {
+      // db += Σ_rows dy: one add per element; reads dy and db, writes db.
+      const [rows, n] = [p[0]!, p[1]!];
+      return one('bias_backward', rows * n, (rows * n + 2 * n) * F);
+    }
+    case 'pos_embed_backward.wgsl': {
+      // 2 per (tap, channel); reads each tap's dx row, its (patch, weight) and the row offsets, dtable read and written.
+      const [rows, n, taps] = [p[0]!, p[1]!, p[2]!];
+      return one('pos_embed_backward', 2 * taps * n, (taps * n + 2 * taps + rows + 1 + 2 * rows * n) * F);
     }
     case 'gelu_backward.wgsl': {
       // act' (~16 with tanh or erf: exp, polynomial) times dy; reads pre and dy, writes dy.

@@ -7,7 +7,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { fullModelFiles } from '../export/full-model.ts';
-import type { Checkpoint } from '../model/types.ts';
+import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import type { RunCheckpointStore } from '../rl/run-checkpoint.ts';
 import type { RunEvent } from '../rl/run.ts';
 
@@ -22,7 +22,7 @@ export interface FullModelFolder {
   finish(): Promise<string>;
 }
 
-export function fullModelFolder(engine: Pick<Engine, 'saveState'>, checkpoint: Checkpoint, output: string): FullModelFolder {
+export function fullModelFolder(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint, output: string): FullModelFolder {
   const target = join(output, MODEL_FOLDER);
   let current = false;
   const write = async (): Promise<void> => {

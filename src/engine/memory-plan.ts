@@ -20,7 +20,8 @@ export type GpuDtype = 'f32' | 'f16';
 export type TrainingMode =
   /** visionTargets: the vision tower's linears adapted too (needs MemoryPlanInput.vision). */
   | { kind: 'lora'; r: number; targets: readonly ModelLinear[]; visionTargets?: readonly VisionLoraTarget[] }
-  | { kind: 'full' };
+  /** Every weight, the vision tower's too when the plan has it (MemoryPlanInput.vision), unless freezeVisionTower. */
+  | { kind: 'full'; freezeVisionTower?: boolean };
 
 export interface MemoryLimits {
   maxStorageBufferBindingSize: number;
@@ -184,7 +185,7 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
  * backward.ts allocates exactly these.
  */
 export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
-  vision?: { config: VisionTowerConfig; patches: number }): Map<string, number> {
+  vision?: { config: VisionTowerConfig; patches: number; full?: boolean }): Map<string, number> {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
   const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
@@ -227,16 +228,17 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
   add('logsumexp state', Ts * 3 * F32);
   for (const role of ['x_L scored rows', 'h scored rows', 'dh scored rows', 'dx_L scored rows']) add(role, Ts * D * F32);
   add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
-  // LoRA on the vision tower: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
-  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR)) add(role, bytes);
+  // LoRA on the vision tower or its full fine-tuning: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
+  if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR, vision.full)) add(role, bytes);
   return plan;
 }
 
 /**
- * The buffers of the vision tower's backward (train/vision-backward.ts, LoRA on the tower) over S
- * patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m² merged rows of M = m²D.
+ * The buffers of the vision tower's backward (train/vision-backward.ts: LoRA on the tower, or `full`
+ * fine-tuning of it) over S patches, by role, in bytes: D hidden, F intermediate, H heads, G = S/m²
+ * merged rows of M = m²D.
  */
-export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number): [string, number][] {
+export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: number, full = false): [string, number][] {
   const D = c.hiddenSize;
   const F = c.intermediateSize;
   const H = c.numHeads;
@@ -253,7 +255,11 @@ export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: numb
     ['vision dq', S * D], ['vision dk', S * D], ['vision dv', S * D], ['vision dqkv', S * 3 * D], ['vision attention stats', S * H * 2],
     ['vision bounds', S * 2], ['vision dmerger hidden', G * M], ['vision dembeds', G * c.outHiddenSize],
     ['vision lora u', S * loraR], ['vision lora du', S * loraR],
+    // LayerNorm backward: each row's (mean, rstd) for dγ, and the dγ target of a frozen norm (never written).
+    ['vision ln stats', S * 2], ['vision frozen dw', D],
   );
+  // Full fine-tuning: the position table's taps inverted per table row (4 per patch), for its gradient.
+  if (full) roles.push(['vision pos offsets', c.numPositionEmbeddings + 1], ['vision pos patches', 4 * S], ['vision pos weights', 4 * S]);
   return roles.map(([role, floats]) => [role, floats * F32]);
 }
 
@@ -261,6 +267,11 @@ export function visionBackwardRoles(c: VisionTowerConfig, S: number, loraR: numb
 function visionLoraShapes(mode: TrainingMode, vision: MemoryPlanInput['vision']): [number, number][] {
   if (mode.kind !== 'lora' || !mode.visionTargets?.length || !vision) return [];
   return visionAdaptedLinears(vision.config, mode.visionTargets).map(({ shape: [out, inp] }) => [inp, out]);
+}
+
+/** Full fine-tuning trains the tower's tensors (in f32, with gradients and moments): the tower is loaded and not frozen. */
+function trainsTower(mode: TrainingMode, vision: MemoryPlanInput['vision']): vision is NonNullable<MemoryPlanInput['vision']> {
+  return mode.kind === 'full' && !mode.freezeVisionTower && vision !== undefined;
 }
 
 /** Workgroups of one Σg² pass over `count` gradient values (optimizer.ts). */
@@ -278,8 +289,10 @@ function gradNormScratchBytes(c: ModelConfig, mode: TrainingMode, bindingBytes: 
     for (const [inp, out] of visionLoraShapes(mode, vision)) counts.push(mode.r * inp, out * mode.r);
   }
   if (mode.kind === 'full') {
-    // Every tensor, in the f32 row chunks of at most one binding that full fine-tuning trains.
-    for (const { shape } of qwen3TensorLayout(c, !c.tieWordEmbeddings)) {
+    // Every tensor, in the f32 row chunks of at most one binding that full fine-tuning trains (the
+    // tower's matrices as the 2-D rows it uploads: the patch embedding flattened per output channel).
+    const tower = trainsTower(mode, vision) ? visionTensorLayout(vision.config).map((t) => ({ shape: t.shape.length > 2 ? [t.shape[0]!, t.shape.slice(1).reduce((a, b) => a * b, 1)] : t.shape })) : [];
+    for (const { shape } of [...qwen3TensorLayout(c, !c.tieWordEmbeddings), ...tower]) {
       const rows = shape.length === 2 ? shape[0]! : 1;
       const rowLen = shape.reduce((a, b) => a * b, 1) / rows;
       const perChunk = Math.max(1, Math.floor(bindingBytes / (rowLen * F32)));
@@ -348,15 +361,19 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       detail: `${B} sequences' states as a chain of decode steps starts, restored for one that stops inside it`,
     });
   }
+  const towerTrained = trainsTower(mode, input.vision);
+  let visionParams = 0;
   if (input.vision) {
     const { config: vc, maxPatches } = input.vision;
-    // Matrices in the weights' dtype, biases, norms and the position table (gathered by rows) in f32.
+    // Matrices in the weights' dtype (f32 master weights when full fine-tuning trains them), biases,
+    // norms and the position table (gathered by rows) in f32.
+    const towerDtype: GpuDtype = towerTrained ? 'f32' : input.weightDtype;
     const tensors = visionTensorLayout(vc).map((t) => ({ n: t.shape.reduce((a, b) => a * b, 1), matrix: t.shape.length >= 2 && !t.name.endsWith('pos_embed.weight') }));
-    const visionParams = tensors.reduce((a, t) => a + t.n, 0);
+    visionParams = tensors.reduce((a, t) => a + t.n, 0);
     items.push({
       name: 'vision tower weights',
-      bytes: tensors.reduce((a, t) => a + t.n * (t.matrix ? bytesOf(input.weightDtype) : F32), 0),
-      detail: `${visionParams.toLocaleString('en-US')} params (model.visual.*, frozen), matrices in ${input.weightDtype}`,
+      bytes: tensors.reduce((a, t) => a + t.n * (t.matrix ? bytesOf(towerDtype) : F32), 0),
+      detail: `${visionParams.toLocaleString('en-US')} params (model.visual.*, ${towerTrained ? 'trained' : 'frozen'}), matrices in ${towerDtype}`,
     });
     items.push({
       name: 'vision activations',
@@ -366,7 +383,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.
   const visionLora = visionLoraShapes(mode, input.vision);
-  const towerBackward = visionLora.length > 0 && input.vision ? { config: input.vision.config, patches: input.vision.maxPatches } : undefined;
+  const towerBackward = (visionLora.length > 0 || towerTrained) && input.vision ? { config: input.vision.config, patches: input.vision.maxPatches, full: towerTrained } : undefined;
   const backward = backwardBufferPlan(c, Array<number>(B).fill(T), B * (T - 1) || 1, mode.kind === 'lora' ? mode.r : 0, binding, towerBackward);
   let checkpointBytes = 0;
   let backwardBytes = 0;
@@ -376,15 +393,16 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     else if (role.startsWith('vision ')) towerBytes += bytes;
     else backwardBytes += bytes;
   }
-  if (towerBackward && mode.kind === 'lora') {
+  if (towerBackward) {
     const vc = towerBackward.config;
     const S = towerBackward.patches;
-    // + the tower forward's LoRA scratch (x·Aᵀ, S·r) and the zero bias its training activations add (tower.ts).
-    towerBytes += bufferSize(S * mode.r * F32) + bufferSize(Math.max(vc.intermediateSize, vc.hiddenSize * vc.spatialMergeSize ** 2) * F32);
+    // + the zero bias the tower's training activations add (tower.ts), and under LoRA its forward's scratch (x·Aᵀ, S·r).
+    towerBytes += bufferSize(Math.max(vc.intermediateSize, vc.hiddenSize * vc.spatialMergeSize ** 2) * F32);
+    if (mode.kind === 'lora') towerBytes += bufferSize(S * mode.r * F32);
     items.push({
       name: 'vision tower backward',
       bytes: towerBytes,
-      detail: `LoRA on the tower: ${S} patches, each block's input kept (${vc.depth + 1} × ${vc.hiddenSize} f32 per patch), one block recomputed with its gradients, the merger's`,
+      detail: `${mode.kind === 'lora' ? 'LoRA on the tower' : 'full fine-tuning of the tower'}: ${S} patches, each block's input kept (${vc.depth + 1} × ${vc.hiddenSize} f32 per patch), one block recomputed with its gradients, the merger's`,
     });
   }
   items.push({
@@ -406,8 +424,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     const on = [...mode.targets, ...(visionLora.length > 0 ? (mode.visionTargets ?? []).map((t) => `visual ${t}`) : [])];
     items.push({ name: 'LoRA params + grads', bytes: trainableParams * 2 * F32, detail: `r=${mode.r} on ${on.join(', ')}: ${trainableParams.toLocaleString('en-US')} params, f32` });
   } else {
-    trainableParams = params;
-    items.push({ name: 'gradients', bytes: params * F32, detail: 'full fine-tuning: one f32 gradient per parameter' });
+    trainableParams = params + (towerTrained ? visionParams : 0);
+    items.push({ name: 'gradients', bytes: trainableParams * F32, detail: `full fine-tuning: one f32 gradient per parameter${towerTrained ? ' (the vision tower\'s included)' : ''}` });
   }
   items.push({ name: 'AdamW moments', bytes: trainableParams * 2 * F32, detail: 'm and v in f32 for every trainable parameter' });
   items.push({ name: 'gradient norm scratch', bytes: gradNormScratchBytes(c, mode, binding, input.vision), detail: 'per-workgroup Σg² partials of clip_grad_norm_ and its result' });

@@ -28,7 +28,12 @@ export interface LoraConfig {
   useRslora?: boolean;
 }
 
-export type TrainableMode = { kind: 'lora'; lora: LoraConfig } | { kind: 'full' } | { kind: 'none' };
+/**
+ * `full`: every weight is trained, the vision tower's too when the engine loaded it (as TRL's full
+ * fine-tuning of Qwen3_5ForConditionalGeneration); freezeVisionTower keeps the tower's weights fixed
+ * (no gradients or AdamW moments for them), harmless without a tower.
+ */
+export type TrainableMode = { kind: 'lora'; lora: LoraConfig } | { kind: 'full'; freezeVisionTower?: boolean } | { kind: 'none' };
 
 export interface SamplingParams {
   temperature: number; // 1.0 = plain softmax; 0 = greedy

@@ -1,15 +1,17 @@
 // The fully fine-tuned model as a Hugging Face model folder (`AutoModelForCausalLM.from_pretrained`
-// loads it): every weight of the base checkpoint, the trained ones replaced by their current values,
+// loads it; a Qwen3.5 VL one with Qwen3_5ForConditionalGeneration): every weight of the base checkpoint
+// (the vision tower's model.visual.* among them, trained or not) under its stored names, the trained ones replaced by their current values,
 // stored in the checkpoint's own dtype (as save_pretrained keeps a model's dtype), beside the base's
 // config, generation config, tokenizer files and chat template. One writer for every front end: the
 // app's download (workers/run-files.ts) and `train --train_mode full --output` (src/cli/full-model-folder.ts).
 // No Node-only imports, so the worker runs it too.
 
 import type { Engine } from '../engine/types.ts';
-import { SINGLE_WEIGHTS_FILE } from '../model/checkpoint.ts';
+import { readVisionTensors, SINGLE_WEIGHTS_FILE, type OpenedCheckpoint } from '../model/checkpoint.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
 import { CHAT_TEMPLATE_FILES } from '../model/tokenizer.ts';
-import type { Checkpoint } from '../model/types.ts';
+import { storedTensorName } from '../model/qwen3-tensors.ts';
+import type { DType } from '../model/types.ts';
 
 export interface ModelFile {
   name: string;
@@ -36,16 +38,25 @@ function derivedGenerationConfig(raw: Record<string, unknown>): string {
   return JSON.stringify(derived, null, 2) + '\n';
 }
 
-export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoint: Checkpoint): Promise<ModelFile[]> {
-  const trained = new Map((await engine.saveState()).tensors.filter((t) => checkpoint.tensors.has(t.name)).map((t) => [t.name, t]));
+export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint): Promise<ModelFile[]> {
+  // Every stored tensor: the decoder's as opened, and the tower's, which openCheckpoint leaves out
+  // unless asked (the engine reads them itself) but the model folder must keep.
+  const base = new Map<string, { dtype: DType; shape: number[]; read: () => Promise<Uint8Array> }>();
+  for (const [name, info] of checkpoint.tensors) base.set(name, { dtype: info.dtype, shape: info.shape, read: () => checkpoint.readTensor(name) });
+  for (const [name, t] of await readVisionTensors(checkpoint)) {
+    if (!base.has(name)) base.set(name, { dtype: t.dtype, shape: t.shape, read: () => checkpoint.files.read(t.file, t.fileOffset, t.fileOffset + t.byteLength) });
+  }
+  const trained = new Map((await engine.saveState()).tensors.filter((t) => base.has(t.name)).map((t) => [t.name, t]));
   if (trained.size === 0) throw new Error('No trained weights to export: the model was not trained in full mode (train_mode = full)');
   const tensors: TensorToWrite[] = [];
-  for (const [name, info] of [...checkpoint.tensors].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  // Under the checkpoint's own names: a composite Qwen3.5 keeps its model.language_model.* prefix.
+  const stored = [...base].map(([name, info]) => ({ name, storedName: storedTensorName(checkpoint.config, name), info }));
+  for (const { name, storedName, info } of stored.sort((a, b) => (a.storedName < b.storedName ? -1 : a.storedName > b.storedName ? 1 : 0))) {
     // A tied head is the embedding: save_pretrained leaves it out, and a stored copy (Qwen3-0.6B ships
     // one) would hold the untrained values while the embedding moved.
     if (name === 'lm_head.weight' && checkpoint.config.tieWordEmbeddings) continue;
     const t = trained.get(name);
-    tensors.push({ name, dtype: info.dtype, shape: info.shape, data: t ? encodeFromFloat32(info.dtype, t.data) : await checkpoint.readTensor(name) });
+    tensors.push({ name: storedName, dtype: info.dtype, shape: info.shape, data: t ? encodeFromFloat32(info.dtype, t.data) : await info.read() });
   }
   const text = new TextEncoder();
   const files: ModelFile[] = [{ name: SINGLE_WEIGHTS_FILE, bytes: writeSafetensors(tensors, { format: 'pt' }) }];

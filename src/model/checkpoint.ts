@@ -5,6 +5,7 @@
 import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 import { parseConfigText } from './config.ts';
 import { canonicalTensorName } from './qwen3-tensors.ts';
+import { VISION_PREFIX } from './qwen3_5-vision-tensors.ts';
 import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
 import type { Checkpoint, TensorInfo } from './types.ts';
@@ -154,6 +155,21 @@ async function listWeightFiles(files: CheckpointFiles): Promise<{ files: string[
     if ((await files.size(shard)) === null) throw new Error(`${where}: shard '${shard}' named in ${WEIGHTS_INDEX_FILE} does not exist`);
   }
   return { files: shards, weightMap };
+}
+
+/**
+ * The vision tower's stored tensors (model.visual.*) of a checkpoint, however it was opened: a
+ * checkpoint opened without `vision` keeps only the decoder's, so the weights files' headers (a few KB
+ * each) are read again. Empty for a text model.
+ */
+export async function readVisionTensors(ckpt: Pick<OpenedCheckpoint, 'files' | 'weightFiles'>): Promise<Map<string, StoredTensor>> {
+  const found = new Map<string, StoredTensor>();
+  for (const file of ckpt.weightFiles) {
+    for (const t of await readSafetensorsHeader(ckpt.files, file)) {
+      if (t.name.startsWith(VISION_PREFIX)) found.set(t.name, { name: t.name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength, file, fileOffset: t.fileOffset });
+    }
+  }
+  return found;
 }
 
 /** Reads and validates one safetensors file's header with two small reads. */

@@ -71,6 +71,8 @@ export interface GRPOConfig {
   lora_target_modules: LoraTarget[];
   /** Qwen3.5 VL: the vision tower's linears to adapt too (PEFT target_modules suffixes); [] = the tower stays frozen. */
   vision_lora_target_modules: VisionLoraTarget[];
+  /** Qwen3.5 VL, train_mode full: keep the vision tower's weights fixed (saves its gradients and AdamW moments); false = trained, as TRL's full fine-tuning. */
+  freeze_vision_tower: boolean;
   sft_steps: number;
   sft_learning_rate: number;
   sft_batch_size: number;
@@ -157,6 +159,7 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   lora_alpha: 32,
   lora_target_modules: [...DEFAULT_LORA_TARGETS],
   vision_lora_target_modules: [],
+  freeze_vision_tower: false,
   sft_steps: 0,
   sft_learning_rate: 1e-3,
   sft_batch_size: 8,
@@ -218,6 +221,7 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   lora_alpha: { kind: 'number', gt: 0, help: 'LoRA alpha (scale = alpha / r)' },
   lora_target_modules: { kind: 'json', help: `LoRA target linears among ${LORA_TARGETS.join(', ')}` },
   vision_lora_target_modules: { kind: 'json', help: `Qwen3.5 VL: also LoRA on the vision tower's linears among ${VISION_LORA_TARGETS.join(', ')} ([] = tower frozen)` },
+  freeze_vision_tower: { kind: 'bool', help: 'Qwen3.5 VL, train_mode full: keep the vision tower frozen (less memory: no gradients or AdamW moments for it); false = trained too, as TRL does' },
   sft_steps: { kind: 'int', min: 0, help: 'SFT warm-up optimizer steps on transcripts before GRPO' },
   sft_learning_rate: { kind: 'number', min: 0, help: 'constant learning rate of the SFT warm-up' },
   sft_batch_size: { kind: 'int', min: 1, help: 'transcripts per SFT optimizer step' },

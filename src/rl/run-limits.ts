@@ -14,7 +14,7 @@
 //     total against it (a vision-language model's tower included).
 // An error names the buffer, its size and the limit, and the largest value of the field that fits.
 
-import { backwardBufferPlan, formatBytes, kvBytesPerToken, planMemory, towerPlan, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
+import { backwardBufferPlan, DEFAULT_IMAGE_PATCHES, formatBytes, kvBytesPerToken, planMemory, towerPlan, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { generationBatchSize, type GRPOConfig } from './config.ts';
 
@@ -46,7 +46,7 @@ export function plannedWorkload(c: GRPOConfig): { numSequences: number; maxToken
   return {
     numSequences: generationBatchSize(c),
     maxTokensPerSequence: PLANNED_PROMPT_TOKENS + c.max_completion_length,
-    mode: c.train_mode === 'full' ? { kind: 'full' } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules, ...(c.vision_lora_target_modules?.length ? { visionTargets: c.vision_lora_target_modules } : {}) },
+    mode: c.train_mode === 'full' ? { kind: 'full', ...(c.freeze_vision_tower ? { freezeVisionTower: true } : {}) } : { kind: 'lora', r: c.lora_r, targets: c.lora_target_modules, ...(c.vision_lora_target_modules?.length ? { visionTargets: c.vision_lora_target_modules } : {}) },
   };
 }
 
@@ -74,7 +74,10 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
   if (kv > kvLimit) return { what: `the KV cache of one layer (${sequences} sequences × ${tokens} tokens × ${kvRow} B)`, bytes: kv, limit: `this adapter's ${formatBytes(kvLimit)} buffer limit` };
   const logits = sequences * model.vocabSize * 4;
   if (logits > bufferLimit) return { what: `the decode logits (${sequences} sequences × ${model.vocabSize} vocabulary × 4 B)`, bytes: logits, limit: `this adapter's ${formatBytes(bufferLimit)} buffer limit` };
-  for (const [role, bytes] of backwardBufferPlan(model, Array<number>(micro).fill(tokens), micro * (tokens - 1), loraR, bufferLimit)) {
+  // The tower's backward buffers too when it is trained (LoRA on it, or full fine-tuning without freeze_vision_tower).
+  const towerTrained = model.vision && (mode.kind === 'full' ? !mode.freezeVisionTower : (mode.visionTargets?.length ?? 0) > 0);
+  const tower = towerTrained && model.vision ? { config: model.vision, patches: DEFAULT_IMAGE_PATCHES, full: mode.kind === 'full' } : undefined;
+  for (const [role, bytes] of backwardBufferPlan(model, Array<number>(micro).fill(tokens), micro * (tokens - 1), loraR, bufferLimit, tower)) {
     if (bytes > bufferLimit) return { what: `the backward '${role}' buffer (${micro} sequences × ${tokens} tokens)`, bytes, limit: `this adapter's ${formatBytes(bufferLimit)} buffer limit` };
   }
   if (limits.budgetBytes !== undefined) {
@@ -117,7 +120,7 @@ export function runLimitErrors(c: GRPOConfig, planned: PlannedModel, limits: Ada
   if (!oneFits) {
     const mcl = largestFitting(c.max_completion_length, (m) => over(1, 1, PLANNED_PROMPT_TOKENS + m) === null);
     // Not even the shortest sequence fits: the model itself (its weights, fully trained) is too big.
-    if (mcl === 0 && c.train_mode === 'full') errors.train_mode = `${says}, even for one short sequence: train a LoRA adapter instead of every weight`;
+    if (mcl === 0 && c.train_mode === 'full') errors.train_mode = `${says}, even for one short sequence: train a LoRA adapter instead of every weight${model.vision && !c.freeze_vision_tower ? ' (or keep the vision tower frozen: freeze_vision_tower true)' : ''}`;
     else errors.max_completion_length = `${says}, even for one sequence: lower max_completion_length${mcl > 0 ? ` to ≤ ${mcl}` : ''}`;
     return errors;
   }

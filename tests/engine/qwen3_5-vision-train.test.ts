@@ -165,7 +165,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     const loss = (f: Map<string, Float64Array>) => refVisionForward(vc, merged(f), pixels, grid).merged.reduce((s, v, i) => s + v * g[i]!, 0);
 
     const S = 24;
-    const vb = new VisionBackward(fwd, new TrainOps(fwd), tower, new Map([...set.lora].filter(([n]) => n.startsWith('model.visual.'))), S, R, (role, bytes) => fwd.createBuffer(role, bytes));
+    const vb = new VisionBackward(fwd, new TrainOps(fwd), tower, new Map([...set.lora].filter(([n]) => n.startsWith('model.visual.'))), null, S, R, (role, bytes) => fwd.createBuffer(role, bytes));
     const rec = fwd.recorder('vision train forward');
     const { embeds, rows } = vb.encode(rec, pixels, expected.image_grid_thw);
     const read = rec.read(embeds, 0, rows * D * 4);

@@ -132,7 +132,8 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     lora.destroy();
 
     const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
-    full.setTrainable({ kind: 'full' });
+    // The tower trained too: qwen3_5-vision-full.test.ts.
+    full.setTrainable({ kind: 'full', freezeVisionTower: true });
     await full.backward(request());
     const fullWant = await tensorsOf('grads.safetensors');
     const fullWorst = worstError(await full.readGrads(), (n) => fullWant.get(storedTensorName(cfg, n)));
@@ -192,7 +193,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     try {
       const out = await full.score({ sequences: request.sequences, temperature: 1 });
       err = maxAbsDiff(out.logprobs[0]!, refScore(cfg, w, ref, 1).logprobs);
-      full.setTrainable({ kind: 'full' });
+      full.setTrainable({ kind: 'full', freezeVisionTower: true }); // the reference takes the tower's output as given
       await full.backward(request);
       const grads = await full.readGrads();
       const { grads: refGrads } = refBackward(cfg, w, ref, 1, dLdLogp);

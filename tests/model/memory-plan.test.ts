@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { kvBytesPerToken, linearStateBytesPerSequence, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
 import { parseConfig } from '../../src/model/config.ts';
 import { QWEN3_5_LINEARS, QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
+import { visionParamCount } from '../../src/model/qwen3_5-vision-tensors.ts';
 
 // Qwen3-0.6B (shared/specs/qwen3.md §2); the expected numbers are the spec's derived ones (§4).
 const qwen3 = parseConfig({
@@ -103,5 +104,25 @@ describe('memory plan for a Qwen3.5 hybrid', () => {
     expect(plan.trainableParams).toBe(2 * r * (D + C) + r * (D + 2 * H * d));
     expect(() => planMemory({ config: qwen3, weightDtype: 'f16', mode: { kind: 'lora', r, targets: ['in_proj_qkv'] }, numSequences: 1, maxTokensPerSequence: 8, limits: RAISED_LIMITS }))
       .toThrow(/unknown LoRA target\(s\) in_proj_qkv \(valid: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj\)/);
+  });
+
+  it('full fine-tuning of a VL model trains the tower: its f32 weights, a gradient and two moments per parameter, its grad-norm slots and backward; freezeVisionTower keeps the old plan', () => {
+    const vl = parseConfig(JSON.parse(readFileSync(new URL('../fixtures/transformers-qwen3_5-vl/config.json', import.meta.url), 'utf8')));
+    const vision = { config: vl.vision!, maxPatches: 24 };
+    const plan = (mode: Parameters<typeof planMemory>[0]['mode'], weightDtype: 'f32' | 'f16' = 'f32') => planMemory({ config: vl, weightDtype, mode, numSequences: 1, maxTokensPerSequence: 32, limits: RAISED_LIMITS, vision });
+    const item = (p: ReturnType<typeof plan>, name: string) => p.items.find((i) => i.name === name)?.bytes ?? 0;
+    const trained = plan({ kind: 'full' });
+    const frozen = plan({ kind: 'full', freezeVisionTower: true });
+    const towerParams = visionParamCount(vl.vision!);
+    expect(trained.trainableParams - frozen.trainableParams).toBe(towerParams);
+    expect(item(trained, 'gradients') - item(frozen, 'gradients')).toBe(towerParams * 4);
+    expect(item(trained, 'AdamW moments') - item(frozen, 'AdamW moments')).toBe(towerParams * 8);
+    expect(item(trained, 'gradient norm scratch')).toBeGreaterThan(item(frozen, 'gradient norm scratch'));
+    expect(item(trained, 'vision tower backward')).toBeGreaterThan(0);
+    expect(frozen.items.map((i) => i.name)).not.toContain('vision tower backward');
+    // f16 weights asked for: the trained tower is promoted to f32 master weights, a frozen one stays in halves.
+    expect(item(plan({ kind: 'full' }, 'f16'), 'vision tower weights')).toBe(item(trained, 'vision tower weights'));
+    expect(item(plan({ kind: 'full', freezeVisionTower: true }, 'f16'), 'vision tower weights')).toBeLessThan(item(trained, 'vision tower weights'));
+    expect(trained.items.find((i) => i.name === 'vision tower weights')!.detail).toMatch(/trained/);
   });
 });

@@ -47,6 +47,13 @@ describe('reference AdamW (torch.optim.AdamW semantics)', () => {
     for (const name of ['model.embed_tokens.weight', 'lm_head.weight', 'model.layers.3.self_attn.q_proj.weight', 'model.layers.3.mlp.down_proj.weight']) {
       expect(transformersDecays(name), name).toBe(true);
     }
+    // The vision tower: nn.LayerNorm's parameters (exempt by module type: norm1/norm2; merger.norm by name too) and biases are not decayed.
+    for (const name of ['model.visual.blocks.0.norm1.weight', 'model.visual.blocks.11.norm2.weight', 'model.visual.merger.norm.weight', 'model.visual.blocks.0.norm1.bias', 'model.visual.patch_embed.proj.bias', 'model.visual.blocks.0.attn.qkv.bias']) {
+      expect(transformersDecays(name), name).toBe(false);
+    }
+    for (const name of ['model.visual.patch_embed.proj.weight', 'model.visual.pos_embed.weight', 'model.visual.blocks.0.attn.qkv.weight', 'model.visual.merger.linear_fc2.weight']) {
+      expect(transformersDecays(name), name).toBe(true);
+    }
     // Same gradient, same start: only the decayed tensor shrinks by the extra factor (1 − lr·wd).
     const params = new Map([
       ['model.norm.weight', Float64Array.from([1])],

@@ -81,4 +81,24 @@ describe('run limits', () => {
     expect(runLimitMessage(runLimitErrors(config, vl, { ...limits, budgetBytes }))).toMatch(/the run's memory plan .* over the .* of memory available/);
     vi.unstubAllGlobals();
   });
+
+  it('full fine-tuning counts the trained tower\'s gradients and moments; freeze_vision_tower leaves them out (and is harmless on a text model)', async () => {
+    const vl = { config: (await makeTinyModel({ arch: 'qwen3_5', vision: true })).config, weightDtype: 'f32' as const };
+    const limits = { maxStorageBufferBindingSize: GiB, maxBufferSize: GiB };
+    const full = (freeze: boolean) => catchTiny({ train_mode: 'full', freeze_vision_tower: freeze });
+    const total = (freeze: boolean) => {
+      vi.stubGlobal('navigator', {});
+      const model = { ...vl, name: 'tiny VL', layers: 2, hidden: 64, vocab: 512, params: 1, memory: [], totalBytes: 0, fits: true } as unknown as ModelInfo;
+      const plan = runPlan(model, { webgpu: true, maxBufferSize: GiB, maxStorageBufferBindingSize: GiB } as ProbeResult, full(freeze))!.plan;
+      vi.unstubAllGlobals();
+      return plan.totalBytes;
+    };
+    const budgetBytes = (total(true) + total(false)) / 2;
+    expect(total(false)).toBeGreaterThan(budgetBytes);
+    expect(runLimitErrors(full(true), vl, { ...limits, budgetBytes })).toEqual({});
+    expect(runLimitMessage(runLimitErrors(full(false), vl, { ...limits, budgetBytes }))).toMatch(/the run's memory plan .* over the .* of memory available/);
+    expect(runLimitErrors(full(true), demo, SWIFTSHADER)).toEqual(runLimitErrors(full(false), demo, SWIFTSHADER));
+    expect(configFromObject({ freeze_vision_tower: true }).freeze_vision_tower).toBe(true);
+    expect(() => configFromObject({ freeze_vision_tower: 'yes' })).toThrow(/freeze_vision_tower/);
+  });
 });

@@ -7,7 +7,7 @@ const GROUPS: { title: string; keys: (keyof GRPOConfig)[] }[] = [
   { title: 'Batch and sampling', keys: ['num_generations', 'per_device_train_batch_size', 'gradient_accumulation_steps', 'max_completion_length', 'max_tool_calling_iterations', 'temperature', 'top_p', 'top_k'] },
   { title: 'Optimization', keys: ['learning_rate', 'lr_scheduler_type', 'warmup_steps', 'max_steps', 'weight_decay', 'max_grad_norm', 'seed'] },
   { title: 'Loss', keys: ['loss_type', 'beta', 'epsilon', 'epsilon_high', 'scale_rewards', 'num_iterations', 'mask_truncated_completions'] },
-  { title: 'LoRA', keys: ['train_mode', 'lora_r', 'lora_alpha', 'lora_target_modules', 'vision_lora_target_modules'] },
+  { title: 'LoRA', keys: ['train_mode', 'freeze_vision_tower', 'lora_r', 'lora_alpha', 'lora_target_modules', 'vision_lora_target_modules'] },
   { title: 'SFT warm-up', keys: ['sft_steps', 'sft_learning_rate', 'sft_batch_size'] },
   { title: 'Rollouts', keys: ['rollout_scheduler', 'episode_timeout_s', 'env_call_timeout_s', 'max_concurrent_envs', 'mask_stubborn_steps', 'stubborn_threshold', 'max_context_images'] },
   { title: 'Logging', keys: ['save_steps', 'chat_template_kwargs'] },

@@ -36,8 +36,10 @@ export function clipGradNorm(grads: ParamMap, maxNorm: number): number {
   return norm;
 }
 
-// transformers' Trainer exempts biases and norm weights from weight decay by these name patterns.
-const NO_DECAY_PATTERNS = [/bias/, /layernorm/, /rmsnorm/, /(?:^|\.)norm(?:$|\.)/, /_norm(?:$|\.)/];
+// transformers' Trainer exempts biases and norm weights from weight decay by these name patterns, and
+// every parameter of an nn.LayerNorm module by its type: the vision tower's blocks.N.norm1/norm2 (the
+// last pattern; its merger.norm matches by name).
+const NO_DECAY_PATTERNS = [/bias/, /layernorm/, /rmsnorm/, /(?:^|\.)norm(?:$|\.)/, /_norm(?:$|\.)/, /^model\.visual\.blocks\.\d+\.norm[12]\./];
 
 /** Whether transformers' Trainer applies weight decay to a parameter of this (HF) name. */
 export function transformersDecays(name: string): boolean {

@@ -7,8 +7,8 @@
 //      recomputes each chunk and backprops dL/dlogp and dL/dentropy through it;
 //   3. layers L−1 … 0: recompute the layer's forward from x_l into one LayerActs, then backprop it;
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share);
-//   5. with LoRA on the vision tower: from the image tokens' rows of dL/dx_0 back through the tower
-//      (vision-backward.ts, block by block like 3).
+//   5. with LoRA on the vision tower, or in full mode (the tower trained unless frozen): from the
+//      image tokens' rows of dL/dx_0 back through the tower (vision-backward.ts, block by block like 3).
 
 import type { EngineInternals, ImageSplice, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
@@ -209,15 +209,16 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   checkFits(internals, `(${T} tokens, ${widest}) activation`, T * widest * 4);
   const Ts = req.sequences.reduce((n, s) => n + s.ids.length - s.scoreFrom, 0);
   const loraR = Math.max(0, ...[...trainable.lora.values()].map((p) => p.adapter.r));
-  // LoRA on the vision tower: the backward goes on through it from the image tokens' rows.
+  // LoRA on the vision tower, or full fine-tuning with the tower trained: the backward goes on through it from the image tokens' rows.
   const visionLora = new Map([...trainable.lora].filter(([name]) => name.startsWith('model.visual.')));
-  const patches = adapters && visionLora.size > 0 ? req.sequences.reduce((n, s) => n + (s.images?.grids.reduce((a, [t, h, w]) => a + t * h * w, 0) ?? 0), 0) : 0;
+  const towerGrads = trainable.trainsVisionTower ? (name: string) => trainable.gradChunks(name) : null;
+  const patches = adapters && (visionLora.size > 0 || towerGrads) ? req.sequences.reduce((n, s) => n + (s.images?.grids.reduce((a, [t, h, w]) => a + t * h * w, 0) ?? 0), 0) : 0;
   const tower = internals.vision;
-  if (patches > 0 && !(tower instanceof VisionTower)) throw new Error('backward: LoRA on the vision tower needs the engine\'s own vision tower');
+  if (patches > 0 && !(tower instanceof VisionTower)) throw new Error('backward: training the vision tower needs the engine\'s own vision tower');
   const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize,
-    patches > 0 ? { config: tower!.config, patches } : undefined);
+    patches > 0 ? { config: tower!.config, patches, full: towerGrads !== null } : undefined);
   const scratch = new Scratch(internals, pool, plan);
-  const vision = patches > 0 ? new VisionBackward(internals, ops, tower as VisionTower, visionLora, patches, loraR, (role, bytes) => scratch.take(role, bytes)) : null;
+  const vision = patches > 0 ? new VisionBackward(internals, ops, tower as VisionTower, visionLora, towerGrads, patches, loraR, (role, bytes) => scratch.take(role, bytes)) : null;
   const batch = packPrompts(internals, req.sequences, (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
   const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
@@ -268,7 +269,7 @@ class BackwardPass {
     private readonly acts: LayerActs,
     private readonly scratch: Scratch,
     private readonly adapters: boolean,
-    /** LoRA on the vision tower: its training forward and backward; null = the tower's output is a constant. */
+    /** LoRA on the vision tower or its full fine-tuning: its training forward and backward; null = the tower's output is a constant. */
     private readonly vision: VisionBackward | null,
   ) {
     const cfg = internals.config;
@@ -342,8 +343,8 @@ class BackwardPass {
 
     const rec = this.internals.recorder('train forward + LM head backward');
     this.internals.encodeEmbedding(rec, this.batch, this.acts.x);
-    // A frozen vision tower's output enters as constants at the image tokens; with LoRA on it, its
-    // training forward keeps what its backward needs.
+    // A frozen vision tower's output enters as constants at the image tokens; with LoRA on it or its
+    // weights trained, its training forward keeps what its backward needs.
     const images = encodeImages(this.internals, rec, sequences, this.adapters, this.vision?.encode);
     if (images) this.internals.encodeImageSplice(rec, images, this.acts.x);
     for (let l = 0; l < L; l++) {

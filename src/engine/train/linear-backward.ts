@@ -1,6 +1,7 @@
 // The backward of one linear y = x·Wᵀ (+ scale·B·(A·x)) over `rows` rows, shared by the language
 // model's layers (backward.ts) and the vision tower's (vision-backward.ts):
-//   dX (+)= dY·W (+ du·A),  du = scale·dY·B,  dB += scale·dYᵀ·(x·Aᵀ),  dA += duᵀ·x,  dW += dYᵀ·x (full).
+//   dX (+)= dY·W (+ du·A),  du = scale·dY·B,  dB += scale·dYᵀ·(x·Aᵀ),  dA += duᵀ·x,  dW += dYᵀ·x (full),
+//   db += Σ_rows dY (full, the tower's biased linears).
 
 import type { ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
@@ -18,6 +19,8 @@ export interface LinearBackwardArgs {
   rows: number;
   /** Full fine-tuning: W's gradient chunks. */
   dw: GPUBuffer[] | null;
+  /** Full fine-tuning of a linear with a bias (the vision tower's): its (out) gradient. */
+  db?: GPUBuffer | null;
   lora: LoraParams | undefined;
   /** (rows, r) scratch for x·Aᵀ and dL/d(x·Aᵀ) (unused without lora). */
   u: GPUBuffer | null;
@@ -28,6 +31,7 @@ export function linearBackward(ops: TrainOps, rec: Recorder, a: LinearBackwardAr
   const { rows: T, x, dy } = a;
   if (a.dx) ops.linearDx(rec, a.w, dy, a.dx, T, a.accumulate);
   if (a.dw) ops.linearDw(rec, a.w, a.dw, dy, x, T);
+  if (a.db) ops.biasBackward(rec, dy, a.db, T, a.w.shape[0]!);
   const lora = a.lora;
   if (!lora) return;
   const { r, scale } = lora.adapter;

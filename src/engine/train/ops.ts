@@ -165,9 +165,29 @@ export class TrainOps {
     rec.dispatch(this.internals.getPipeline('attention_backward.wgsl', { HEAD_DIM: hd, PASS: 1, CAUSAL: causal }), storage, params, groups1d(a.tokens * a.kvHeads), 'attention dk dv');
   }
 
-  /** LayerNorm (with bias) over rows of n: dx (+)= its input gradient; w and b frozen (layernorm_backward.wgsl). */
-  layernormBackward(rec: Recorder, a: { x: GPUBuffer; w: GPUBuffer; dy: GPUBuffer; dx: GPUBuffer; rows: number; n: number; eps: number; accumulate: boolean }): void {
-    rec.dispatch(this.internals.getPipeline('layernorm_backward.wgsl'), [a.x, a.w, a.dy, a.dx], [a.rows, a.n, a.accumulate ? 1 : 0, 0, f32(a.eps)], groups1d(a.rows), 'layernorm backward');
+  /**
+   * LayerNorm (with bias) over rows of n: dx (+)= its input gradient, each row's (mean, rstd) into
+   * `stats` (rows, 2); with `dw` (full fine-tuning of the tower) also dw += Σ dy ⊙ x̂ (layernorm_backward.wgsl).
+   * `scratchDw` is bound where w is frozen (never written). db is biasBackward over the same dy.
+   */
+  layernormBackward(rec: Recorder, a: { x: GPUBuffer; w: GPUBuffer; dy: GPUBuffer; dx: GPUBuffer; stats: GPUBuffer; dw: GPUBuffer | null; scratchDw: GPUBuffer; rows: number; n: number; eps: number; accumulate: boolean }): void {
+    const storage = [a.x, a.w, a.dy, a.dx, a.stats, a.dw ?? a.scratchDw];
+    const params = [a.rows, a.n, a.accumulate ? 1 : 0, 0, f32(a.eps)];
+    rec.dispatch(this.internals.getPipeline('layernorm_backward.wgsl', { PASS: 0 }), storage, params, groups1d(a.rows), 'layernorm backward');
+    if (a.dw) rec.dispatch(this.internals.getPipeline('layernorm_backward.wgsl', { PASS: 1 }), storage, params, groups1d(a.n), 'layernorm dw');
+  }
+
+  /** db += Σ_rows dy over (rows, n): a bias's (or LayerNorm β's) gradient (bias_backward.wgsl). */
+  biasBackward(rec: Recorder, dy: GPUBuffer, db: GPUBuffer, rows: number, n: number): void {
+    rec.dispatch(this.internals.getPipeline('bias_backward.wgsl'), [dy, db], [rows, n, 0, 0], groups1d(n), 'bias backward');
+  }
+
+  /**
+   * dtable (rows, n) += the position table's gradient from dx (patches, n), over the forward's taps
+   * inverted per table row (pos_embed_backward.wgsl: offsets (rows + 1), patch and weight per tap).
+   */
+  posEmbedBackward(rec: Recorder, a: { dx: GPUBuffer; offsets: GPUBuffer; patch: GPUBuffer; weight: GPUBuffer; dtable: GPUBuffer; rows: number; n: number; taps: number }): void {
+    rec.dispatch(this.internals.getPipeline('pos_embed_backward.wgsl'), [a.dx, a.offsets, a.patch, a.weight, a.dtable], [a.rows, a.n, a.taps, 0], groups1d(a.rows * a.n), 'pos_embed backward');
   }
 
   /** dy ⊙= act'(pre) in place, act 1 = tanh GELU, 2 = exact GELU (bias_act.wgsl's ACT). */

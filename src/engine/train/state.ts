@@ -56,7 +56,11 @@ export function loadTrainState(internals: EngineInternals, set: TrainableSet, st
       const name = t.name + suffix;
       expected.add(name);
       const got = byName.get(name);
-      if (!got) throw new Error(`loadState: missing tensor ${name} (the state must come from the same model and trainable mode)`);
+      if (!got) {
+        // A full-mode state saved with the tower frozen (or before full fine-tuning trained it) has none of its tensors.
+        const hint = t.name.startsWith('model.visual.') && set.mode.kind === 'full' ? '; a state without the vision tower loads with it frozen (freezeVisionTower, freeze_vision_tower: true)' : '';
+        throw new Error(`loadState: missing tensor ${name} (the state must come from the same model and trainable mode${hint})`);
+      }
       if (got.shape.length !== t.shape.length || got.shape.some((n, i) => n !== t.shape[i])) {
         throw new Error(`loadState: tensor ${name} has shape [${got.shape.join(', ')}], expected [${t.shape.join(', ')}]`);
       }

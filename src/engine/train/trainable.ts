@@ -4,7 +4,8 @@
 //         keyed by their model.visual.… weight names, when visionTargetModules asks). PEFT's init:
 //         A ~ kaiming_uniform(a=√5) = U(−1/√in, 1/√in), B = 0, scale = alpha / r.
 //   full: every parameter of the checkpoint, updated in place in f32 (f16-stored weights are
-//         promoted to f32 master weights first).
+//         promoted to f32 master weights first): the language model's, and the vision tower's
+//         (model.visual.…) when the engine loaded it, unless freezeVisionTower.
 
 import { weightLoads } from '../weight-loads.ts';
 import type { EngineInternals, LoraAdapter, ParamChunk, ParamEntry } from '../internals.ts';
@@ -14,7 +15,8 @@ import type { ModelConfig } from '../../model/types.ts';
 import { transformersDecays } from '../reference/adamw.ts';
 import { mulberry32 } from '../../random.ts';
 import { adaptedLinears, modelLinears, QWEN3_5_LINEARS } from '../../model/qwen3-tensors.ts';
-import { VISION_LORA_TARGETS, visionAdaptedLinears } from '../../model/qwen3_5-vision-tensors.ts';
+import { VISION_LORA_TARGETS, visionAdaptedLinears, visionTensorLayout } from '../../model/qwen3_5-vision-tensors.ts';
+import { VisionTower } from '../vision/tower.ts';
 
 /** Every linear LoRA can adapt, in config order (a model has those of its layer types: modelLinears). */
 export const LORA_TARGETS: readonly LoraTarget[] = QWEN3_5_LINEARS;
@@ -55,6 +57,8 @@ export interface TrainableSet {
   lora: Map<string, LoraParams>;
   /** Full mode: gradient chunks of a checkpoint tensor (aligned with its ParamEntry chunks), else null. */
   gradChunks(name: string): GPUBuffer[] | null;
+  /** Full mode with the vision tower's tensors among `tensors` (the backward goes through the tower). */
+  trainsVisionTower: boolean;
   /** Settles when GPU work queued by setTrainable (full mode's f16 → f32 promotion) is done; rejects with its error. */
   ready: Promise<void>;
   destroy(): void;
@@ -153,6 +157,7 @@ function createLora(internals: EngineInternals, lora: LoraConfig): TrainableSet 
     tensors,
     lora: adapters,
     gradChunks: () => null,
+    trainsVisionTower: false,
     ready: Promise.resolve(),
     destroy() {
       internals.lora.clear();
@@ -194,33 +199,40 @@ function promoteToF32(internals: EngineInternals, rec: Recorder, p: ParamEntry):
   return old;
 }
 
-function createFull(internals: EngineInternals): TrainableSet {
+function createFull(internals: EngineInternals, freezeVisionTower: boolean): TrainableSet {
   const tensors: TrainableTensor[] = [];
   const byName = new Map<string, TrainableTensor>();
+  // The tower's tensors (model.visual.…, its own table) after the language model's, in its module order.
+  const tower = !freezeVisionTower && internals.vision instanceof VisionTower ? internals.vision : null;
+  const params = [...internals.params.values(), ...(tower ? tower.params.values() : [])];
   let ready = Promise.resolve();
-  if ([...internals.params.values()].some((p) => p.dtype === 'f16')) {
+  if (params.some((p) => p.dtype === 'f16')) {
     const rec = internals.recorder('promote f16 weights to f32');
-    const halves = [...internals.params.values()].filter((p) => p.dtype === 'f16').flatMap((p) => promoteToF32(internals, rec, p));
+    const halves = params.filter((p) => p.dtype === 'f16').flatMap((p) => promoteToF32(internals, rec, p));
     // submit() hands the work to the queue synchronously; buffers may be destroyed once submitted.
     // A failure surfaces at the next backward/step (they await `ready`), never as a silent zero model.
     ready = rec.submit().then(() => undefined);
     ready.catch(() => undefined);
     for (const b of halves) b.destroy();
   }
-  for (const p of internals.params.values()) {
+  // The tower keeps its matrices 2-D (the patch embedding flattened); saved and exported under the checkpoint's shapes.
+  const towerShapes = new Map(tower ? visionTensorLayout(tower.config).map((t) => [t.name, t.shape]) : []);
+  for (const p of params) {
     const t = newTensor(internals, p.name, p.shape, p.chunks);
+    t.shape = towerShapes.get(p.name) ?? t.shape;
     tensors.push(t);
     byName.set(p.name, t);
   }
   internals.lora.clear();
   return {
-    mode: { kind: 'full' },
+    mode: { kind: 'full', ...(freezeVisionTower ? { freezeVisionTower } : {}) },
     tensors,
     lora: new Map(),
     gradChunks: (name) => byName.get(name)?.chunks.map((c) => c.grad) ?? null,
+    trainsVisionTower: tower !== null,
     ready,
     destroy() {
-      // The weights belong to the engine's parameter table; only the optimizer's buffers go.
+      // The weights belong to the engine's parameter tables; only the optimizer's buffers go.
       for (const t of tensors) for (const c of t.chunks) for (const buf of [c.grad, c.m, c.v]) buf.destroy();
     },
   };
@@ -231,7 +243,7 @@ export function createTrainableSet(internals: EngineInternals, mode: TrainableMo
     case 'lora':
       return createLora(internals, mode.lora);
     case 'full':
-      return createFull(internals);
+      return createFull(internals, mode.freezeVisionTower === true);
     case 'none':
       internals.lora.clear();
       return null;

@@ -89,6 +89,27 @@ export function patchLayout(grids: readonly GridThw[], cfg: { spatialMergeSize: 
 }
 
 /**
+ * The position taps of a layout inverted per table row, for the table's gradient
+ * (pos_embed_backward.wgsl): the taps reading row j are entries offsets[j] .. offsets[j + 1] of
+ * `patch` (which patch) and `weight` (its bilinear weight), in patch order.
+ */
+export function positionTapsByRow(layout: PatchLayout, tableRows: number): { offsets: Uint32Array<ArrayBuffer>; patch: Uint32Array<ArrayBuffer>; weight: Float32Array<ArrayBuffer> } {
+  const taps = layout.posIndex.length;
+  const offsets = new Uint32Array(tableRows + 1);
+  for (let e = 0; e < taps; e++) offsets[layout.posIndex[e]! + 1]!++;
+  for (let j = 0; j < tableRows; j++) offsets[j + 1]! += offsets[j]!;
+  const next = offsets.slice(0, tableRows);
+  const patch = new Uint32Array(taps);
+  const weight = new Float32Array(taps);
+  for (let e = 0; e < taps; e++) {
+    const at = next[layout.posIndex[e]!]!++;
+    patch[at] = Math.floor(e / 4);
+    weight[at] = layout.posWeight[e]!;
+  }
+  return { offsets, patch, weight };
+}
+
+/**
  * M-RoPE cos/sin (T, rotaryDim/2, 2) of the full-attention layers: frequency j takes the temporal
  * position, except the interleaved ones that take height (j ≡ 1 mod 3, j < 3·section[1]) and width
  * (j ≡ 2 mod 3, j < 3·section[2]), as Qwen3_5TextRotaryEmbedding.recomposition_frequencies. Equal

@@ -1,23 +1,13 @@
 // Uploads a Qwen3.5 checkpoint's vision tower (model.visual.*) to the GPU. openCheckpoint keeps the
-// decoder's tensors only, so the tower's are found by re-reading the weights files' headers (a few
-// KB each) and read one tensor at a time.
+// decoder's tensors only, so the tower's are found by re-reading the weights files' headers
+// (readVisionTensors) and read one tensor at a time.
 
-import { readSafetensorsHeader, type OpenedCheckpoint, type StoredTensor } from '../../model/checkpoint.ts';
+import { readVisionTensors, type OpenedCheckpoint } from '../../model/checkpoint.ts';
 import { decodeToFloat32, dtypeSize } from '../../model/safetensors.ts';
 import type { EngineInternals, ParamEntry } from '../internals.ts';
 import { fitsHalf, uploadTensor, type RowReader } from '../params.ts';
 import { visionTensorLayout } from './config.ts';
 import { VisionTower } from './tower.ts';
-
-async function visionTensors(ckpt: OpenedCheckpoint): Promise<Map<string, StoredTensor>> {
-  const found = new Map<string, StoredTensor>();
-  for (const file of ckpt.weightFiles) {
-    for (const t of await readSafetensorsHeader(ckpt.files, file)) {
-      if (t.name.startsWith('model.visual.')) found.set(t.name, { name: t.name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength, file, fileOffset: t.fileOffset });
-    }
-  }
-  return found;
-}
 
 /**
  * The checkpoint's vision tower on `fwd`'s device, its matrices stored as `matrixDtype` (f16 where
@@ -27,7 +17,7 @@ async function visionTensors(ckpt: OpenedCheckpoint): Promise<Map<string, Stored
 export async function loadVisionTower(fwd: EngineInternals, ckpt: OpenedCheckpoint, matrixDtype: 'f16' | 'f32'): Promise<VisionTower> {
   const config = ckpt.config.vision;
   if (!config) throw new Error(`${ckpt.location}: config.json has no vision_config (not a vision-language checkpoint)`);
-  const stored = await visionTensors(ckpt);
+  const stored = await readVisionTensors(ckpt);
   const params = new Map<string, ParamEntry>();
   try {
     for (const { name, shape } of visionTensorLayout(config)) {
