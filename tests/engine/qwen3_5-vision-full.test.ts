@@ -4,11 +4,10 @@
 // (tests/fixtures/transformers-qwen3_5-vl/make.py: L = Σ_t w_t·logp_t on its image+text prompt), AdamW
 // on the tower, its state through saveState/loadState and the full-model export, the memory plan, and
 // freezeVisionTower, which keeps the old behaviour (the tower's output a constant).
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
-import { openCheckpoint, readSafetensorsHeader } from '../../src/model/checkpoint.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { decodeToFloat32 } from '../../src/model/safetensors.ts';
 import { storedTensorName } from '../../src/model/qwen3-tensors.ts';
@@ -19,31 +18,10 @@ import type { NamedTensor, OptimizerConfig } from '../../src/engine/types.ts';
 import { newRefAdamWState, refOptimizerStep, transformersDecays } from '../../src/engine/reference/adamw.ts';
 import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
+import { VL_DIR, vlExpected, vlRequest, vlSequences, vlTensors } from './vl-fixture.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
-const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
-  input_ids: number[]; image_grid_thw: [number, number, number][]; position_ids: [number[], number[], number[]];
-  score_from: number; temperature: number; loss_weights: number[];
-};
-
-async function tensorsOf(file: string): Promise<Map<string, Float32Array>> {
-  const files = nodeFolderFiles(DIR);
-  const out = new Map<string, Float32Array>();
-  for (const t of await readSafetensorsHeader(files, file)) out.set(t.name, decodeToFloat32(t, await files.read(file, t.fileOffset, t.fileOffset + t.byteLength)));
-  return out;
-}
-
-const pixels = () => {
-  const bytes = readFileSync(`${DIR}pixel_values.safetensors`);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
-  const [a, b] = header.main!.data_offsets;
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
-};
-const sequences = () => [{ ids: expected.input_ids, scoreFrom: expected.score_from, images: { pixelValues: pixels(), grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids } }];
-const request = () => ({ sequences: sequences(), temperature: expected.temperature, dLdLogp: [Float32Array.from(expected.loss_weights)] });
 const byName = (ts: NamedTensor[]) => new Map(ts.map((t) => [t.name, t]));
 const VISUAL = 'model.visual.';
 
@@ -71,7 +49,7 @@ async function towerWeights(engine: WebGpuEngine): Promise<Map<string, Float32Ar
 }
 
 const loss = async (engine: WebGpuEngine) => {
-  const lp = (await engine.score({ sequences: sequences(), temperature: 1 })).logprobs[0]!;
+  const lp = (await engine.score({ sequences: vlSequences(), temperature: 1 })).logprobs[0]!;
   return -lp.reduce((a, v) => a + v, 0) / lp.length;
 };
 
@@ -81,11 +59,11 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   afterAll(() => gpu?.device.destroy());
 
   it('the gradient of every tensor, the tower\'s 45 among them, within 1e-3 relative of transformers\' float64 autograd', async () => {
-    const ckpt = await openCheckpoint(DIR);
-    const want = await tensorsOf('grads.safetensors');
+    const ckpt = await openCheckpoint(VL_DIR);
+    const want = await vlTensors('grads.safetensors');
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     engine.setTrainable({ kind: 'full' });
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     const grads = await engine.readGrads();
     engine.destroy();
     const tower = visionTensorLayout(ckpt.config.vision!);
@@ -106,14 +84,14 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   });
 
   it('f16 weights: full mode promotes the tower\'s half matrices to f32 master weights, whose gradients stay near torch\'s (the halves\' rounding only)', async () => {
-    const ckpt = await openCheckpoint(DIR);
-    const want = await tensorsOf('grads.safetensors');
+    const ckpt = await openCheckpoint(VL_DIR);
+    const want = await vlTensors('grads.safetensors');
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f16', vision: true });
     const params = (engine.internals.vision as VisionTower).params;
     expect(params.get('model.visual.blocks.0.attn.qkv.weight')!.dtype).toBe('f16');
     engine.setTrainable({ kind: 'full' });
     for (const p of params.values()) expect(p.dtype, p.name).toBe('f32');
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     const grads = (await engine.readGrads()).filter((g) => g.name.startsWith(VISUAL));
     engine.destroy();
     const worst = grads.map((g) => ({ name: g.name, rel: relNormError(g.data, want.get(g.name)!) })).sort((a, b) => b.rel - a.rel)[0]!;
@@ -122,13 +100,13 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   });
 
   it('AdamW moves every tower tensor as the reference optimizer does, clip_grad_norm_ counts the tower\'s gradients, and the image prompt\'s loss goes down over a few steps', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     engine.setTrainable({ kind: 'full' });
     const before = await towerWeights(engine);
     // SFT on the prompt's own tokens: L = −mean logp.
-    const n = expected.input_ids.length - expected.score_from;
-    const sft = () => ({ ...request(), dLdLogp: [new Float32Array(n).fill(-1 / n)] });
+    const n = vlExpected.input_ids.length - vlExpected.score_from;
+    const sft = () => ({ ...vlRequest(), dLdLogp: [new Float32Array(n).fill(-1 / n)] });
     const losses = [await loss(engine)];
     await engine.backward(sft());
     const grads = await engine.readGrads();
@@ -164,25 +142,25 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   });
 
   it('saveState → loadState keeps the tower\'s weights and moments; the full-model export writes the trained model.visual.* tensors, which load back and score the same', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     engine.setTrainable({ kind: 'full' });
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     await engine.step(OPT);
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     await engine.step(OPT);
     const state = await engine.saveState();
     const names = state.tensors.map((t) => t.name);
     for (const suffix of ['', '.exp_avg', '.exp_avg_sq']) expect(names).toContain(`model.visual.patch_embed.proj.weight${suffix}`);
     expect(state.tensors.find((t) => t.name === 'model.visual.patch_embed.proj.weight')!.shape).toEqual([32, 3, 2, 16, 16]);
-    const trainedScores = await engine.score({ sequences: sequences(), temperature: 1 });
+    const trainedScores = await engine.score({ sequences: vlSequences(), temperature: 1 });
 
     const fresh = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     fresh.setTrainable({ kind: 'full' });
     await fresh.loadState(state);
     const again = byName((await fresh.saveState()).tensors);
     for (const t of state.tensors) expect(maxAbsDiff(again.get(t.name)!.data, t.data), t.name).toBe(0);
-    expect(maxAbsDiff((await fresh.score({ sequences: sequences(), temperature: 1 })).logprobs[0]!, trainedScores.logprobs[0]!)).toBe(0);
+    expect(maxAbsDiff((await fresh.score({ sequences: vlSequences(), temperature: 1 })).logprobs[0]!, trainedScores.logprobs[0]!)).toBe(0);
     // A state without the tower (saved with it frozen) is refused by name.
     await expect(fresh.loadState({ tensors: state.tensors.filter((t) => !t.name.startsWith(VISUAL)), step: 2 })).rejects.toThrow(/missing tensor model\.visual\..*loads with it frozen \(freezeVisionTower, freeze_vision_tower: true\)/);
     fresh.destroy();
@@ -194,7 +172,7 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
       const n = Number(new DataView(header.buffer, header.byteOffset, 8).getBigUint64(0, true));
       return Object.keys(JSON.parse(new TextDecoder().decode(await read('model.safetensors', 8, 8 + n)))).filter((k) => k !== '__metadata__').sort();
     };
-    expect(await storedNames(async (_f, a, b) => files.get('model.safetensors')!.subarray(a, b))).toEqual(await storedNames((f, a, b) => nodeFolderFiles(DIR).read(f, a, b)));
+    expect(await storedNames(async (_f, a, b) => files.get('model.safetensors')!.subarray(a, b))).toEqual(await storedNames((f, a, b) => nodeFolderFiles(VL_DIR).read(f, a, b)));
     const exported = await openCheckpoint(files, { vision: true });
     const weights = byName(state.tensors);
     const tower = visionTensorLayout(ckpt.config.vision!);
@@ -203,10 +181,10 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
       const stored = decodeToFloat32({ name, dtype: exported.tensors.get(name)!.dtype }, await exported.readTensor(name));
       expect(maxAbsDiff(stored, weights.get(name)!.data), name).toBe(0); // f32 checkpoint: stored exactly
     }
-    const base = await tensorsOf('model.safetensors');
+    const base = await vlTensors('model.safetensors');
     expect(maxAbsDiff(weights.get('model.visual.merger.linear_fc2.weight')!.data, base.get('model.visual.merger.linear_fc2.weight')!)).toBeGreaterThan(0);
     const reloaded = await loadEngine(await openCheckpoint(files), { gpu, weightDtype: 'f32', vision: true });
-    const reScores = await reloaded.score({ sequences: sequences(), temperature: 1 });
+    const reScores = await reloaded.score({ sequences: vlSequences(), temperature: 1 });
     console.log(`exported full model reloaded: log-probs max |Δ| ${maxAbsDiff(reScores.logprobs[0]!, trainedScores.logprobs[0]!).toExponential(2)} vs the trained engine`);
     expect(maxAbsDiff(reScores.logprobs[0]!, trainedScores.logprobs[0]!)).toBeLessThan(1e-6);
     reloaded.destroy();
@@ -214,11 +192,11 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   });
 
   it('freezeVisionTower keeps the tower bit-identical and the language model\'s gradients exactly those of the trained-tower run (the old behaviour: the tower\'s output a constant)', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const frozen = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     frozen.setTrainable({ kind: 'full', freezeVisionTower: true });
     const before = await towerWeights(frozen);
-    await frozen.backward(request());
+    await frozen.backward(vlRequest());
     const frozenGrads = await frozen.readGrads();
     expect(frozenGrads.some((g) => g.name.startsWith(VISUAL))).toBe(false);
     await frozen.step(OPT);
@@ -229,7 +207,7 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
 
     const trained = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     trained.setTrainable({ kind: 'full' });
-    await trained.backward(request());
+    await trained.backward(vlRequest());
     const all = byName(await trained.readGrads());
     trained.destroy();
     expect(all.size).toBe(frozenGrads.length + visionTensorLayout(ckpt.config.vision!).length);
@@ -237,7 +215,7 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
   });
 
   it('the memory plan counts the tower\'s gradients, moments and backward buffers exactly as allocated (and none of them when frozen)', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const created: { label: string; size: number }[] = [];
     const real = gpu.device.createBuffer.bind(gpu.device);
     gpu.device.createBuffer = (d: GPUBufferDescriptor) => {
@@ -248,7 +226,7 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
     const notTransfer = /^(?!.*(uniform arena| readback$))/;
     const tower = /^backward vision |^scratch visual\.zeroBias$/;
     try {
-      const T = expected.input_ids.length;
+      const T = vlExpected.input_ids.length;
       for (const freezeVisionTower of [false, true]) {
         const engine = await loadEngine(ckpt, {
           gpu, weightDtype: 'f32', vision: true,
@@ -259,13 +237,13 @@ describe(onAdapter('full fine-tuning of Qwen3.5 VL trains the vision tower'), ()
         engine.setTrainable({ kind: 'full', freezeVisionTower });
         expect(take(notTransfer), `training state (frozen ${freezeVisionTower})`).toBe(item('gradients') + item('AdamW moments') + item('gradient norm scratch'));
         created.length = 0;
-        await engine.backward(request());
+        await engine.backward(vlRequest());
         expect(take(tower), `vision tower backward (frozen ${freezeVisionTower})`).toBe(item('vision tower backward'));
         expect(item('vision tower backward') > 0).toBe(!freezeVisionTower);
         const rest = created.filter((c) => !tower.test(c.label) && !/uniform arena| readback$|^scratch visual\.|^scratch score\.imageRows$|^linear state placeholder$|^scratch linear\.nostate$/.test(c.label));
         expect(rest.reduce((a, c) => a + c.size, 0), 'language model backward').toBe(item('activation checkpoints') + item('backward working set'));
         created.length = 0;
-        await engine.backward(request());
+        await engine.backward(vlRequest());
         expect(take(notTransfer), 'second backward').toBe(0);
         engine.destroy();
       }

@@ -11,20 +11,11 @@ import { loadEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { mropePositionIds } from '../../src/vision/image-prompt.ts';
 import { onAdapter } from './helpers.ts';
+import { VL_DIR, vlExpected, vlPixels } from './vl-fixture.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
-const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as { input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][] };
-const config = JSON.parse(readFileSync(`${DIR}config.json`, 'utf8')) as { image_token_id: number; vision_start_token_id: number; vision_end_token_id: number; vision_config: { spatial_merge_size: number } };
-
-function readF32(file: string, name: string): Float32Array {
-  const bytes = readFileSync(file);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
-  const [a, b] = header[name]!.data_offsets;
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
-}
+const config = JSON.parse(readFileSync(`${VL_DIR}config.json`, 'utf8')) as { image_token_id: number; vision_start_token_id: number; vision_end_token_id: number; vision_config: { spatial_merge_size: number } };
 
 describe(onAdapter('Qwen3.5 VL generation with images'), () => {
   let gpu: Gpu;
@@ -32,14 +23,14 @@ describe(onAdapter('Qwen3.5 VL generation with images'), () => {
   afterAll(() => gpu?.device.destroy());
 
   it('sampled log-probs after an image prompt, an image in a later append and a stray <|image_pad|> equal score() of the whole sequence (1e-4)', async () => {
-    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
+    const engine = await loadEngine(await openCheckpoint(VL_DIR), { gpu, weightDtype: 'f32', vision: true });
     try {
-      const main = readF32(`${DIR}pixel_values.safetensors`, 'main');
-      const small = readF32(`${DIR}pixel_values.safetensors`, 'small');
-      const [mainGrid] = expected.image_grid_thw;
-      const [smallGrid] = expected.small_image_grid_thw;
+      const main = vlPixels('main');
+      const small = vlPixels('small');
+      const [mainGrid] = vlExpected.image_grid_thw;
+      const [smallGrid] = vlExpected.small_image_grid_thw;
       const pad = config.image_token_id;
-      const prompt = expected.input_ids;
+      const prompt = vlExpected.input_ids;
       const seq = engine.newSequence();
       const session = engine.openDecode({ sampling: { temperature: 1, topK: 0, topP: 1, seed: 11 }, stopIds: [], maxRows: 1 });
       const sampled: { at: number; token: number; logprob: number }[] = [];

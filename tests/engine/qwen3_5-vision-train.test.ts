@@ -2,13 +2,10 @@
 // through the merger and the blocks, against transformers' float64 gradients of the tiny VL fixture
 // (tests/fixtures/transformers-qwen3_5-vl, grads.safetensors has dL/dW of every tower linear) and,
 // with nonzero B, against central differences on the float64 reference tower.
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
-import { openCheckpoint, readSafetensorsHeader } from '../../src/model/checkpoint.ts';
-import { nodeFolderFiles } from '../../src/model/node-files.ts';
-import { decodeToFloat32 } from '../../src/model/safetensors.ts';
+import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { QWEN3_5_LINEARS } from '../../src/model/qwen3-tensors.ts';
 import { VISION_LORA_TARGETS, visionAdaptedLinears } from '../../src/model/qwen3_5-vision-tensors.ts';
 import { createTrainableSet } from '../../src/engine/train/trainable.ts';
@@ -21,38 +18,13 @@ import type { NamedTensor } from '../../src/engine/types.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
+import { VL_DIR, vlExpected, vlPixels, vlRequest, vlTensors } from './vl-fixture.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
-const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
-  input_ids: number[]; image_grid_thw: [number, number, number][]; position_ids: [number[], number[], number[]];
-  score_from: number; temperature: number; loss_weights: number[];
-};
 const R = 2;
 const ALPHA = 4;
 const SCALE = ALPHA / R;
-
-async function tensorsOf(file: string): Promise<Map<string, Float32Array>> {
-  const files = nodeFolderFiles(DIR);
-  const out = new Map<string, Float32Array>();
-  for (const t of await readSafetensorsHeader(files, file)) out.set(t.name, decodeToFloat32(t, await files.read(file, t.fileOffset, t.fileOffset + t.byteLength)));
-  return out;
-}
-
-const main = () => {
-  const bytes = readFileSync(`${DIR}pixel_values.safetensors`);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
-  const [a, b] = header.main!.data_offsets;
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
-};
-
-const request = () => ({
-  sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images: { pixelValues: main(), grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids } }],
-  temperature: expected.temperature,
-  dLdLogp: [Float32Array.from(expected.loss_weights)],
-});
 
 const byName = (ts: NamedTensor[]) => new Map(ts.map((t) => [t.name, t]));
 
@@ -78,12 +50,12 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
   });
 
   it('at B = 0 every tower adapter\'s dL/dB is s·G·Aᵀ of transformers\' full gradient (within 1e-3 relative) and dL/dA = 0; the text adapters\' gradients are bit-identical to LoRA without the tower', async () => {
-    const ckpt = await openCheckpoint(DIR);
-    const full = await tensorsOf('grads.safetensors');
+    const ckpt = await openCheckpoint(VL_DIR);
+    const full = await vlTensors('grads.safetensors');
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     setLora(engine, true);
     const weights = byName((await engine.saveState()).tensors);
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     const grads = byName(await engine.readGrads());
     const vc = ckpt.config.vision!;
     let worst = { name: '', rel: 0 };
@@ -101,7 +73,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     // The same text adapters (same seed: the tower's are drawn after them) without the tower's.
     const textOnly = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     setLora(textOnly, false);
-    await textOnly.backward(request());
+    await textOnly.backward(vlRequest());
     const textGrads = await textOnly.readGrads();
     expect(textGrads.length).toBe(grads.size - 4 * visionAdaptedLinears(vc, towerTargets).length / 2);
     for (const t of textGrads) expect(maxAbsDiff(t.data, grads.get(t.name)!.data), t.name).toBe(0);
@@ -118,7 +90,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
   });
 
   it('nonzero A and B: the adapted tower\'s output matches the float64 reference, and the tower backward from a given dL/d(merged) matches its central differences', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     const fwd = engine.internals;
     const tower = fwd.vision as VisionTower;
@@ -136,9 +108,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
       }
     }
     const weights = new Map<string, Float64Array>();
-    for (const t of await readSafetensorsHeader(nodeFolderFiles(DIR), 'model.safetensors')) {
-      if (t.name.startsWith('model.visual.')) weights.set(t.name, Float64Array.from(decodeToFloat32(t, await nodeFolderFiles(DIR).read('model.safetensors', t.fileOffset, t.fileOffset + t.byteLength))));
-    }
+    for (const [name, w] of await vlTensors('model.safetensors')) if (name.startsWith('model.visual.')) weights.set(name, Float64Array.from(w));
     const adapted = visionAdaptedLinears(vc, towerTargets);
     /** The tower's weights with W' = W + s·B·A. */
     const merged = (f: Map<string, Float64Array>) => {
@@ -157,8 +127,8 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
       }
       return w;
     };
-    const pixels = main();
-    const grid = expected.image_grid_thw[0]!;
+    const pixels = vlPixels('main');
+    const grid = vlExpected.image_grid_thw[0]!;
     const G = 6;
     const D = vc.outHiddenSize;
     const g = Float32Array.from({ length: G * D }, () => 2 * rand() - 1); // dL/d(merged)
@@ -167,7 +137,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     const S = 24;
     const vb = new VisionBackward(fwd, new TrainOps(fwd), tower, new Map([...set.lora].filter(([n]) => n.startsWith('model.visual.'))), null, S, R, (role, bytes) => fwd.createBuffer(role, bytes));
     const rec = fwd.recorder('vision train forward');
-    const { embeds, rows } = vb.encode(rec, pixels, expected.image_grid_thw);
+    const { embeds, rows } = vb.encode(rec, pixels, vlExpected.image_grid_thw);
     const read = rec.read(embeds, 0, rows * D * 4);
     const got = new Float32Array((await rec.submit())[read]!);
     const want = refVisionForward(vc, merged(factors), pixels, grid).merged;
@@ -216,7 +186,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
   });
 
   it('the memory plan counts the tower\'s LoRA state and its backward\'s buffers exactly as allocated', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const created: { label: string; size: number }[] = [];
     const real = gpu.device.createBuffer.bind(gpu.device);
     gpu.device.createBuffer = (d: GPUBufferDescriptor) => {
@@ -228,7 +198,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
       return sum;
     };
     try {
-      const T = expected.input_ids.length;
+      const T = vlExpected.input_ids.length;
       const engine = await loadEngine(ckpt, {
         gpu, weightDtype: 'f32', vision: true,
         plan: { numSequences: 1, maxTokensPerSequence: T, maxImagePatches: 24, mode: { kind: 'lora', r: R, targets: [...QWEN3_5_LINEARS], visionTargets: towerTargets } },
@@ -239,7 +209,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
       const notTransfer = /^(?!.*(uniform arena| readback$))/;
       expect(take(notTransfer), 'training state').toBe(item('LoRA params + grads') + item('AdamW moments') + item('gradient norm scratch'));
       created.length = 0;
-      await engine.backward(request());
+      await engine.backward(vlRequest());
       const tower = /^backward vision |^scratch visual\.(lora\.u|zeroBias)$/;
       expect(take(tower), 'vision tower backward').toBe(item('vision tower backward'));
       expect(item('vision tower backward')).toBeGreaterThan(0);
@@ -247,7 +217,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
       const rest = created.filter((c) => !tower.test(c.label) && !/uniform arena| readback$|^scratch visual\.|^scratch score\.imageRows$|^linear state placeholder$|^scratch linear\.nostate$/.test(c.label));
       expect(rest.reduce((a, c) => a + c.size, 0), 'language model backward').toBe(item('activation checkpoints') + item('backward working set'));
       created.length = 0;
-      await engine.backward(request());
+      await engine.backward(vlRequest());
       expect(take(notTransfer), 'second backward').toBe(0);
       engine.destroy();
     } finally {
@@ -256,10 +226,10 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
   });
 
   it('a saved adapter carries the tower\'s factors under PEFT\'s names and loads back to the same log-probs; scoring runs the tower\'s adapters', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     setLora(engine, true);
-    await engine.backward(request());
+    await engine.backward(vlRequest());
     await engine.step({ learningRate: 5e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 0 });
     const exported = await engine.exportAdapter('tiny-vl');
     const names = exported.tensors.map((t) => t.name);
@@ -269,7 +239,7 @@ describe(onAdapter('LoRA on the Qwen3.5 vision tower'), () => {
     const files = peftAdapterFiles(exported);
     const adapter = await readPeftAdapter(files, ckpt.config);
     expect(adapter.settings.visionTargetModules).toEqual([...VISION_LORA_TARGETS]);
-    const seq = request().sequences;
+    const seq = vlRequest().sequences;
     const before = await engine.score({ sequences: seq, temperature: 1 });
     const policyOnly = await engine.score({ sequences: seq, temperature: 1, adapters: false });
     const fresh = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });

@@ -1,16 +1,12 @@
 // Qwen3.5's vision tower and image+text prompts on WebGPU against transformers itself: the tiny
 // Qwen3_5ForConditionalGeneration of tests/fixtures/transformers-qwen3_5-vl (its make.py), with the
 // processor's pixel_values, the M-RoPE position ids, the tower's float64 output and float64 log-probs.
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import type { GridThw } from '../../src/engine/vision/inputs.ts';
 import type { VisionTower } from '../../src/engine/vision/tower.ts';
-import { readSafetensorsHeader } from '../../src/model/checkpoint.ts';
-import { nodeFolderFiles } from '../../src/model/node-files.ts';
-import { decodeToFloat32 } from '../../src/model/safetensors.ts';
 import { peftTensorName, readPeftAdapter } from '../../src/engine/peft-adapter.ts';
 import { QWEN3_5_LINEARS, storedTensorName } from '../../src/model/qwen3-tensors.ts';
 import type { NamedTensor } from '../../src/engine/types.ts';
@@ -19,22 +15,9 @@ import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/r
 import { mropePositionIds } from '../../src/vision/image-prompt.ts';
 import { relNormError } from './train-helpers.ts';
 import { maxAbsDiff, onAdapter } from './helpers.ts';
+import { VL_DIR, VL_IMAGE_PAD, vlExpected, vlPixels, vlTensors } from './vl-fixture.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
-
-const DIR = new URL('../fixtures/transformers-qwen3_5-vl/', import.meta.url).pathname;
-const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
-  input_ids: number[]; image_grid_thw: [number, number, number][]; small_image_grid_thw: [number, number, number][];
-  position_ids: [number[], number[], number[]]; vision: { merged: number[] }; score_from: number; temperature: number; logprobs: number[];
-  loss_weights: number[];
-};
-
-async function tensorsOf(file: string): Promise<Map<string, Float32Array>> {
-  const files = nodeFolderFiles(DIR);
-  const out = new Map<string, Float32Array>();
-  for (const t of await readSafetensorsHeader(files, file)) out.set(t.name, decodeToFloat32(t, await files.read(file, t.fileOffset, t.fileOffset + t.byteLength)));
-  return out;
-}
 
 /** The worst relative error over the engine's gradients, each against `want(name)`. */
 function worstError(got: NamedTensor[], want: (name: string) => Float32Array | undefined): { name: string; rel: number } {
@@ -45,28 +28,17 @@ function worstError(got: NamedTensor[], want: (name: string) => Float32Array | u
   }).sort((a, b) => b.rel - a.rel)[0]!;
 }
 
-/** One F32 tensor of a safetensors file. */
-function readF32(file: string, name: string): Float32Array {
-  const bytes = readFileSync(file);
-  const n = Number(bytes.readBigUInt64LE(0));
-  const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
-  const [a, b] = header[name]!.data_offsets;
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset + 8 + n + a, bytes.byteOffset + 8 + n + b));
-}
-
-const PIXELS = `${DIR}pixel_values.safetensors`;
-const PAD = 484;
-const OFFSET = expected.input_ids.indexOf(PAD);
-const LENGTH = expected.input_ids.filter((t) => t === PAD).length;
+const OFFSET = vlExpected.input_ids.indexOf(VL_IMAGE_PAD);
+const LENGTH = vlExpected.input_ids.filter((t) => t === VL_IMAGE_PAD).length;
 
 /**
  * The fixture's image prompt and a completion that sampled <|image_pad|> twice: those are text tokens
  * (types 0 for get_rope_index, their own embedding row), only the image's span holds the tower's rows.
  */
 function strayPadSequence(): { ids: number[]; scoreFrom: number; positions: [number[], number[], number[]] } {
-  const ids = [...expected.input_ids, 54, PAD, 71, PAD, 412];
+  const ids = [...vlExpected.input_ids, 54, VL_IMAGE_PAD, 71, VL_IMAGE_PAD, 412];
   const types = ids.map((_, t) => (t >= OFFSET && t < OFFSET + LENGTH ? 1 : 0));
-  return { ids, scoreFrom: expected.input_ids.length, positions: mropePositionIds(types, [{ gridThw: expected.image_grid_thw[0]! }], 2).positions };
+  return { ids, scoreFrom: vlExpected.input_ids.length, positions: mropePositionIds(types, [{ gridThw: vlExpected.image_grid_thw[0]! }], 2).positions };
 }
 
 async function towerOutput(engine: WebGpuEngine, pixelValues: Float32Array, grids: GridThw[]): Promise<Float32Array> {
@@ -84,7 +56,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
 
   for (const weightDtype of ['f32', 'f16'] as const) {
     it(`${weightDtype} weights: the vision tower's merged embeddings and the image+text prompt's per-token log-probs vs transformers float64`, async () => {
-      const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype, vision: true });
+      const engine = await loadEngine(await openCheckpoint(VL_DIR), { gpu, weightDtype, vision: true });
       expect(engine.memoryPlan.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
       // f16: the tower's matrices are halves too; their rounding costs ~1e-3 in the tower, ~4e-3 in log-probs (a broken kernel costs O(1)).
       const towerParams = (engine.internals.vision as VisionTower).params;
@@ -93,41 +65,41 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const uploaded = [...towerParams.values()].reduce((a, p) => a + p.chunks.reduce((b, c) => b + c.buffer.size, 0), 0);
       expect(engine.memoryPlan.items.find((i) => i.name === 'vision tower weights')!.bytes).toBe(uploaded);
       const tol = weightDtype === 'f32' ? 1e-4 : 2e-2;
-      const main = readF32(PIXELS, 'main');
-      const merged = await towerOutput(engine, main, expected.image_grid_thw);
-      const towerErr = maxAbsDiff(merged, expected.vision.merged);
+      const main = vlPixels('main');
+      const merged = await towerOutput(engine, main, vlExpected.image_grid_thw);
+      const towerErr = maxAbsDiff(merged, vlExpected.vision.merged);
       expect(towerErr).toBeLessThan(tol);
 
-      const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
-      const seq = { ids: expected.input_ids, scoreFrom: expected.score_from, images };
+      const images = { pixelValues: main, grids: vlExpected.image_grid_thw, offsets: [vlExpected.input_ids.indexOf(VL_IMAGE_PAD)], positions: vlExpected.position_ids };
+      const seq = { ids: vlExpected.input_ids, scoreFrom: vlExpected.score_from, images };
       // Packed behind a text-only sequence: its plain positions and the image rows must not mix.
-      const text = { ids: expected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
-      const out = await engine.score({ sequences: [text, seq], temperature: expected.temperature });
-      const err = maxAbsDiff(out.logprobs[1]!, expected.logprobs);
+      const text = { ids: vlExpected.input_ids.filter((t) => t !== 484).slice(0, 12), scoreFrom: 1 };
+      const out = await engine.score({ sequences: [text, seq], temperature: vlExpected.temperature });
+      const err = maxAbsDiff(out.logprobs[1]!, vlExpected.logprobs);
       console.log(`${weightDtype}: vision tower max |Δ| = ${towerErr.toExponential(2)}, image+text log-probs max |Δ| = ${err.toExponential(2)} vs transformers float64`);
       expect(err).toBeLessThan(tol);
-      const alone = await engine.score({ sequences: [text], temperature: expected.temperature });
+      const alone = await engine.score({ sequences: [text], temperature: vlExpected.temperature });
       expect(maxAbsDiff(out.logprobs[0]!, alone.logprobs[0]!)).toBeLessThan(1e-6);
       engine.destroy();
     });
   }
 
   it('gradients on the image+text prompt (vision tower frozen): LoRA on all twelve text linears and full fine-tuning of the language model within 1e-3 relative of torch', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const cfg = ckpt.config;
-    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
+    const images = { pixelValues: vlPixels('main'), grids: vlExpected.image_grid_thw, offsets: [vlExpected.input_ids.indexOf(VL_IMAGE_PAD)], positions: vlExpected.position_ids };
     const request = () => ({
-      sequences: [{ ids: expected.input_ids, scoreFrom: expected.score_from, images }],
-      temperature: expected.temperature,
-      dLdLogp: [Float32Array.from(expected.loss_weights)],
+      sequences: [{ ids: vlExpected.input_ids, scoreFrom: vlExpected.score_from, images }],
+      temperature: vlExpected.temperature,
+      dLdLogp: [Float32Array.from(vlExpected.loss_weights)],
     });
     const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
-    const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+    const adapter = await readPeftAdapter(`${VL_DIR}adapter`, cfg);
     lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
     const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
     await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
     await lora.backward(request());
-    const loraWant = await tensorsOf('lora-grads.safetensors');
+    const loraWant = await vlTensors('lora-grads.safetensors');
     const loraWorst = worstError(await lora.readGrads(), (n) => loraWant.get(peftTensorName(n, cfg)));
     lora.destroy();
 
@@ -135,7 +107,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     // The tower trained too: qwen3_5-vision-full.test.ts.
     full.setTrainable({ kind: 'full', freezeVisionTower: true });
     await full.backward(request());
-    const fullWant = await tensorsOf('grads.safetensors');
+    const fullWant = await vlTensors('grads.safetensors');
     const fullWorst = worstError(await full.readGrads(), (n) => fullWant.get(storedTensorName(cfg, n)));
     full.destroy();
     console.log(`image prompt grads: LoRA worst relative error ${loraWorst.rel.toExponential(2)} (${loraWorst.name}), full FT ${fullWorst.rel.toExponential(2)} (${fullWorst.name})`);
@@ -144,18 +116,18 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
   });
 
   it('several images in one pass attend within their own image only; bad image inputs fail with the problem named', async () => {
-    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', vision: true });
-    const main = readF32(PIXELS, 'main');
-    const small = readF32(PIXELS, 'small');
+    const engine = await loadEngine(await openCheckpoint(VL_DIR), { gpu, weightDtype: 'f32', vision: true });
+    const main = vlPixels('main');
+    const small = vlPixels('small');
     const both = new Float32Array(main.length + small.length);
     both.set(small);
     both.set(main, small.length);
-    const out = await towerOutput(engine, both, [...expected.small_image_grid_thw, ...expected.image_grid_thw]);
-    const smallRows = expected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
-    expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), expected.vision.merged)).toBeLessThan(1e-4);
+    const out = await towerOutput(engine, both, [...vlExpected.small_image_grid_thw, ...vlExpected.image_grid_thw]);
+    const smallRows = vlExpected.small_image_grid_thw.reduce((a, [t, h, w]) => a + (t * h * w) / 4, 0);
+    expect(maxAbsDiff(out.subarray(smallRows * engine.config.hiddenSize), vlExpected.vision.merged)).toBeLessThan(1e-4);
 
-    const images = { pixelValues: main, grids: expected.image_grid_thw, offsets: [expected.input_ids.indexOf(484)], positions: expected.position_ids };
-    const ids = expected.input_ids;
+    const images = { pixelValues: main, grids: vlExpected.image_grid_thw, offsets: [vlExpected.input_ids.indexOf(VL_IMAGE_PAD)], positions: vlExpected.position_ids };
+    const ids = vlExpected.input_ids;
     const score = (seq: Partial<typeof images>, seqIds = ids) => engine.score({ sequences: [{ ids: seqIds, scoreFrom: 1, images: { ...images, ...seq } }], temperature: 1 });
     await expect(score({}, ids.filter((_, i) => i !== 4))).rejects.toThrow(/sequence 0 image 0 spans 6 tokens from offset 4, but token 9 is id 482, not the image token 484/);
     await expect(score({ offsets: [OFFSET - 1] })).rejects.toThrow(/image 0 spans 6 tokens from offset 3, but token 3 is id 481/);
@@ -163,26 +135,26 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     await expect(score({ offsets: [ids.length - 2] })).rejects.toThrow(/image 0 spans 6 tokens from offset 26, past the end of its 28 ids/);
     await expect(score({ offsets: [1.5] })).rejects.toThrow(/image 0 offset 1.5 must be an integer at or after 0/);
     // Two images whose spans overlap: the second (6 tokens) starts on the first's (1 token).
-    await expect(score({ pixelValues: both, grids: [...expected.small_image_grid_thw, ...expected.image_grid_thw], offsets: [OFFSET, OFFSET] }))
+    await expect(score({ pixelValues: both, grids: [...vlExpected.small_image_grid_thw, ...vlExpected.image_grid_thw], offsets: [OFFSET, OFFSET] }))
       .rejects.toThrow(/image 1 offset 4 must be an integer at or after 5 \(the end of image 0\)/);
     // A stray image token id outside the spans is text, not an error (the old id count refused it).
-    const stray = [...ids, PAD];
-    const strayPositions = expected.position_ids.map((r) => [...r, r[r.length - 1]! + 1]) as [number[], number[], number[]];
+    const stray = [...ids, VL_IMAGE_PAD];
+    const strayPositions = vlExpected.position_ids.map((r) => [...r, r[r.length - 1]! + 1]) as [number[], number[], number[]];
     expect((await score({ positions: strayPositions }, stray)).logprobs[0]).toHaveLength(stray.length - 1);
     await expect(engine.score({ sequences: [{ ids, scoreFrom: 1, images: { ...images, pixelValues: main.subarray(1) } }], temperature: 1 }))
       .rejects.toThrow(/pixel_values holds 36863 values; the grids \[\[1,4,6\]\] need 24 patches × 1536/);
     engine.destroy();
-    const textOnly = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32' });
+    const textOnly = await loadEngine(await openCheckpoint(VL_DIR), { gpu, weightDtype: 'f32' });
     await expect(textOnly.score({ sequences: [{ ids, scoreFrom: 1, images }], temperature: 1 })).rejects.toThrow(/no vision tower/);
     textOnly.destroy();
   });
   it('a completion that sampled <|image_pad|>: log-probs, full-FT gradients (the pad embedding row included) and LoRA gradients vs the float64 reference with the same placement', async () => {
-    const ckpt = await openCheckpoint(DIR);
+    const ckpt = await openCheckpoint(VL_DIR);
     const cfg = ckpt.config;
     const w = await refWeightsFromCheckpoint(ckpt);
     const { ids, scoreFrom, positions } = strayPadSequence();
-    const ref: RefSequence = { ids, scoreFrom, vision: { embeds: Float64Array.from(expected.vision.merged), spans: [{ offset: OFFSET, length: LENGTH }], positions } };
-    const images = { pixelValues: readF32(PIXELS, 'main'), grids: expected.image_grid_thw, offsets: [OFFSET], positions };
+    const ref: RefSequence = { ids, scoreFrom, vision: { embeds: Float64Array.from(vlExpected.vision.merged), spans: [{ offset: OFFSET, length: LENGTH }], positions } };
+    const images = { pixelValues: vlPixels('main'), grids: vlExpected.image_grid_thw, offsets: [OFFSET], positions };
     const dLdLogp = [0.7, -1.1, 0.4, 0.9, -0.5];
     const request = { sequences: [{ ids, scoreFrom, images }], temperature: 1, dLdLogp: [Float32Array.from(dLdLogp)] };
     const full = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
@@ -199,7 +171,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
       const { grads: refGrads } = refBackward(cfg, w, ref, 1, dLdLogp);
       worst = worstError(grads, (n) => refGrads.get(n) && Float32Array.from(refGrads.get(n)!));
       const D = cfg.hiddenSize;
-      const row = (g: ArrayLike<number>) => Array.from({ length: D }, (_, i) => g[PAD * D + i]!);
+      const row = (g: ArrayLike<number>) => Array.from({ length: D }, (_, i) => g[VL_IMAGE_PAD * D + i]!);
       padRowRef = row(refGrads.get('model.embed_tokens.weight')!);
       padErr = relNormError(row(grads.find((t) => t.name === 'model.embed_tokens.weight')!.data), padRowRef);
     } finally {
@@ -209,7 +181,7 @@ describe(onAdapter('Qwen3.5 vision-language scoring vs transformers'), () => {
     const lora = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true });
     let loraWorst: { name: string; rel: number };
     try {
-      const adapter = await readPeftAdapter(`${DIR}adapter`, cfg);
+      const adapter = await readPeftAdapter(`${VL_DIR}adapter`, cfg);
       lora.setTrainable({ kind: 'lora', lora: { r: 2, alpha: 4, targetModules: [...QWEN3_5_LINEARS], seed: 1 } });
       const zeros = (t: NamedTensor, suffix: string) => ({ name: t.name + suffix, shape: t.shape, data: new Float32Array(t.data.length) });
       await lora.loadState({ tensors: adapter.tensors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 0 });
