@@ -19,7 +19,7 @@
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step
 //   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
-//   vision       on: a Qwen3.5 vision-language step with images, the tower frozen and LoRA-trained (vision-train-step.ts)
+//   (`--vision on` runs vision-train-step.ts instead: a Qwen3.5 vision-language step with images)
 //
 // Memory: the bytes the engine creates when it loads, when training is set up and in the first step,
 // against the memory plan's items for exactly this workload (B sequences of seqLen tokens).
@@ -58,7 +58,6 @@ export function trainStepFlops(cfg: ModelConfig, T: number, Ts: number, mode: 'l
 }
 
 export async function benchTrainStep(opts: Record<string, string> = {}) {
-  if (opts.vision === 'on') return (await import('./vision-train-step.ts')).benchVisionTrainStep(opts);
   const mode = (opts.mode ?? 'lora') as 'lora' | 'full';
   if (mode !== 'lora' && mode !== 'full') throw new Error(`bench train: --mode must be lora or full, got '${opts.mode}'`);
   const r = num(opts, 'r', 16);

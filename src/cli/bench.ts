@@ -61,7 +61,10 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     options: stringOptions([...MODEL_OPTIONS, 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps', 'train']),
   },
   train: {
-    load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
+    // --vision on: a vision-language step (its own module: it builds on train-step.ts's FLOP count).
+    load: async () => async (opts) => (opts.vision === 'on'
+      ? (await import('../../bench/engine/vision-train-step.ts')).benchVisionTrainStep(opts)
+      : (await import('../../bench/engine/train-step.ts')).benchTrainStep(opts)),
     help: 'train-step time and achieved GFLOP/s vs the matmul peak; --vision on: a Qwen3.5 VL step with images, the tower\'s shares',
     options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps',
       'vision', 'visionDepth', 'visionHidden', 'visionIntermediate', 'visionHeads', 'visionPositions', 'images', 'imageSize', 'tower']),
