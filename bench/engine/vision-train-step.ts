@@ -217,7 +217,9 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
       await engine.step(opt);
       return { backwardMs: t1 - t0, stepMs: now() - t0 };
     };
-    await trainStep(); // compiles every pipeline
+    // Progress on stderr (the result is stdout's JSON): at real shapes a step on a CPU adapter takes minutes.
+    const warm = await trainStep(); // compiles every pipeline
+    console.error(`bench train --vision: ${arm} tower, warm-up step ${(warm.stepMs / 1000).toFixed(1)} s`);
     const firstStep = bytes.takeEach();
     bytes.restore();
     const timed = [];
@@ -225,6 +227,7 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     const backwardRun = await profileRun(engine, o.method, () => engine.backward({ sequences, temperature: 1, dLdLogp }));
     const stepRun = await profileRun(engine, o.method, () => engine.step(opt));
     const shares = phaseShares(backwardRun.dispatches, stepRun.dispatches);
+    console.error(`bench train --vision: ${arm} tower, ${o.steps} timed + 1 profiled step done`);
 
     const mode: TrainingMode = { kind: 'lora', r: o.r, targets, ...(arm === 'lora' ? { visionTargets } : {}) };
     const plan = planMemory({
