@@ -102,23 +102,31 @@ export function phaseOf(d: Pick<DispatchTiming, 'recorder' | 'label'>): Exclude<
   return 'language model';
 }
 
+export interface PhaseTime {
+  ms: number;
+  share: number;
+  dispatches: number;
+  /** GPU ms per WGSL file within the phase, the largest first. */
+  kernels: Record<string, number>;
+}
+
 /** Each phase's GPU ms and share of the step's GPU time (dispatches of engine.backward, then of engine.step). */
-export function phaseShares(backward: readonly DispatchTiming[], optimizer: readonly DispatchTiming[]): Record<Phase, { ms: number; share: number; dispatches: number }> {
-  const acc: Record<Phase, { ms: number; share: number; dispatches: number }> = {
-    'tower forward': { ms: 0, share: 0, dispatches: 0 },
-    'tower backward': { ms: 0, share: 0, dispatches: 0 },
-    'language model': { ms: 0, share: 0, dispatches: 0 },
-    optimizer: { ms: 0, share: 0, dispatches: 0 },
-  };
+export function phaseShares(backward: readonly DispatchTiming[], optimizer: readonly DispatchTiming[]): Record<Phase, PhaseTime> {
+  const phases: Phase[] = ['tower forward', 'tower backward', 'language model', 'optimizer'];
+  const acc = Object.fromEntries(phases.map((p) => [p, { ms: 0, share: 0, dispatches: 0, kernels: new Map<string, number>() }]));
   const add = (p: Phase, d: DispatchTiming) => {
-    acc[p].ms += d.ms;
-    acc[p].dispatches++;
+    const a = acc[p]!;
+    a.ms += d.ms;
+    a.dispatches++;
+    a.kernels.set(d.file, (a.kernels.get(d.file) ?? 0) + d.ms);
   };
   for (const d of backward) add(phaseOf(d), d);
   for (const d of optimizer) add('optimizer', d);
-  const total = Object.values(acc).reduce((a, p) => a + p.ms, 0);
-  for (const p of Object.values(acc)) p.share = total > 0 ? p.ms / total : 0;
-  return acc;
+  const total = phases.reduce((a, p) => a + acc[p]!.ms, 0);
+  return Object.fromEntries(phases.map((p) => {
+    const a = acc[p]!;
+    return [p, { ms: a.ms, share: total > 0 ? a.ms / total : 0, dispatches: a.dispatches, kernels: Object.fromEntries([...a.kernels].sort((x, y) => y[1] - x[1])) }];
+  })) as Record<Phase, PhaseTime>;
 }
 
 /** `WxH` pixels → the image's (t, h, w) patch grid: one image is one temporal patch (the processor repeats it over temporal_patch_size frames). */

@@ -57,7 +57,9 @@ describe('bench train --vision: pure parts', () => {
     expect(phaseOf({ recorder: 'train layer 0 backward', label: 'gather rows' })).toBe('language model');
     const d = (recorder: string, label: string, ms: number): DispatchTiming => ({ file: 'x.wgsl', constants: {}, label, recorder, params: new Uint32Array(0), groups: [1, 1, 1], ms });
     const s = phaseShares([d(fwd, 'visual pos_embed', 1), d(fwd, 'lm head', 2), d('train vision block 0 backward', 'attention dq', 3)], [d('adamw', 'adamw', 4)]);
-    expect(s['tower forward']).toEqual({ ms: 1, share: 0.1, dispatches: 1 });
+    const k = (file: string, ms: number): DispatchTiming => ({ ...d('train vision merger backward', '', ms), file });
+    expect(Object.entries(phaseShares([k('a.wgsl', 1), k('b.wgsl', 3), k('a.wgsl', 1)], [])['tower backward'].kernels)).toEqual([['b.wgsl', 3], ['a.wgsl', 2]]);
+    expect(s['tower forward']).toEqual({ ms: 1, share: 0.1, dispatches: 1, kernels: { 'x.wgsl': 1 } });
     expect(s['tower backward'].share).toBeCloseTo(0.3, 12);
     expect(s['language model'].share).toBeCloseTo(0.2, 12);
     expect(s.optimizer.share).toBeCloseTo(0.4, 12);
