@@ -271,6 +271,8 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     const best = peak.reduce((a, b) => (b.gflops > a.gflops ? b : a));
     return {
       arm,
+      weightDtype: engine.weightDtype,
+      kernels: engine.internals.kernelVariants,
       lora: { r: o.r, alpha: o.alpha, targets, visionTargets },
       stepMs,
       backwardMs: median(timed.map((t) => t.backwardMs)),
