@@ -32,7 +32,7 @@ import type { DispatchTiming } from '../../src/engine/recorder.ts';
 import type { ScoreSequence } from '../../src/engine/types.ts';
 import { patchValues } from '../../src/engine/vision/config.ts';
 import type { GridThw } from '../../src/engine/vision/inputs.ts';
-import type { Checkpoint, ModelConfig, VisionConfig } from '../../src/model/types.ts';
+import type { Checkpoint, VisionConfig } from '../../src/model/types.ts';
 import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 import { VISION_LORA_TARGETS, visionAdaptedLinears } from '../../src/model/qwen3_5-vision-tensors.ts';
 import { mropePositionIds } from '../../src/vision/image-prompt.ts';
@@ -189,14 +189,15 @@ export function visionTrainBatch(v: VisionConfig, B: number, seqLen: number, ima
   return { sequences, dLdLogp, opt, scoredTokens: Ts, imageTokensPerSequence: images * perImage, tokensPerSequence: sequences[0]!.ids.length };
 }
 
+const sum = (each: { bytes: number }[]) => each.reduce((a, e) => a + e.bytes, 0);
+
 /** Tower bytes among one phase's allocations, by buffer label: weights and LoRA state are `model.visual.…`; activations are tower.ts's scratch; the backward its planned roles + the forward's LoRA scratch. */
 function towerBytes(each: { label: string; bytes: number }[]) {
-  const sum = (re: RegExp) => each.filter((e) => re.test(e.label)).reduce((a, e) => a + e.bytes, 0);
   const backward = /^backward vision |^scratch visual\.(lora\.u|zeroBias)$/;
   return {
-    params: sum(/^model\.visual\./),
-    activations: each.filter((e) => /^scratch visual\./.test(e.label) && !backward.test(e.label)).reduce((a, e) => a + e.bytes, 0),
-    backward: sum(backward),
+    params: sum(each.filter((e) => /^model\.visual\./.test(e.label))),
+    activations: sum(each.filter((e) => /^scratch visual\./.test(e.label) && !backward.test(e.label))),
+    backward: sum(each.filter((e) => backward.test(e.label))),
   };
 }
 
@@ -219,7 +220,7 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     throw err;
   }
   try {
-    const cfg: ModelConfig = engine.config;
+    const cfg = engine.config;
     const load = bytes.takeEach();
     const targets = modelLinears(cfg);
     const visionTargets = arm === 'lora' ? [...VISION_LORA_TARGETS] : [];
@@ -257,7 +258,7 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     });
     const item = (name: string) => plan.items.find((i) => i.name === name)?.bytes ?? 0;
     const towerLoraParams = visionAdaptedLinears(v, visionTargets).reduce((a, { shape: [out, inp] }) => a + o.r * (inp + out), 0);
-    const [atLoad, atState, atStep] = [load, trainingState, firstStep].map(towerBytes) as [ReturnType<typeof towerBytes>, ReturnType<typeof towerBytes>, ReturnType<typeof towerBytes>];
+    const [atLoad, atState, atStep] = [towerBytes(load), towerBytes(trainingState), towerBytes(firstStep)];
     const grids = sequences.flatMap((s) => s.images!.grids);
     const T = sequences.reduce((a, s) => a + s.ids.length, 0);
     const lm = trainStepFlops(cfg, T, batch.scoredTokens, 'lora', o.r).matmulFlops;
@@ -303,8 +304,6 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     engine.destroy();
   }
 }
-
-const sum = (each: { bytes: number }[]) => each.reduce((a, e) => a + e.bytes, 0);
 
 export async function benchVisionTrainStep(opts: Record<string, string>) {
   if ((opts.mode ?? 'lora') !== 'lora') throw new Error(`bench train --vision on: LoRA only (the tower frozen or adapted), got --mode '${opts.mode}'`);
