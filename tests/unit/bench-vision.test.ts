@@ -3,7 +3,8 @@
 // image grid of a pixel size and the sequences' layout (image spans, M-RoPE positions, scored tokens).
 // That the FLOP count equals what the engine runs is tests/engine/gpu-bench-counts.test.ts's job.
 import { describe, expect, it } from 'vitest';
-import { imageGrid, phaseOf, phaseShares, towerStepFlops, visionTrainBatch } from '../../bench/engine/vision-train-step.ts';
+import { benchVisionTrainStep, fastestDispatches, imageGrid, phaseOf, phaseShares, towerStepFlops, visionTrainBatch } from '../../bench/engine/vision-train-step.ts';
+import { benchCheckpoint } from '../../bench/engine/common.ts';
 import type { DispatchTiming } from '../../src/engine/recorder.ts';
 import type { VisionConfig } from '../../src/model/types.ts';
 
@@ -63,6 +64,19 @@ describe('bench train --vision: pure parts', () => {
     expect(s['tower backward'].share).toBeCloseTo(0.3, 12);
     expect(s['language model'].share).toBeCloseTo(0.2, 12);
     expect(s.optimizer.share).toBeCloseTo(0.4, 12);
+  });
+
+  it('fastestDispatches keeps each dispatch\'s fastest repeat; repeats of different work are refused', () => {
+    const d = (ms: number, label = 'a'): DispatchTiming => ({ file: 'x.wgsl', constants: {}, label, recorder: 'r', params: new Uint32Array(0), groups: [1, 1, 1], ms });
+    expect(fastestDispatches([[d(3), d(1, 'b')], [d(2), d(4, 'b')]]).map((x) => [x.label, x.ms])).toEqual([['a', 2], ['b', 1]]);
+    expect(() => fastestDispatches([[d(1)], [d(1), d(2)]])).toThrow(/profiled repeats recorded 2 and 1 dispatches/);
+  });
+
+  it('bad options are clear errors before any model is built', async () => {
+    await expect(benchVisionTrainStep({ vision: 'on', mode: 'full' })).rejects.toThrow(/LoRA only \(the tower frozen or adapted\), got --mode 'full'/);
+    await expect(benchVisionTrainStep({ vision: 'on', tower: 'half' })).rejects.toThrow(/--tower must be frozen, lora or both, got 'half'/);
+    await expect(benchCheckpoint({ vision: 'on', arch: 'qwen3' }, 'f32')).rejects.toThrow(/--vision on needs --arch qwen3_5/);
+    await expect(benchCheckpoint({ vision: 'yes' }, 'f32')).rejects.toThrow(/--vision must be on or off, got 'yes'/);
   });
 
   it('imageGrid: WxH pixels in multiples of 32 → (1, H/16, W/16); anything else is a clear error', () => {
