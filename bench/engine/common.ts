@@ -2,6 +2,7 @@
 // a generated random Qwen3 / Qwen3.5 of a given shape, or a named real model's shape).
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel, TINY_DEFAULTS } from '../../src/model/tiny-model.ts';
+import type { TinyVisionShape } from '../../src/model/tiny-vision.ts';
 import type { Checkpoint, LayerType } from '../../src/model/types.ts';
 import type { ScoreSequence } from '../../src/engine/types.ts';
 import type { HalfLoads, Qwen3Forward } from '../../src/engine/forward.ts';
@@ -32,6 +33,13 @@ export const QWEN3_5_0_8B = {
   linearKeyHeads: '16', linearValueHeads: '16', linearKeyHeadDim: '128', linearValueHeadDim: '128', fullAttentionInterval: '4',
 };
 
+/**
+ * Qwen3.5-0.8B's vision tower (vision_config of Qwen/Qwen3.5-0.8B, tests/model/config.test.ts): 12 blocks of
+ * width 768 (12 heads of 64), MLP 3072, a 48×48 learned position grid; patch 16, 2 frames, 2×2 merge into
+ * the text model's hidden size. The default tower of `--vision on`.
+ */
+export const QWEN3_5_0_8B_VISION = { visionDepth: '12', visionHidden: '768', visionIntermediate: '3072', visionHeads: '12', visionPositions: '2304' };
+
 /** The named shape presets (`--shape`): options given beside a preset override its fields. */
 export const SHAPES: Record<string, Record<string, string>> = { 'qwen3-0.6b': QWEN3_0_6B, 'qwen3.5-0.8b': QWEN3_5_0_8B };
 
@@ -49,16 +57,28 @@ function benchLayerTypes(opts: Record<string, string>, layers: number): LayerTyp
   return Array.from({ length: layers }, (_, i) => ((i + 1) % every === 0 ? 'full_attention' : 'linear_attention'));
 }
 
+/** `--vision on`: the generated Qwen3.5's tower shape (`--visionDepth` … `--visionPositions`, default Qwen3.5-0.8B's). */
+function benchVisionShape(opts: Record<string, string>): TinyVisionShape {
+  const o = { ...QWEN3_5_0_8B_VISION, ...opts };
+  return {
+    depth: num(o, 'visionDepth', 0), hidden_size: num(o, 'visionHidden', 0), intermediate_size: num(o, 'visionIntermediate', 0),
+    num_heads: num(o, 'visionHeads', 0), num_position_embeddings: num(o, 'visionPositions', 0),
+  };
+}
+
 /**
  * `--model DIR|repo`, else a generated model: Qwen3 (hidden 256, 4 layers, vocab 2048 unless overridden),
- * or with `--arch qwen3_5` a Qwen3.5 hybrid (`--linearKeyHeads` … `--fullAttentionInterval`); `--shape`
- * names a preset (SHAPES).
+ * or with `--arch qwen3_5` a Qwen3.5 hybrid (`--linearKeyHeads` … `--fullAttentionInterval`), with
+ * `--vision on` a Qwen3.5 vision-language model (its tower: benchVisionShape); `--shape` names a preset (SHAPES).
  */
 export async function benchCheckpoint(options: Record<string, string>, dtype: 'bf16' | 'f32'): Promise<{ ckpt: Checkpoint; source: string }> {
   const opts = withShape(options);
   if (opts.model) return { ckpt: await openCheckpoint(opts.model), source: opts.model };
   const arch = opts.arch ?? 'qwen3';
   if (arch !== 'qwen3' && arch !== 'qwen3_5') throw new Error(`bench: --arch must be qwen3 or qwen3_5, got '${arch}'`);
+  const vision = opts.vision === 'on';
+  if (opts.vision !== undefined && !vision && opts.vision !== 'off') throw new Error(`bench: --vision must be on or off, got '${opts.vision}'`);
+  if (vision && arch !== 'qwen3_5') throw new Error('bench: --vision on needs --arch qwen3_5 (a Qwen3.5 vision-language model)');
   const shape = {
     hidden: num(opts, 'hidden', 256),
     layers: num(opts, 'layers', 4),
@@ -76,6 +96,7 @@ export async function benchCheckpoint(options: Record<string, string>, dtype: 'b
       linearKeyHeadDim: num(opts, 'linearKeyHeadDim', TINY_DEFAULTS.linearKeyHeadDim),
       linearValueHeadDim: num(opts, 'linearValueHeadDim', TINY_DEFAULTS.linearValueHeadDim),
       layerTypes: benchLayerTypes(opts, shape.layers),
+      ...(vision ? { vision: true, visionShape: benchVisionShape(opts) } : {}),
     }
     : {};
   // Generating a 0.6B-shaped model takes minutes of single-threaded JS: one per shape and dtype per

@@ -72,23 +72,26 @@ export function countGpu(device: GPUDevice): GpuCounter {
 }
 
 /**
- * Sums the bytes every `createBuffer` on `device` asks for, between calls of `take()`, leaving out
- * uniform arenas and read-back staging (transfer buffers, not GPU working memory; the memory plan
- * leaves them out too). Used to set a bench's allocations against the engine's memory plan.
+ * Sums the bytes every `createBuffer` on `device` asks for, between calls of `take()` (or `takeEach()`,
+ * the same buffers one by one with their labels), leaving out uniform arenas and read-back staging
+ * (transfer buffers, not GPU working memory; the memory plan leaves them out too). Used to set a
+ * bench's allocations against the engine's memory plan.
  */
-export function recordBufferBytes(device: GPUDevice): { take(): number; restore(): void } {
+export function recordBufferBytes(device: GPUDevice): { take(): number; takeEach(): { label: string; bytes: number }[]; restore(): void } {
   const own = device.createBuffer;
-  let bytes = 0;
+  let created: { label: string; bytes: number }[] = [];
   device.createBuffer = function (desc: GPUBufferDescriptor): GPUBuffer {
-    if (!/^uniform arena$|readback$/.test(desc.label ?? '')) bytes += desc.size;
+    if (!/^uniform arena$|readback$/.test(desc.label ?? '')) created.push({ label: desc.label ?? '', bytes: desc.size });
     return own.call(device, desc);
   };
+  const takeEach = () => {
+    const each = created;
+    created = [];
+    return each;
+  };
   return {
-    take() {
-      const b = bytes;
-      bytes = 0;
-      return b;
-    },
+    take: () => takeEach().reduce((a, e) => a + e.bytes, 0),
+    takeEach,
     restore() {
       device.createBuffer = own;
     },

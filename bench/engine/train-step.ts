@@ -19,6 +19,7 @@
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step
 //   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
+//   (`--vision on` runs vision-train-step.ts instead: a Qwen3.5 vision-language step with images)
 //
 // Memory: the bytes the engine creates when it loads, when training is set up and in the first step,
 // against the memory plan's items for exactly this workload (B sequences of seqLen tokens).

@@ -61,9 +61,13 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     options: stringOptions([...MODEL_OPTIONS, 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps', 'train']),
   },
   train: {
-    load: async () => (await import('../../bench/engine/train-step.ts')).benchTrainStep as Bench,
-    help: 'train-step time and achieved GFLOP/s vs the matmul peak',
-    options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps']),
+    // --vision on: a vision-language step (its own module: it builds on train-step.ts's FLOP count).
+    load: async () => async (opts) => (opts.vision === 'on'
+      ? (await import('../../bench/engine/vision-train-step.ts')).benchVisionTrainStep(opts)
+      : (await import('../../bench/engine/train-step.ts')).benchTrainStep(opts)),
+    help: 'train-step time and achieved GFLOP/s vs the matmul peak; --vision on: a Qwen3.5 VL step with images, the tower\'s shares',
+    options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps',
+      'vision', 'visionDepth', 'visionHidden', 'visionIntermediate', 'visionHeads', 'visionPositions', 'images', 'imageSize', 'tower', 'reps']),
   },
   rollouts: {
     load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
@@ -87,7 +91,7 @@ const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--ou
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
 Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);
   engine, decode, kernels, train: --shape qwen3-0.6b|qwen3.5-0.8b (real shapes, random weights) or --arch qwen3|qwen3_5 --hidden … --fullAttentionInterval N;
-  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
+  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  train --vision on [--visionDepth --visionHidden --visionIntermediate --visionHeads --visionPositions] --images N --imageSize WxH --tower frozen|lora|both --reps N;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';

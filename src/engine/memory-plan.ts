@@ -378,7 +378,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     items.push({
       name: 'vision activations',
       bytes: visionActivationBytes(vc, maxPatches),
-      detail: `${maxPatches} image patches per pass: pixel rows, one block's intermediates, the merger (f32)`,
+      detail: `${maxPatches} image patches per pass: pixel rows with their position and rotary tables, one block's intermediates, the merger (f32)`,
     });
   }
   // One backward call over every sequence of the step, all tokens but the first of each scored.

@@ -31,6 +31,8 @@ export interface DispatchTiming {
   file: string;
   constants: Record<string, string | number | boolean>;
   label: string;
+  /** The recorder's label (the phase it belongs to, e.g. `train vision block 3 backward`). */
+  recorder: string;
   params: Uint32Array;
   groups: [number, number, number];
   ms: number;
@@ -275,7 +277,7 @@ export class Recorder {
     const timings: DispatchTiming[] = dispatches.map((op) => {
       const desc = this.kernels.describe(op.pipeline);
       const params = op.uniformOffset >= 0 ? new Uint32Array(this.arena.slice(op.uniformOffset, op.uniformOffset + op.uniformSize)) : new Uint32Array(0);
-      return { file: desc.file, constants: desc.constants, label: op.label, params, groups: op.groups, ms: 0 };
+      return { file: desc.file, constants: desc.constants, label: op.label, recorder: this.label, params, groups: op.groups, ms: 0 };
     });
     if (timings.length === 0) {
       const enc = this.device.createCommandEncoder({ label: this.label });

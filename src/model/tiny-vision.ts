@@ -31,10 +31,21 @@ export function mropeSectionFor(n: number): [number, number, number] {
   return [Math.ceil(n / 3), Math.ceil((n - 1) / 3), Math.floor(n / 3)];
 }
 
-/** vision_config as transformers 5.18 writes it (keys sorted). */
-export function tinyVisionConfigJson(outHidden: number): Record<string, unknown> {
+/** The tower hyper-parameters a generated model may set (the rest stay TINY_VISION's: patch 16, 2 frames, 2×2 merge). */
+export interface TinyVisionShape {
+  depth?: number;
+  hidden_size?: number;
+  intermediate_size?: number;
+  num_heads?: number;
+  /** A square: the learned position grid's side² (Qwen3.5's 2304 = 48²). */
+  num_position_embeddings?: number;
+}
+
+/** vision_config as transformers 5.18 writes it (keys sorted), the tiny tower's shape unless `shape` overrides it. */
+export function tinyVisionConfigJson(outHidden: number, shape: TinyVisionShape = {}): Record<string, unknown> {
   const c: Record<string, unknown> = {
     ...TINY_VISION,
+    ...shape,
     initializer_range: 0.02,
     model_type: 'qwen3_5_vision',
     out_hidden_size: outHidden,

@@ -1,6 +1,8 @@
 // What the benchmarks report must match what the engine runs: trainStepFlops (bench/engine/
 // train-step.ts) against the FLOPs of every GEMM a real training step records, and the decode
-// step's dispatch count against its breakdown in BENCHMARKS.md (16 per layer + 5; Qwen3.5: 17 / 18 per layer type + 5).
+// step's dispatch count against its breakdown in BENCHMARKS.md (16 per layer + 5; Qwen3.5: 17 / 18 per layer type + 5);
+// a vision-language step (bench/engine/vision-train-step.ts): the tower's FLOPs (towerStepFlops) and the
+// bytes its frozen forward allocates against the memory plan's 'vision activations'.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import { Qwen3Forward } from '../../src/engine/forward.ts';
@@ -13,6 +15,8 @@ import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import type { LayerType } from '../../src/model/types.ts';
 import { modelLinears } from '../../src/model/qwen3-tensors.ts';
+import { towerStepFlops, visionTrainBatch } from '../../bench/engine/vision-train-step.ts';
+import { VISION_LORA_TARGETS } from '../../src/model/qwen3_5-vision-tensors.ts';
 
 const ALL: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
@@ -58,6 +62,57 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
       } finally {
         Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
         TrainOps.prototype.gemm = gemm;
+        engine.destroy();
+      }
+    });
+  }
+
+  for (const tower of ['frozen', 'lora'] as const) {
+    it(`a Qwen3.5 VL LoRA step with the tower ${tower} records trainStepFlops + towerStepFlops GEMM FLOPs${tower === 'frozen' ? '; its tower forward allocates the planned vision activations' : ''}`, async () => {
+      const layerTypes: LayerType[] = ['linear_attention', 'full_attention'];
+      const { files } = await makeTinyModel({ arch: 'qwen3_5', vision: true, layers: 2, layerTypes, hidden: 32, intermediate: 64, heads: 2, kvHeads: 1, headDim: 16, vocab: 512 });
+      const ckpt = await openCheckpoint(files);
+      const v = ckpt.config.vision!;
+      const grid = [1, 4, 8] as const; // a 128×64 image: 32 patches, 8 image tokens
+      const B = 2;
+      const batch = visionTrainBatch(v, B, 10, 2, grid);
+      const patches = B * 2 * 32;
+      const bytes: { label: string; size: number }[] = [];
+      const create = gpu.device.createBuffer;
+      gpu.device.createBuffer = function (desc: GPUBufferDescriptor) {
+        bytes.push({ label: desc.label ?? '', size: desc.size });
+        return create.call(gpu.device, desc);
+      };
+      const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true, plan: { numSequences: B, maxTokensPerSequence: batch.tokensPerSequence, maxImagePatches: patches } });
+      const r = 4;
+      engine.setTrainable({ kind: 'lora', lora: { r, alpha: 8, targetModules: modelLinears(engine.config), seed: 1, ...(tower === 'lora' ? { visionTargetModules: [...VISION_LORA_TARGETS] } : {}) } });
+      let flops = 0;
+      const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
+      const gemm = TrainOps.prototype.gemm;
+      Qwen3Forward.prototype.encodeMatmul = function (this: Qwen3Forward, rec, a) {
+        flops += 2 * a.M * a.N * a.K;
+        return fwdMatmul.call(this, rec, a);
+      };
+      TrainOps.prototype.gemm = function (this: TrainOps, rec, a: GemmArgs) {
+        flops += 2 * a.M * a.N * a.K;
+        return gemm.call(this, rec, a);
+      };
+      try {
+        bytes.length = 0;
+        await engine.backward({ sequences: batch.sequences, temperature: 1, dLdLogp: batch.dLdLogp });
+        await engine.step(batch.opt);
+        const T = B * batch.tokensPerSequence;
+        const t = towerStepFlops(v, batch.sequences.flatMap((s) => s.images!.grids), r, tower === 'lora');
+        expect(t.backward > 0).toBe(tower === 'lora');
+        expect(flops).toBe(trainStepFlops(engine.config, T, batch.scoredTokens, 'lora', r).matmulFlops + t.forward + t.backward);
+        if (tower === 'frozen') {
+          const activations = bytes.filter((b) => b.label.startsWith('scratch visual.')).reduce((a, b) => a + b.size, 0);
+          expect(activations).toBe(engine.memoryPlan.items.find((i) => i.name === 'vision activations')!.bytes);
+        }
+      } finally {
+        Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
+        TrainOps.prototype.gemm = gemm;
+        gpu.device.createBuffer = create;
         engine.destroy();
       }
     });

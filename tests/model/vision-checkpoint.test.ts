@@ -80,4 +80,13 @@ describe('openCheckpoint with the vision tower', () => {
     expect(JSON.parse(new TextDecoder().decode(tiny.files.get('processor_config.json')!)).image_processor.patch_size).toBe(16);
     await expect(makeTinyModel({ arch: 'qwen3', vision: true })).rejects.toThrow(/vision apply to arch qwen3_5 only/);
   });
+
+  it('visionShape sets the generated tower\'s shape (the benches\' real proportions); the rest stays the tiny tower\'s', async () => {
+    const tiny = await makeTinyModel({ arch: 'qwen3_5', vision: true, visionShape: { depth: 3, hidden_size: 48, intermediate_size: 192, num_heads: 3, num_position_embeddings: 64 } });
+    expect(tiny.config.vision).toMatchObject({ depth: 3, hiddenSize: 48, intermediateSize: 192, numHeads: 3, headDim: 16, numPositionEmbeddings: 64, positionGridSide: 8, patchSize: 16, spatialMergeSize: 2, outHiddenSize: 64 });
+    const ckpt = await openCheckpoint(tiny.files, { vision: true });
+    expect(() => validateQwen3Tensors(ckpt)).not.toThrow();
+    expect(ckpt.tensors.get('model.visual.blocks.2.mlp.linear_fc1.weight')?.shape).toEqual([192, 48]);
+    await expect(makeTinyModel({ arch: 'qwen3_5', visionShape: { depth: 3 } })).rejects.toThrow(/visionShape needs vision: true/);
+  });
 });

@@ -94,7 +94,7 @@ describe('kernel costs', () => {
   it('familyTable sums per family and splits compute- from memory-bound on the roofline', () => {
     const mm = d('matmul_backward.wgsl', [64, 64, 64, 0, 64, 0, 64, 0, 64, 0, 0, 0], gemmBLoads(false, 'u32')); // 524288 FLOPs, 49152 B
     const ax = d('adamw.wgsl', [1000, 0, 0, 0, 0, 0, 0, 0]); // 15000 FLOPs, 28000 B
-    const t = (x: ReturnType<typeof d>, ms: number) => ({ d: { ...x, label: '', ms }, ctx });
+    const t = (x: ReturnType<typeof d>, ms: number) => ({ d: { ...x, label: '', recorder: '', ms }, ctx });
     // Peaks: 10 GFLOP/s, 1 GB/s: the GEMM's 10.7 FLOP/B × 1 GB/s > 10 → compute-bound; AdamW memory-bound.
     const { gpuMs, families } = familyTable([t(mm, 0.1), t(mm, 0.1), t(ax, 0.05)], { f32Gflops: 10, f16Gflops: null, gbps: 1 });
     expect(gpuMs).toBeCloseTo(0.25, 12);
@@ -113,7 +113,7 @@ describe('kernel costs', () => {
     // decode-like: M = 1, N = K = 64, f16 W: 8192 FLOPs over 256 + 8192 + 256 B ≈ 0.94 FLOP/B.
     const gemv = d('matmul_vec4.wgsl', [1, 64, 64, 0, 64, 0, 0, 0, 0], { MODE: 0, W_VEC: 'vec2u' });
     const ax = d('adamw.wgsl', [1000, 0, 0, 0, 0, 0, 0, 0]);
-    const t = (x: ReturnType<typeof d>) => ({ d: { ...x, label: '', ms: 1 }, ctx });
+    const t = (x: ReturnType<typeof d>) => ({ d: { ...x, label: '', recorder: '', ms: 1 }, ctx });
     // 100 GFLOP/s f16 over 10 GB/s: the GEMV's 0.94 FLOP/B reaches only 9.4 → memory-bound; with
     // 1000 GB/s AdamW's 0.54 FLOP/B would reach the compute peak, but it stays a bandwidth family.
     const slow = familyTable([t(gemv)], { f32Gflops: 50, f16Gflops: 100, gbps: 10 }).families[0]!;

@@ -43,8 +43,9 @@ export function visionTensorLayout(c: VisionTowerConfig): { name: string; shape:
 /** Float32 bytes of the tower's activations for `patches` patch rows (the memory plan's count). */
 export function visionActivationBytes(c: VisionTowerConfig, patches: number): number {
   const D = c.hiddenSize;
-  // x, its ping-pong twin, the normed rows, qkv and q/k/v split, attention output, MLP hidden, lse
-  const perPatch = 2 * D + D + 3 * D + 3 * D + D + Math.max(c.intermediateSize, D) + c.numHeads;
+  // x, its ping-pong twin, the normed rows, qkv and q/k/v split, attention output, MLP hidden, lse;
+  // the host-made layout (tower.ts upload): 4 position taps + their weights, the 2-D rotary's cos/sin, the attention metadata
+  const perPatch = 2 * D + D + 3 * D + 3 * D + D + Math.max(c.intermediateSize, D) + c.numHeads + (4 + 4 + c.headDim + 4);
   const merged = patches / c.spatialMergeSize ** 2;
   const M = D * c.spatialMergeSize ** 2;
   return 4 * (patches * (perPatch + patchValues(c)) + merged * (M + c.outHiddenSize));
