@@ -72,7 +72,7 @@ function rolloutHtml(r: RolloutRecord): string {
   const reward = typeof d.reward === 'number' ? num(d.reward) : '—';
   // Why a rollout says less than it seems to: unscorable, or its last tool results rolled back for the budget.
   const notes = [
-    typeof d.error === 'string' ? `unscorable: ${d.error}` : null,
+    typeof d.error === 'string' ? `unscorable: ${d.error.length > TURN_CHARS ? `${d.error.slice(0, TURN_CHARS)}…` : d.error}` : null,
     d.overBudget && Number.isInteger(d.overBudget.tokens) && Number.isInteger(d.overBudget.budget)
       ? `the last tool results were rolled back: ${d.overBudget.tokens as number} tokens with them, over the budget of ${d.overBudget.budget as number}`
       : null,
