@@ -18,6 +18,28 @@ import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 import { towerStepFlops, visionTrainBatch } from '../../bench/engine/vision-train-step.ts';
 import { VISION_LORA_TARGETS } from '../../src/model/qwen3_5-vision-tensors.ts';
 
+/** Counts 2·M·N·K of every GEMM the forward and the train ops encode, until restore(). */
+function countGemmFlops(): { readonly flops: number; restore(): void } {
+  let flops = 0;
+  const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
+  const gemm = TrainOps.prototype.gemm;
+  Qwen3Forward.prototype.encodeMatmul = function (this: Qwen3Forward, rec, a) {
+    flops += 2 * a.M * a.N * a.K;
+    return fwdMatmul.call(this, rec, a);
+  };
+  TrainOps.prototype.gemm = function (this: TrainOps, rec, a: GemmArgs) {
+    flops += 2 * a.M * a.N * a.K;
+    return gemm.call(this, rec, a);
+  };
+  return {
+    get flops() { return flops; },
+    restore() {
+      Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
+      TrainOps.prototype.gemm = gemm;
+    },
+  };
+}
+
 const ALL: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 
 describe(onAdapter('benchmark counts vs the engine'), () => {
@@ -40,17 +62,7 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
       // LoRA on every linear of the model (Qwen3.5: the DeltaNet projections too), as the benches do.
       const targets = arch === 'qwen3' ? ALL : modelLinears(cfg);
       engine.setTrainable(mode === 'lora' ? { kind: 'lora', lora: { r, alpha: 8, targetModules: targets, seed: 1 } } : { kind: 'full' });
-      let flops = 0;
-      const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
-      const gemm = TrainOps.prototype.gemm;
-      Qwen3Forward.prototype.encodeMatmul = function (this: Qwen3Forward, rec, a) {
-        flops += 2 * a.M * a.N * a.K;
-        return fwdMatmul.call(this, rec, a);
-      };
-      TrainOps.prototype.gemm = function (this: TrainOps, rec, a: GemmArgs) {
-        flops += 2 * a.M * a.N * a.K;
-        return gemm.call(this, rec, a);
-      };
+      const gemms = countGemmFlops();
       try {
         const B = 3;
         const seqLen = 10;
@@ -58,10 +70,9 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
         const sequences = Array.from({ length: B }, (_, i) => ({ ids: someIds(seqLen, cfg.vocabSize, i), scoreFrom }));
         await engine.backward({ sequences, temperature: 1, dLdLogp: sequences.map(() => new Float32Array(seqLen - scoreFrom).fill(0.1)) });
         await engine.step({ learningRate: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 });
-        expect(flops).toBe(trainStepFlops(cfg, B * seqLen, B * (seqLen - scoreFrom), mode, r).matmulFlops);
+        expect(gemms.flops).toBe(trainStepFlops(cfg, B * seqLen, B * (seqLen - scoreFrom), mode, r).matmulFlops);
       } finally {
-        Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
-        TrainOps.prototype.gemm = gemm;
+        gemms.restore();
         engine.destroy();
       }
     });
@@ -86,17 +97,7 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
       const engine = await loadEngine(ckpt, { gpu, weightDtype: 'f32', vision: true, plan: { numSequences: B, maxTokensPerSequence: batch.tokensPerSequence, maxImagePatches: patches } });
       const r = 4;
       engine.setTrainable({ kind: 'lora', lora: { r, alpha: 8, targetModules: modelLinears(engine.config), seed: 1, ...(tower === 'lora' ? { visionTargetModules: [...VISION_LORA_TARGETS] } : {}) } });
-      let flops = 0;
-      const fwdMatmul = Qwen3Forward.prototype.encodeMatmul;
-      const gemm = TrainOps.prototype.gemm;
-      Qwen3Forward.prototype.encodeMatmul = function (this: Qwen3Forward, rec, a) {
-        flops += 2 * a.M * a.N * a.K;
-        return fwdMatmul.call(this, rec, a);
-      };
-      TrainOps.prototype.gemm = function (this: TrainOps, rec, a: GemmArgs) {
-        flops += 2 * a.M * a.N * a.K;
-        return gemm.call(this, rec, a);
-      };
+      const gemms = countGemmFlops();
       try {
         bytes.length = 0;
         await engine.backward({ sequences: batch.sequences, temperature: 1, dLdLogp: batch.dLdLogp });
@@ -104,14 +105,13 @@ describe(onAdapter('benchmark counts vs the engine'), () => {
         const T = B * batch.tokensPerSequence;
         const t = towerStepFlops(v, batch.sequences.flatMap((s) => s.images!.grids), r, tower === 'lora');
         expect(t.backward > 0).toBe(tower === 'lora');
-        expect(flops).toBe(trainStepFlops(engine.config, T, batch.scoredTokens, 'lora', r).matmulFlops + t.forward + t.backward);
+        expect(gemms.flops).toBe(trainStepFlops(engine.config, T, batch.scoredTokens, 'lora', r).matmulFlops + t.forward + t.backward);
         if (tower === 'frozen') {
           const activations = bytes.filter((b) => b.label.startsWith('scratch visual.')).reduce((a, b) => a + b.size, 0);
           expect(activations).toBe(engine.memoryPlan.items.find((i) => i.name === 'vision activations')!.bytes);
         }
       } finally {
-        Qwen3Forward.prototype.encodeMatmul = fwdMatmul;
-        TrainOps.prototype.gemm = gemm;
+        gemms.restore();
         gpu.device.createBuffer = create;
         engine.destroy();
       }
