@@ -4,7 +4,7 @@ import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyModel, TINY_DEFAULTS } from '../../src/model/tiny-model.ts';
 import type { TinyVisionShape } from '../../src/model/tiny-vision.ts';
 import type { Checkpoint, LayerType } from '../../src/model/types.ts';
-import type { ScoreSequence } from '../../src/engine/types.ts';
+import type { Engine, OptimizerConfig, ScoreSequence } from '../../src/engine/types.ts';
 import type { HalfLoads, Qwen3Forward } from '../../src/engine/forward.ts';
 import { packHalf } from '../../src/engine/params.ts';
 import { halfToFloat } from '../../src/model/safetensors.ts';
@@ -202,4 +202,16 @@ export function benchTrainBatch(vocabSize: number, B: number, seqLen: number) {
   const dLdLogp = sequences.map((s) => new Float32Array(s.ids.length - s.scoreFrom).fill(-1 / Ts));
   const opt = { learningRate: 1e-5, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 };
   return { sequences, dLdLogp, opt, scoredTokens: Ts };
+}
+
+/** One timed training step over a fixed batch: backward, then the optimizer (ms of each part and the whole). */
+export function timedTrainStep(engine: Pick<Engine, 'backward' | 'step'>, batch: { sequences: ScoreSequence[]; dLdLogp: Float32Array[]; opt: OptimizerConfig }): () => Promise<{ backwardMs: number; stepMs: number }> {
+  const { sequences, dLdLogp, opt } = batch;
+  return async () => {
+    const t0 = now();
+    await engine.backward({ sequences, temperature: 1, dLdLogp });
+    const t1 = now();
+    await engine.step(opt);
+    return { backwardMs: t1 - t0, stepMs: now() - t0 };
+  };
 }

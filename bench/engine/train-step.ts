@@ -25,7 +25,7 @@
 // against the memory plan's items for exactly this workload (B sequences of seqLen tokens).
 
 import { getGpu } from '../../src/engine/gpu.ts';
-import { benchCheckpoint, benchTrainBatch, matmulPeak, peakName, median, now, num } from './common.ts';
+import { benchCheckpoint, benchTrainBatch, matmulPeak, peakName, median, num, timedTrainStep } from './common.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 import { planMemory, type TrainingMode } from '../../src/engine/memory-plan.ts';
 import { recordBufferBytes } from './gpu-counter.ts';
@@ -85,14 +85,9 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
     const trainMode: TrainingMode = mode === 'full' ? { kind: 'full' } : { kind: 'lora', r, targets };
     engine.setTrainable(mode === 'full' ? { kind: 'full' } : { kind: 'lora', lora: { r, alpha, targetModules: targets, seed: 1 } });
     allocated.trainingState = bytes.take();
-    const { sequences, dLdLogp, opt, scoredTokens: Ts } = benchTrainBatch(cfg.vocabSize, B, seqLen);
-    const trainStep = async () => {
-      const t0 = now();
-      await engine.backward({ sequences, temperature: 1, dLdLogp });
-      const t1 = now();
-      await engine.step(opt);
-      return { backwardMs: t1 - t0, stepMs: now() - t0 };
-    };
+    const batch = benchTrainBatch(cfg.vocabSize, B, seqLen);
+    const Ts = batch.scoredTokens;
+    const trainStep = timedTrainStep(engine, batch);
     await trainStep(); // compiles every pipeline
     allocated.firstStep = bytes.take();
     bytes.restore();

@@ -36,7 +36,7 @@ import type { Checkpoint, VisionConfig } from '../../src/model/types.ts';
 import { modelLinears } from '../../src/model/qwen3-tensors.ts';
 import { VISION_LORA_TARGETS, visionAdaptedLinears } from '../../src/model/qwen3_5-vision-tensors.ts';
 import { mropePositionIds } from '../../src/vision/image-prompt.ts';
-import { benchCheckpoint, matmulPeak, median, now, num, peakName } from './common.ts';
+import { benchCheckpoint, matmulPeak, median, num, peakName, timedTrainStep } from './common.ts';
 import { recordBufferBytes } from './gpu-counter.ts';
 import { profileRun } from './profile.ts';
 import { trainStepFlops } from './train-step.ts';
@@ -227,13 +227,7 @@ async function runArm(gpu: Gpu, ckpt: Checkpoint, arm: Arm, o: {
     engine.setTrainable({ kind: 'lora', lora: { r: o.r, alpha: o.alpha, targetModules: targets, seed: 1, ...(arm === 'lora' ? { visionTargetModules: visionTargets } : {}) } });
     const trainingState = bytes.takeEach();
     const { sequences, dLdLogp, opt } = batch;
-    const trainStep = async () => {
-      const t0 = now();
-      await engine.backward({ sequences, temperature: 1, dLdLogp });
-      const t1 = now();
-      await engine.step(opt);
-      return { backwardMs: t1 - t0, stepMs: now() - t0 };
-    };
+    const trainStep = timedTrainStep(engine, batch);
     // Progress on stderr (the result is stdout's JSON): at real shapes a step on a CPU adapter takes minutes.
     const warm = await trainStep(); // compiles every pipeline
     console.error(`bench train --vision: ${arm} tower, warm-up step ${(warm.stepMs / 1000).toFixed(1)} s`);
