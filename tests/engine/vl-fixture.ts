@@ -2,6 +2,8 @@
 // the engine tests read it: expected.json, the processor's pixel_values, torch's gradient files, and the
 // one image+text request every gradient check scores.
 import { readFileSync } from 'node:fs';
+import { expect } from 'vitest';
+import type { WebGpuEngine } from '../../src/engine/engine.ts';
 import { readSafetensorsHeader } from '../../src/model/checkpoint.ts';
 import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { decodeToFloat32 } from '../../src/model/safetensors.ts';
@@ -43,3 +45,23 @@ export const vlSequences = () => [{
 
 /** The backward request torch's grads were taken for: the fixture's loss weights as dL/dlogp. */
 export const vlRequest = () => ({ sequences: vlSequences(), temperature: vlExpected.temperature, dLdLogp: [Float32Array.from(vlExpected.loss_weights)] });
+
+/**
+ * One backward on the fixture's request against the engine's memory plan, from the buffers a wrapped
+ * createBuffer records in `created` (cleared here): the labels `tower` matches are the plan's "vision tower
+ * backward", every other non-transfer buffer the language model's checkpoints and working set; a second
+ * backward creates nothing.
+ */
+export async function expectBackwardAsPlanned(engine: WebGpuEngine, created: { label: string; size: number }[], tower: RegExp, what: string): Promise<void> {
+  const item = (name: string) => engine.memoryPlan.items.find((i) => i.name === name)?.bytes ?? 0;
+  const sum = (list: { size: number }[]) => list.reduce((a, c) => a + c.size, 0);
+  created.length = 0;
+  await engine.backward(vlRequest());
+  expect(sum(created.filter((c) => tower.test(c.label))), `vision tower backward (${what})`).toBe(item('vision tower backward'));
+  // The rest of the call: the language model's planned buffers (the tower's inputs are the forward's scratch, counted in 'vision activations').
+  const rest = created.filter((c) => !tower.test(c.label) && !/uniform arena| readback$|^scratch visual\.|^scratch score\.imageRows$|^linear state placeholder$|^scratch linear\.nostate$/.test(c.label));
+  expect(sum(rest), `language model backward (${what})`).toBe(item('activation checkpoints') + item('backward working set'));
+  created.length = 0;
+  await engine.backward(vlRequest());
+  expect(sum(created.filter((c) => !/uniform arena| readback$/.test(c.label))), `second backward (${what})`).toBe(0);
+}
