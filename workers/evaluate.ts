@@ -2,7 +2,7 @@
 // resets seeded apart from training's), played once with the LoRA adapters on and once with them off,
 // scored by the task's reward functions.
 
-import type { EvalRow } from '../src/app/worker-api.ts';
+import type { EvalRow } from './api.ts';
 import type { Engine } from '../src/engine/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { GRPOConfig } from '../src/rl/config.ts';

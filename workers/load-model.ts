@@ -9,7 +9,7 @@ import { HubError } from '../src/model/hub.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
 import type { LoadProgress } from '../src/model/types.ts';
-import type { ModelChoice } from '../src/app/worker-api.ts';
+import type { ModelChoice } from './api.ts';
 
 /** The name the UI and the presets know the built-in model by. */
 export const TINY_MODEL_NAME = 'built-in tiny';

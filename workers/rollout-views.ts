@@ -3,7 +3,7 @@
 // `<tool_call>` and `<|im_end|>` are visible), the tool responses between turns, and the step's
 // reward, advantage, per-function rewards and unscorable reason for each rollout.
 
-import type { RolloutView } from '../src/app/worker-api.ts';
+import type { RolloutView } from './api.ts';
 import type { ChatMessage } from '../src/model/chat-template.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import type { CompletionSample } from '../src/rl/grpo/metrics.ts';

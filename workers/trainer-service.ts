@@ -1,9 +1,9 @@
-// The trainer worker's API (src/app/worker-api.ts) as a plain class, so Node tests can drive it
+// The trainer worker's API (workers/api.ts) as a plain class, so Node tests can drive it
 // without a browser: comlink's target (workers/trainer.worker.ts), the model and engine it holds,
 // per-run checkpoint storage, and the run's events mapped to the page's. The run itself — task,
 // warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
-import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from '../src/app/worker-api.ts';
+import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
 import { loadEngine } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import { planMemory, towerPlan, type MemoryPlan } from '../src/engine/memory-plan.ts';

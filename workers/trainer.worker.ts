@@ -2,7 +2,7 @@
 // blocks. The page talks to it through comlink (src/app/trainer-client.ts) with the TrainerWorkerApi
 // contract; checkpoints go to IndexedDB so a reloaded tab can resume its run.
 import * as Comlink from 'comlink';
-import type { TrainerWorkerApi } from '../src/app/worker-api.ts';
+import type { TrainerWorkerApi } from './api.ts';
 import { indexedDbRunCheckpoints } from './run-checkpoints.ts';
 import { TrainerService } from './trainer-service.ts';
 

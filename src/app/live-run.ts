@@ -11,7 +11,7 @@ import { successRate } from './run-metrics.ts';
 import { RunOutbox, type OutboxWrite, type SendWrite } from './run-outbox.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
-import type { RunOptions, UiStepEvent } from './worker-api.ts';
+import type { RunOptions, UiStepEvent } from '../../workers/api.ts';
 
 /**
  * What the run store keeps per run by default (env-server/runs.ts): bigger files are not even encoded

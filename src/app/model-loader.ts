@@ -3,7 +3,7 @@
 // a run can name it and a resume (after a reload, from the home page) can load the same one again.
 import { useUi, type ModelSource } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
-import type { ModelChoice, ModelInfo } from './worker-api.ts';
+import type { ModelChoice, ModelInfo } from '../../workers/api.ts';
 
 /** A model choice as a run stores it: a picked folder cannot be reopened without the user picking it again. */
 export function sourceOf(choice: ModelChoice, name: string): ModelSource {

@@ -1,5 +1,5 @@
 // Metrics the page derives from a step's rollouts before showing and storing it.
-import type { RolloutView } from './worker-api.ts';
+import type { RolloutView } from '../../workers/api.ts';
 
 /**
  * The task's success rate: the fraction of the step's shown rollouts whose outcome reward (the task's

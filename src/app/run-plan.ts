@@ -4,7 +4,7 @@
 import { planMemory, towerPlan, type MemoryPlan } from '../engine/memory-plan.ts';
 import type { GRPOConfig } from '../rl/config.ts';
 import { plannedWorkload, runLimitErrors, type AdapterLimits, type RunLimitErrors } from '../rl/run-limits.ts';
-import type { ModelInfo, ProbeResult } from './worker-api.ts';
+import type { ModelInfo, ProbeResult } from '../../workers/api.ts';
 
 /** SwiftShader fails to allocate a 1 GiB buffer; the engine keeps one binding below it (params.ts). */
 const MAX_BINDING_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;

@@ -3,7 +3,7 @@
 // page will train (the loaded one, or — before loading — the built-in demo model the page loads by
 // default), so picking a preset before or after "Load model" gives the same numbers for that model.
 import { modelTier, presetConfig, type ModelTier, type PresetEnv } from '../rl/tasks/presets.ts';
-import type { BuiltinEnvName } from './worker-api.ts';
+import type { BuiltinEnvName } from '../../workers/api.ts';
 
 export interface Preset {
   label: string;

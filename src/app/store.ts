@@ -1,7 +1,7 @@
 // UI state (zustand). The page holds only what it shows; the worker owns the model and the trainer.
 import { create } from 'zustand';
 import type { LoadProgress } from '../model/types.ts';
-import type { ModelInfo, ProbeResult, RolloutView, UiStepEvent } from './worker-api.ts';
+import type { ModelInfo, ProbeResult, RolloutView, UiStepEvent } from '../../workers/api.ts';
 
 import type { StepRecord } from './api.ts';
 import type { OutboxState } from './run-outbox.ts';

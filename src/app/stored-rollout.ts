@@ -1,7 +1,7 @@
 // A rollout as the run store keeps it is whatever JSON object its writer (or an imported file) sent:
 // checked here against RolloutView before anything renders it, so a malformed one is shown as such
 // (one line naming what is wrong) and the rest of the run renders.
-import type { RolloutView } from './worker-api.ts';
+import type { RolloutView } from '../../workers/api.ts';
 
 export type CheckedRollout = { ok: true; view: RolloutView } | { ok: false; index: number; problem: string };
 

@@ -1,6 +1,6 @@
 // The page side of the worker boundary: one trainer worker, wrapped by comlink.
 import * as Comlink from 'comlink';
-import type { TrainerWorkerApi } from './worker-api.ts';
+import type { TrainerWorkerApi } from '../../workers/api.ts';
 
 let remote: Comlink.Remote<TrainerWorkerApi> | null = null;
 

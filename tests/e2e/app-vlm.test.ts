@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
-import type { RolloutView } from '../../src/app/worker-api.ts';
+import type { RolloutView } from '../../workers/api.ts';
 import { launchChromium } from '../browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { fillConfig } from './run-config.ts';

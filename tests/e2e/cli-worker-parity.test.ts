@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { UiStepEvent } from '../../src/app/worker-api.ts';
+import type { UiStepEvent } from '../../workers/api.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { solverEpisodes } from '../../src/rl/tasks/resolve-task.ts';

@@ -5,7 +5,7 @@
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { WorkerEvents } from '../../src/app/worker-api.ts';
+import type { WorkerEvents } from '../../workers/api.ts';
 import { refScore } from '../../src/engine/reference/qwen3.ts';
 import { refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';

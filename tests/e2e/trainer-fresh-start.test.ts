@@ -4,7 +4,7 @@
 // in a freshly loaded service. The demo model (it plays both tasks partly right, so echo's step moves the weights), no warm-up, one GRPO step each.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { RunOptions, UiStepEvent } from '../../src/app/worker-api.ts';
+import type { RunOptions, UiStepEvent } from '../../workers/api.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';

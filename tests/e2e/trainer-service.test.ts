@@ -3,7 +3,7 @@
 // metrics and rollout views, pause/resume, a per-run checkpoint, PEFT export and greedy evaluation.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { RunOptions, UiStepEvent, WorkerEvents } from '../../src/app/worker-api.ts';
+import type { RunOptions, UiStepEvent, WorkerEvents } from '../../workers/api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
 import { memoryRunCheckpoints, type RunCheckpoints } from '../../workers/run-checkpoints.ts';

@@ -4,7 +4,7 @@
 // the browser tab drives, in Node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
-import type { UiStepEvent } from '../../src/app/worker-api.ts';
+import type { UiStepEvent } from '../../workers/api.ts';
 import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from '../e2e/run-config.ts';

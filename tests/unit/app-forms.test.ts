@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkFields, parseField } from '../../src/app/config-fields.ts';
 import { successRate } from '../../src/app/run-metrics.ts';
 import { distinctTickLabels } from '../../src/app/components/ticks.ts';
-import type { RolloutView } from '../../src/app/worker-api.ts';
+import type { RolloutView } from '../../workers/api.ts';
 
 describe('setup form fields', () => {
   it('says what is wrong with one field, in words, without the key', () => {

@@ -8,7 +8,7 @@ import { runLimitErrors, runLimitMessage } from '../../src/rl/run-limits.ts';
 import { PRESET_CONFIGS, type PresetEnv } from '../../src/rl/tasks/presets.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { runPlan } from '../../src/app/run-plan.ts';
-import type { ModelInfo, ProbeResult } from '../../src/app/worker-api.ts';
+import type { ModelInfo, ProbeResult } from '../../workers/api.ts';
 
 const demo = { config: parseConfig(JSON.parse(fs.readFileSync(new URL('../../models/demo/config.json', import.meta.url), 'utf8'))), weightDtype: 'f32' as const };
 const qwen3 = {

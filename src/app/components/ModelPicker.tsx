@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import type { MemoryPlan } from '../../engine/memory-plan.ts';
 import { useUi } from '../store.ts';
 import { loadModel } from '../model-loader.ts';
-import type { ModelChoice } from '../worker-api.ts';
+import type { ModelChoice } from '../../../workers/api.ts';
 import type { ModelConfig } from '../../model/types.ts';
 import { formatBytes, formatDuration } from '../format.ts';
 import { ProgressBar } from './ProgressBar.tsx';

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'react';
 import { api } from '../api.ts';
 import { formatNumber, splitSpecialTokens } from '../format.ts';
 import { checkRollout, type CheckedRollout } from '../stored-rollout.ts';
-import type { RolloutTurn, RolloutTurnImage, RolloutView } from '../worker-api.ts';
+import type { RolloutTurn, RolloutTurnImage, RolloutView } from '../../../workers/api.ts';
 
 function Text({ text }: { text: string }) {
   return (

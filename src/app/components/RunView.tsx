@@ -11,7 +11,7 @@ import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
-import type { EvalRow } from '../worker-api.ts';
+import type { EvalRow } from '../../../workers/api.ts';
 import { zipSync } from 'fflate';
 import { ConfigView } from './ConfigView.tsx';
 import { ErrorBoundary } from './ErrorBoundary.tsx';

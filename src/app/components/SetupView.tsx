@@ -9,7 +9,7 @@ import { checkFields } from '../config-fields.ts';
 import { ensureRunModel } from '../model-loader.ts';
 import { DEFAULT_PRESET, PRESETS, presetValues, tierFor, type PresetName } from '../setup-presets.ts';
 import { useUi } from '../store.ts';
-import type { BuiltinEnvName } from '../worker-api.ts';
+import type { BuiltinEnvName } from '../../../workers/api.ts';
 import { ConfigForm, formValuesOf } from './ConfigForm.tsx';
 import { EnvPicker, type EnvSelection } from './EnvPicker.tsx';
 import { ModelPicker } from './ModelPicker.tsx';

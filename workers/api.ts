@@ -1,9 +1,9 @@
 // The contract between the page (UI only) and the trainer worker (engine + trainer), carried by
 // comlink. Everything crossing it is structured-clone data or a comlink proxy of callbacks.
-import type { GpuInfo } from '../engine/gpu.ts';
-import type { LoadProgress, ModelConfig } from '../model/types.ts';
-import type { DatasetRow } from '../rl/rollout/env.ts';
-import type { PauseCause } from '../rl/run-control.ts';
+import type { GpuInfo } from '../src/engine/gpu.ts';
+import type { LoadProgress, ModelConfig } from '../src/model/types.ts';
+import type { DatasetRow } from '../src/rl/rollout/env.ts';
+import type { PauseCause } from '../src/rl/run-control.ts';
 
 export type { PauseCause };
 
