@@ -2,7 +2,7 @@
 // server and no script: its charts as inline SVG (one step axis, TRL's metric names), its config, the
 // rollouts of its last steps, and the trained adapter embedded as download links while it is small
 // enough (a data: URL per file), else named with the run store route it can be fetched from.
-import type { ArtifactInfo, RolloutRecord, RunSummary, StepRecord } from './runs.ts';
+import type { ArtifactInfo, RolloutRecord, RunSummary, StepRecord } from './runs-wire.ts';
 
 /** Adapter bytes embedded in the page at most (base64 makes them a third larger). */
 export const EMBED_LIMIT_BYTES = 8 * 1024 * 1024;

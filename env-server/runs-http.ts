@@ -24,7 +24,8 @@ import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
 import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, renderRunPage } from './run-page.ts';
 import { isLocalTool, readCredentials, shareLink, WRITE_TOKEN_HEADER } from './run-access.ts';
-import { RunStore, RunStoreError, type RunStatus } from './runs.ts';
+import { RunStore, RunStoreError } from './runs.ts';
+import type { RunStatus } from './runs-wire.ts';
 
 export { SHARE_TOKEN_HEADER, WRITE_TOKEN_HEADER } from './run-access.ts';
 

@@ -4,7 +4,8 @@
 // on the caller's thread.
 import { Worker } from 'node:worker_threads';
 import { parseBoundedJson } from './json-limits.ts';
-import { RunStore, RunStoreError, type CreatedRun } from './runs.ts';
+import { RunStore, RunStoreError } from './runs.ts';
+import type { CreatedRun } from './runs-wire.ts';
 
 export type ImportOutcome = ({ ok: true } & CreatedRun) | { ok: false; status: number; message: string };
 

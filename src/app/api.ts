@@ -1,6 +1,6 @@
 // Client of the env-server's run store (/api/runs) and environment listing (/envs).
-// Type-only: erased at build time, so the page never bundles the SQLite store.
-import type { ArtifactInfo, RunListEntry, RunSummary, StepRecord } from '../../env-server/runs.ts';
+// The wire types come from their own module (no code), so the page never bundles the SQLite store.
+import type { ArtifactInfo, CreatedRun, RunListEntry, RunSummary, StepRecord } from '../../env-server/runs-wire.ts';
 import { TASK_BY_METADATA, taskFromMetadata } from '../rl/tasks/env-task.ts';
 
 export type { ArtifactInfo, RunListEntry, RunSummary, StepRecord };
@@ -64,12 +64,6 @@ async function call<T>(method: string, path: string, body?: unknown, token?: str
 }
 
 /** A run this browser created or imported: it keeps the write token (ownership) and the share token (links). */
-export interface CreatedRun {
-  id: string;
-  writeToken: string;
-  shareToken: string;
-}
-
 function remember(created: CreatedRun): CreatedRun {
   ownedRuns.set(created.id, created.writeToken);
   shareTokens.set(created.id, created.shareToken);

@@ -3,7 +3,7 @@
 // malformed overBudget is left out rather than printed or thrown on.
 import { describe, expect, it } from 'vitest';
 import { renderRunPage } from '../../env-server/run-page.ts';
-import type { RunSummary } from '../../env-server/runs.ts';
+import type { RunSummary } from '../../env-server/runs-wire.ts';
 
 const run = { id: 'r1', name: 'n', status: 'finished', createdAt: '', updatedAt: '', config: {}, model: { name: 'm' }, env: { name: 'e' }, error: null } as unknown as RunSummary;
 const page = (data: Record<string, unknown>) => renderRunPage({ run, steps: [], rollouts: [{ step: 0, index: 0, data: { turns: [], ...data } }], adapter: { files: [], bytes: null } });
