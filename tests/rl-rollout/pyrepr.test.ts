@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pyRepr, pyStr } from '../../src/rl/rollout/pyrepr.ts';
+import { pyRepr, pyStr } from '../../src/pyrepr.ts';
 
 describe('pyStr / pyRepr (grpo-semantics.md §6)', () => {
   it('str() of scalars', () => {

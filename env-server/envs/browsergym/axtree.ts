@@ -2,7 +2,7 @@
 // smuggled ARIA prefixes of CDP `Accessibility.getFullAXTree` nodes, then the depth-first flattening
 // with OpenEnv's default options (rules R1–R13), names and values printed as Python's repr.
 
-import { pyRepr, pyReprString } from '../../../src/rl/rollout/pyrepr.ts';
+import { pyRepr, pyReprString } from '../../../src/pyrepr.ts';
 
 /** The parts of a CDP AXNode the flattening reads. */
 export interface AXValue {

@@ -5,7 +5,7 @@
 
 import type { ChatMessage, ToolCall } from '../../model/chat-template.ts';
 import type { Tool } from './env.ts';
-import { pyStr } from './pyrepr.ts';
+import { pyStr } from '../../pyrepr.ts';
 
 export type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
 

@@ -6,7 +6,7 @@
 
 import type { StepResult } from '../../../openenv/index.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
-import { pyReprString } from '../../rollout/pyrepr.ts';
+import { pyReprString } from '../../../pyrepr.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
 import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 

@@ -2,7 +2,7 @@
 // OpenSpiel catch game, each answering with a text description of the grid (grpo-semantics.md §14).
 
 import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
-import { pyRepr } from '../../rollout/pyrepr.ts';
+import { pyRepr } from '../../../pyrepr.ts';
 import type { ToolDeclaration } from '../../rollout/schema.ts';
 import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 

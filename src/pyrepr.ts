@@ -1,6 +1,8 @@
 // Python's `str()` / `repr()` of tool results (grpo-semantics.md §6). TRL builds each tool message as
 // `str(result)`, so a dict result reaches the model as `{'error': 'Game over.'}`, not as JSON. JS numbers
 // carry no int/float tag: integral values print as Python ints (`1`), others as Python floats.
+// A leaf module like src/random.ts: the rollout's tool messages (src/rl) and BrowserGym's
+// accessibility-tree text (env-server) both print Python values, and neither may import the other.
 
 // Python's str.isprintable() is false for these categories (plus everything below 0x20 and 0x7f).
 const NON_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
