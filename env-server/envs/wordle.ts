@@ -9,7 +9,7 @@ import { actionJsonSchema, actionModel, requireValidAction, validateModel } from
 import { BASE_STATE_SCHEMA, modelSchema, observationSchema } from './json-schema.ts';
 import { defaultMetadata } from './metadata.ts';
 import { cryptoRng, rngForSeed, type Rng } from './rng.ts';
-import { wordleFeedback, type WordleMark } from '../../src/rl/tasks/envs/wordle-feedback.ts';
+import { wordleFeedback, type WordleMark } from '../../src/openenv/wordle-feedback.ts';
 
 export { wordleFeedback };
 

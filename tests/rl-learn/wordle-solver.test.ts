@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { createWordleEnvironment, loadShippedWords } from '../../env-server/envs/wordle.ts';
-import { wordleFeedback } from '../../src/rl/tasks/envs/wordle-feedback.ts';
+import { wordleFeedback } from '../../src/openenv/wordle-feedback.ts';
 import { envTools } from '../../src/rl/rollout/env.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';

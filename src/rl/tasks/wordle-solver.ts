@@ -2,7 +2,7 @@
 // the feedback so far, and guess the candidate that splits the rest into the smallest groups. Pure
 // (no fs, no network) so the browser trainer worker runs it too.
 
-import { wordleFeedback, type WordleMark } from './envs/wordle-feedback.ts';
+import { wordleFeedback, type WordleMark } from '../../openenv/wordle-feedback.ts';
 import { WORDLE_ANSWERS } from './wordle-answers.ts';
 
 /**

@@ -1,6 +1,7 @@
 // Wordle's per-letter feedback, kept free of Node imports so the env (env-server/envs/wordle.ts) and
 // the browser-side scripted solver (src/rl/tasks/wordle-solver.ts) compute it with the same code. It
-// lives on the trainer's side: the env-server may import src/, src/rl never imports the env-server.
+// is part of the built-in wordle env's rules (specs/openenv-protocol.md §5.3), so it lives with the
+// OpenEnv layer that both sides import: src/rl never imports the env-server, nor the env-server src/rl.
 
 export type WordleMark = 'G' | 'Y' | 'X';
 
