@@ -3,13 +3,22 @@
 // AdamW moments stored beside them are not weights and are left out.
 
 import type { PeftLoraAdapter } from '../../engine/peft-adapter.ts';
-import type { TrainerCheckpoint } from '../../rl/grpo/checkpoint.ts';
+import type { LoraTarget, NamedTensor } from '../../engine/types.ts';
 import type { OnnxExportOptions } from './export.ts';
+
+/**
+ * What the exporter reads of a trainer checkpoint (src/rl/grpo/checkpoint.ts's TrainerCheckpoint has
+ * this shape): declared here, so the exporter sits below the trainer and imports nothing of src/rl.
+ */
+export interface TrainedState {
+  config: { train_mode: 'lora' | 'full'; lora_r: number; lora_alpha: number; lora_target_modules: LoraTarget[] };
+  engine: { tensors: NamedTensor[] };
+}
 
 const LORA_FACTOR = /\.lora_[AB]\.weight$/;
 const MOMENT = /\.(exp_avg|exp_avg_sq)$/;
 
-export function trainedWeights(ckpt: TrainerCheckpoint, baseTensors: ReadonlySet<string>): Pick<OnnxExportOptions, 'adapter' | 'weights'> {
+export function trainedWeights(ckpt: TrainedState, baseTensors: ReadonlySet<string>): Pick<OnnxExportOptions, 'adapter' | 'weights'> {
   const c = ckpt.config;
   const tensors = ckpt.engine.tensors.filter((t) => !MOMENT.test(t.name));
   if (c.train_mode === 'full') {
