@@ -3,6 +3,10 @@
 
 type CommandModule = { run(argv: string[]): Promise<number> };
 
+// The benchmarks are not part of the production CLI: `bench` loads their own entry by path at run
+// time, so nothing under src/ imports bench/ (tests/unit/import-cycles.test.ts keeps it so).
+const BENCH_ENTRY = new URL('../../bench/main.ts', import.meta.url).href;
+
 const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: string }> = {
   'env-server': { module: () => import('./env-server.ts'), help: 'serve the built-in OpenEnv environments and proxies' },
   'make-tiny-model': { module: () => import('./make-tiny-model.ts'), help: 'write a deterministic random Qwen3 checkpoint' },
@@ -11,7 +15,7 @@ const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: str
   render: { module: () => import('./render.ts'), help: 'print the exact prompt an environment gives the model' },
   train: { module: () => import('./train.ts'), help: 'GRPO (and SFT warm-up) training, one JSON line per step' },
   export: { module: () => import('./export.ts'), help: 'write a trained model for transformers.js (ONNX)' },
-  bench: { module: () => import('./bench.ts'), help: 'run the benchmarks in bench/' },
+  bench: { module: () => import(BENCH_ENTRY) as Promise<CommandModule>, help: 'run the benchmarks in bench/' },
   start: { module: () => import('./start.ts'), help: 'the app: env-server + run store + built web UI' },
 };
 

@@ -1,10 +1,11 @@
 // `webgrpo bench [env-server|engine|train|rollouts|all]`: runs the benchmarks in bench/ and prints one JSON
 // object per benchmark. With `--out DIR` each result is also written to DIR/<name>.json; the numbers
-// in BENCHMARKS.md come from these files (with the machine and adapter they name).
+// in BENCHMARKS.md come from these files (with the machine and adapter they name). The benchmarks'
+// own entry: src/cli/main.ts loads this file by path, so the production CLI imports no bench code.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseCli, str, type OptionTable } from './args.ts';
+import { parseCli, str, type OptionTable } from '../src/cli/args.ts';
 
 type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
@@ -16,7 +17,7 @@ const stringOptions = (keys: string[]): OptionTable => Object.fromEntries(keys.m
 const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable }> = {
   'env-server': {
     load: async () => {
-      const { benchEnvServer, parseBenchEnvServerArgs } = await import('../../bench/env-server/run.ts');
+      const { benchEnvServer, parseBenchEnvServerArgs } = await import('./env-server/run.ts');
       return (opts) => benchEnvServer(parseBenchEnvServerArgs(Object.entries(opts).flatMap(([k, v]) => (v === 'true' ? [`--${k}`] : [`--${k}`, v]))));
     },
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
@@ -24,8 +25,8 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   },
   browsergym: {
     load: async () => {
-      const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('../../bench/env-server/browsergym.ts');
-      const { benchBrowserGymTasks, parseBenchBrowserGymTasksArgs } = await import('../../bench/env-server/browsergym-tasks.ts');
+      const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('./env-server/browsergym.ts');
+      const { benchBrowserGymTasks, parseBenchBrowserGymTasksArgs } = await import('./env-server/browsergym-tasks.ts');
       return ({ 'per-task': perTask, ...opts }) =>
         perTask === 'true' ? benchBrowserGymTasks(parseBenchBrowserGymTasksArgs(opts)) : benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
     },
@@ -34,53 +35,53 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   },
   'browsergym-load': {
     load: async () => {
-      const { benchBrowserGymLoad, parseBenchBrowserGymLoadArgs } = await import('../../bench/env-server/browsergym-load.ts');
+      const { benchBrowserGymLoad, parseBenchBrowserGymLoadArgs } = await import('./env-server/browsergym-load.ts');
       return (opts) => benchBrowserGymLoad(parseBenchBrowserGymLoadArgs(opts));
     },
     help: 'N sessions at once each win click-test with the right bid next to a training job (or CPU hogs): wins x/N per round, reset/click p50/p99, clean error text',
     options: { sessions: { type: 'string' }, rounds: { type: 'string' }, miniwob: { type: 'string' }, load: { type: 'string' } },
   },
   engine: {
-    load: async () => (await import('../../bench/engine/forward.ts')).benchEngineForward as Bench,
+    load: async () => (await import('./engine/forward.ts')).benchEngineForward as Bench,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
     options: stringOptions([...MODEL_OPTIONS, 'matmulSize', 'weights', 'matmul', 'attention', 'halfLoads', 'prompt', 'newTokens', 'rounds']),
   },
   decode: {
-    load: async () => (await import('../../bench/engine/decode-loop.ts')).benchDecodeLoop as Bench,
+    load: async () => (await import('./engine/decode-loop.ts')).benchDecodeLoop as Bench,
     help: 'the decode loop through both rollout schedulers: awaited host↔GPU round trips per token, buffers created per step, host ms per step (Qwen3-0.6B shapes)',
     options: stringOptions([...MODEL_OPTIONS, 'batch', 'prompt', 'newTokens', 'weights']),
   },
   'half-loads': {
-    load: async () => (await import('../../bench/engine/half-loads.ts')).benchHalfLoads as Bench,
+    load: async () => (await import('./engine/half-loads.ts')).benchHalfLoads as Bench,
     help: 'f16 weights read natively (array<f16>) vs unpacked from u32: forward matmul, backward GEMM, LoRA train step',
     options: Object.fromEntries(['rows', 'bwdRows', 'rounds', 'trainStep', 'N', 'K', 'batch', 'seqLen', 'r'].map((k) => [k, { type: 'string' }])),
   },
   kernels: {
-    load: async () => (await import('../../bench/engine/profile.ts')).benchKernels as Bench,
+    load: async () => (await import('./engine/profile.ts')).benchKernels as Bench,
     help: 'GPU time per kernel family (LoRA train step, decode B=1/B=8): FLOPs, bytes, GFLOP/s, GB/s, share of peak',
     options: stringOptions([...MODEL_OPTIONS, 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps', 'train']),
   },
   train: {
     // --vision on: a vision-language step (its own module: it builds on train-step.ts's FLOP count).
     load: async () => async (opts) => (opts.vision === 'on'
-      ? (await import('../../bench/engine/vision-train-step.ts')).benchVisionTrainStep(opts)
-      : (await import('../../bench/engine/train-step.ts')).benchTrainStep(opts)),
+      ? (await import('./engine/vision-train-step.ts')).benchVisionTrainStep(opts)
+      : (await import('./engine/train-step.ts')).benchTrainStep(opts)),
     help: 'train-step time and achieved GFLOP/s vs the matmul peak; --vision on: a Qwen3.5 VL step with images, the tower\'s shares',
     options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps',
       'vision', 'visionDepth', 'visionHidden', 'visionIntermediate', 'visionHeads', 'visionPositions', 'images', 'imageSize', 'tower', 'reps']),
   },
   rollouts: {
-    load: async () => (await import('../../bench/rollouts/run.ts')).benchRollouts as Bench,
+    load: async () => (await import('./rollouts/run.ts')).benchRollouts as Bench,
     help: 'multi-turn catch or browsergym episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
     options: Object.fromEntries(['task', 'tasks', 'env', 'model', 'episodes', 'seed', 'sft-steps', 'sft-lr', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
   },
   peer: {
-    load: async () => (await import('../../bench/peer/run.ts')).benchPeer as Bench,
+    load: async () => (await import('./peer/run.ts')).benchPeer as Bench,
     help: 'our engine vs transformers.js (our ONNX export) in one headless Chromium: prefill/decode tok/s at B=1 and B=8, ratio, log-prob agreement',
     options: Object.fromEntries(['model', 'lora', 'prompt', 'tokens', 'batches', 'device', 'reps'].map((k) => [k, { type: 'string' }])),
   },
   'rollouts-bound': {
-    load: async () => (await import('../../bench/rollouts/simulate.ts')).benchRolloutsBound as Bench,
+    load: async () => (await import('./rollouts/simulate.ts')).benchRolloutsBound as Bench,
     help: 'simulated lockstep vs continuous under the relay latency (Monte Carlo): the ratio continuous can reach',
     options: Object.fromEntries(['episodes', 'slots', 'turns', 'tokens-per-turn', 'decode-fixed-ms', 'decode-per-seq-ms', 'resets', 'runs', 'target'].map((k) => [k, { type: 'string' }])),
   },
