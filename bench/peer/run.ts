@@ -11,7 +11,7 @@ import { readPeftAdapter } from '../../src/engine/peft-adapter.ts';
 import { exportOnnx } from '../../src/export/onnx/export.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { loadCheckpointTokenizer } from '../../src/model/tokenizer.ts';
-import { startBrowserHarness } from '../../tests/browser/harness.ts';
+import { startBrowserHarness } from '../browser/harness.ts';
 import { num } from '../engine/common.ts';
 import type { PeerArgs, PeerSide } from './protocol.ts';
 import { runTjsSide, type TjsDevice } from './tjs.ts';

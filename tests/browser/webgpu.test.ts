@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startBrowserHarness, type BrowserHarness } from './harness.ts';
+import { startBrowserHarness, type BrowserHarness } from '../../bench/browser/harness.ts';
 
 // Slow by nature (Chromium): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });

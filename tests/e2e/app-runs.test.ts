@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { unzipSync } from 'fflate';
 import type { Browser, BrowserContext, Download, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
 

@@ -14,7 +14,7 @@ import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { rolloutViews } from '../../workers/rollout-views.ts';
 import { ScreenshotBudget } from '../../workers/stored-screenshots.ts';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));

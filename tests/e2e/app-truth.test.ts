@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { fillConfig } from './run-config.ts';
 

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import type { RolloutView } from '../../workers/api.ts';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { fillConfig } from './run-config.ts';
 

@@ -17,7 +17,7 @@ import { refLoraFromTensors, refWeightsFromCheckpoint } from '../../src/engine/r
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
 

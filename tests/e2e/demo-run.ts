@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 
 /** A whole demo run (the preset's steps) on SwiftShader: catch ~15 min on 2 busy cores; up to 35 min allowed, for a slower CI machine. */

@@ -17,7 +17,7 @@ import { nodeFolderFiles } from '../../src/model/node-files.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer } from '../../src/model/tokenizer.ts';
 import { templateSpecialTokens } from '../../src/rl/rollout/templates/select.ts';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { captureCliJson } from '../cli-capture.ts';
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 120_000 });

@@ -11,7 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { fakeDist, sessionCounts, startServerProcess, tempDir, type ServerProcess } from './server-process.ts';
 
 let work: ReturnType<typeof tempDir>;

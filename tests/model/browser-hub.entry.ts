@@ -1,4 +1,4 @@
-// Runs in a headless Chromium worker (tests/browser/harness.ts): opens a checkpoint from the fake
+// Runs in a headless Chromium worker (bench/browser/harness.ts): opens a checkpoint from the fake
 // Hub with the browser's cache (OPFS) and reports what happened, for browser-hub.test.ts.
 import { opfsCache } from '../../src/model/cache.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';

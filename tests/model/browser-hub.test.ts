@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
-import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
+import { startBrowserHarness, type BrowserHarness } from '../../bench/browser/harness.ts';
 import type { BrowserOpenResult } from './browser-hub.entry.ts';
 import { startFakeHub, type FakeHub } from './hub-server.ts';
 

@@ -2,7 +2,7 @@
 // (where the trainer runs) against env-servers on loopback.
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startBrowserHarness, type BrowserHarness } from '../browser/harness.ts';
+import { startBrowserHarness, type BrowserHarness } from '../../bench/browser/harness.ts';
 import type { EnvServer } from '../../env-server/server.ts';
 import { expectNoLeaks, RawClient, Servers, wsBase } from '../server/helpers.ts';
 

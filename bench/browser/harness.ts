@@ -1,7 +1,8 @@
-// Runs test code inside headless Chromium with WebGPU (SwiftShader), in the page or in a dedicated
+// Runs code inside headless Chromium with WebGPU (SwiftShader), in the page or in a dedicated
 // module worker — the place the trainer runs in the app. A Vite dev server serves the repo so entry
 // modules are plain TypeScript; each entry module's default export receives `args` (structured-clone
-// data) and its resolved value comes back to Node.
+// data) and its resolved value comes back to Node. It lives in bench/ because the peer benchmark
+// drives the browser with it too, and the tests import bench/, never the other way round.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { createServer, type ViteDevServer } from 'vite';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +62,7 @@ export async function startBrowserHarness(): Promise<BrowserHarness> {
   const logs: string[] = [];
   page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
   page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
-  await page.goto(`${url}/tests/browser/blank.html`);
+  await page.goto(`${url}/bench/browser/blank.html`);
 
   const withLogs = (err: unknown): never => {
     const tail = logs.slice(-20).join('\n');
@@ -76,7 +77,7 @@ export async function startBrowserHarness(): Promise<BrowserHarness> {
       page.evaluate(
         ({ entry, args }) =>
           new Promise<T>((resolve, reject) => {
-            const worker = new Worker('/tests/browser/worker-runner.ts', { type: 'module' });
+            const worker = new Worker('/bench/browser/worker-runner.ts', { type: 'module' });
             worker.onmessage = (e: MessageEvent<{ ok: boolean; result?: T; error?: string }>) => {
               worker.terminate();
               if (e.data.ok) resolve(e.data.result as T);
