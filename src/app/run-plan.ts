@@ -24,13 +24,13 @@ export function adapterLimitsOf(probe: ProbeResult | null): AdapterLimits | null
   };
 }
 
-export interface RunPlan {
+export interface SetupMemoryPlan {
   plan: MemoryPlan;
   errors: RunLimitErrors;
 }
 
 /** The plan and the per-field limit errors of `config` on the loaded model; null until both are known. */
-export function runPlan(model: ModelInfo | null, probe: ProbeResult | null, config: GRPOConfig | null): RunPlan | null {
+export function setupMemoryPlan(model: ModelInfo | null, probe: ProbeResult | null, config: GRPOConfig | null): SetupMemoryPlan | null {
   const limits = adapterLimitsOf(probe);
   if (!model || !limits || !config) return null;
   const planned = { config: model.config, weightDtype: model.weightDtype };

@@ -13,7 +13,7 @@ import type { TextTokenizer } from '../model/tokenizer.ts';
 import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from './grpo/checkpoint.ts';
 import type { GRPOConfig } from './config.ts';
 import { trainSft, type SftEvent, type Transcript } from './grpo/sft.ts';
-import { referenceAfterWarmup, runPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
+import { referenceAfterWarmup, stepPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
 import type { RunCheckpoint, RunCheckpointStore } from './run-checkpoint.ts';
 import type { PauseCause, RunControlPort } from './run-control.ts';
 import { plannedWorkload } from './run-limits.ts';
@@ -118,7 +118,7 @@ export class Run {
   constructor(private readonly spec: RunSpec) {
     this.c = spec.config;
     this.sftSteps = spec.resume?.sftSteps ?? spec.config.sft_steps;
-    this.grpoSteps = runPlan(this.c, spec.task.dataset.length).totalSteps;
+    this.grpoSteps = stepPlan(this.c, spec.task.dataset.length).totalSteps;
   }
 
   get totalSteps(): number {

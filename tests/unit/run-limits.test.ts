@@ -7,7 +7,7 @@ import { configFromObject } from '../../src/rl/config.ts';
 import { runLimitErrors, runLimitMessage } from '../../src/rl/run-limits.ts';
 import { PRESET_CONFIGS, type PresetEnv } from '../../src/rl/tasks/presets.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
-import { runPlan } from '../../src/app/run-plan.ts';
+import { setupMemoryPlan } from '../../src/app/run-plan.ts';
 import type { ModelInfo, ProbeResult } from '../../workers/api.ts';
 
 const demo = { config: parseConfig(JSON.parse(fs.readFileSync(new URL('../../models/demo/config.json', import.meta.url), 'utf8'))), weightDtype: 'f32' as const };
@@ -70,8 +70,8 @@ describe('run limits', () => {
     const model = (planned: typeof vl) => ({ ...planned, name: 'tiny VL', layers: 2, hidden: 64, vocab: 512, params: 1, memory: [], totalBytes: 0, fits: true }) as unknown as ModelInfo;
     const probe = { webgpu: true, maxBufferSize: GiB, maxStorageBufferBindingSize: GiB } as ProbeResult;
     vi.stubGlobal('navigator', {}); // the page's (adapterLimitsOf reads navigator.deviceMemory)
-    const withTower = runPlan(model(vl), probe, config)!.plan;
-    const without = runPlan(model(textOnly), probe, config)!.plan;
+    const withTower = setupMemoryPlan(model(vl), probe, config)!.plan;
+    const without = setupMemoryPlan(model(textOnly), probe, config)!.plan;
     expect(withTower.items.map((i) => i.name)).toEqual(expect.arrayContaining(['vision tower weights', 'vision activations']));
     expect(without.items.map((i) => i.name)).not.toContain('vision tower weights');
     // A budget the text model fits in but not its tower on top: the VL run is refused.
@@ -89,7 +89,7 @@ describe('run limits', () => {
     const total = (freeze: boolean) => {
       vi.stubGlobal('navigator', {});
       const model = { ...vl, name: 'tiny VL', layers: 2, hidden: 64, vocab: 512, params: 1, memory: [], totalBytes: 0, fits: true } as unknown as ModelInfo;
-      const plan = runPlan(model, { webgpu: true, maxBufferSize: GiB, maxStorageBufferBindingSize: GiB } as ProbeResult, full(freeze))!.plan;
+      const plan = setupMemoryPlan(model, { webgpu: true, maxBufferSize: GiB, maxStorageBufferBindingSize: GiB } as ProbeResult, full(freeze))!.plan;
       vi.unstubAllGlobals();
       return plan.totalBytes;
     };

@@ -16,7 +16,7 @@ import { ModelPicker } from './ModelPicker.tsx';
 import { RunsList } from './RunsList.tsx';
 import { TaskPanel, useEnvTasks, type TaskMode } from './TaskPanel.tsx';
 import { startLiveRun } from '../live-run.ts';
-import { runPlan } from '../run-plan.ts';
+import { setupMemoryPlan } from '../run-plan.ts';
 
 /** What "fork" on a run view hands to the setup page (sessionStorage 'webgrpo.fork'). */
 export interface ForkSeed {
@@ -76,7 +76,7 @@ export function SetupView() {
   }, [mode, promptText]);
   const checked = useMemo(() => checkFields(values), [values]);
   // The memory plan follows the config as typed; what the adapter cannot hold is an error beside its field.
-  const live = useMemo(() => runPlan(model, probe, checked.config), [model, probe, checked.config]);
+  const live = useMemo(() => setupMemoryPlan(model, probe, checked.config), [model, probe, checked.config]);
   const errors = { ...checked.errors, ...live?.errors };
   const invalid = Object.keys(errors);
 

@@ -150,7 +150,7 @@ export class TrainingError extends Error {
 }
 
 /** Optimizer steps of the whole run and the shape of a generation. */
-export function runPlan(config: GRPOConfig, datasetSize: number) {
+export function stepPlan(config: GRPOConfig, datasetSize: number) {
   const G = config.num_generations;
   const promptsPerGeneration = generationBatchSize(config) / G;
   const microPerGeneration = stepsPerGeneration(config);
@@ -171,7 +171,7 @@ export function runPlan(config: GRPOConfig, datasetSize: number) {
 
 /** The rows of generation g: a seeded shuffle per epoch (TRL's RepeatSampler), each row repeated G times. */
 export function generationRows(dataset: DatasetRow[], config: GRPOConfig, g: number): DatasetRow[] {
-  const plan = runPlan(config, dataset.length);
+  const plan = stepPlan(config, dataset.length);
   const G = config.num_generations;
   let prompts: DatasetRow[];
   if (dataset.length === 0) {
@@ -229,7 +229,7 @@ function lastText(messages: readonly RewardMessage[]): string {
 interface RunState {
   opts: TrainerOptions;
   c: GRPOConfig;
-  plan: ReturnType<typeof runPlan>;
+  plan: ReturnType<typeof stepPlan>;
   counters: TrainerCounters;
   schedule: Schedule;
   weights: number[];
@@ -276,7 +276,7 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepE
   if (c.beta !== 0 && c.train_mode === 'full' && !reference) {
     throw new TrainingError('beta ≠ 0 needs a reference policy; in full fine-tuning mode the base weights change, so use train_mode lora');
   }
-  const plan = runPlan(c, opts.dataset.length);
+  const plan = stepPlan(c, opts.dataset.length);
   // On resume the run length comes from the current config (same config = same schedule; a larger
   // max_steps extends the run).
   const counters: TrainerCounters = opts.resume
