@@ -2,12 +2,11 @@
 // and runLimitErrors are pure) from the loaded model's config and the adapter's limits, so the plan
 // and the errors beside the fields follow every keystroke.
 import { planMemory, towerPlan, type MemoryPlan } from '../engine/memory-plan.ts';
+import { MAX_BINDING_BYTES } from '../engine/params.ts';
 import type { GRPOConfig } from '../rl/config.ts';
 import { plannedWorkload, runLimitErrors, type AdapterLimits, type RunLimitErrors } from '../rl/run-limits.ts';
 import type { ModelInfo, ProbeResult } from '../../workers/api.ts';
 
-/** SwiftShader fails to allocate a 1 GiB buffer; the engine keeps one binding below it (params.ts). */
-const MAX_BINDING_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;
 const GiB = 1024 ** 3;
 
 /**

@@ -5,11 +5,15 @@ import type { ParamEntry } from './internals.ts';
 
 /** Largest |value| an IEEE half holds; a bigger weight would become inf. */
 export const F16_MAX = 65504;
-/** SwiftShader fails to allocate a buffer of exactly 1 GiB (specs/webgpu-without-a-gpu.md §4). */
-const MAX_BUFFER_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;
+/**
+ * The engine's cap on one storage binding, whatever the adapter reports: SwiftShader fails to allocate
+ * a buffer of exactly 1 GiB (specs/webgpu-without-a-gpu.md §4). The memory plans (src/rl/run-limits.ts,
+ * src/app/run-plan.ts) apply the same cap, so they take it from here.
+ */
+export const MAX_BINDING_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;
 
 export function bindingLimit(limits: GPUSupportedLimits, override?: number): number {
-  const hw = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BUFFER_BYTES);
+  const hw = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES);
   return override ? Math.min(override, hw) : hw;
 }
 

@@ -15,14 +15,12 @@
 // An error names the buffer, its size and the limit, and the largest value of the field that fits.
 
 import { backwardBufferPlan, DEFAULT_IMAGE_PATCHES, formatBytes, kvBytesPerToken, planMemory, towerPlan, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
+import { MAX_BINDING_BYTES } from '../engine/params.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { generationBatchSize, type GRPOConfig } from './config.ts';
 
 /** Prompt tokens budgeted per sequence in a run's memory plan (the example prompts plus tool schemas fit). */
 export const PLANNED_PROMPT_TOKENS = 1024;
-
-/** SwiftShader fails to allocate a buffer of exactly 1 GiB (specs/webgpu-without-a-gpu.md §4); params.ts caps bindings below it. */
-const MAX_BUFFER_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;
 
 export interface AdapterLimits {
   maxStorageBufferBindingSize: number;
@@ -65,7 +63,7 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
   const model = planned.config;
   const loraR = mode.kind === 'lora' ? mode.r : 0;
   // kv-cache.ts and params.ts keep one binding below bindingLimit; scratch and backward buffers below both limits.
-  const kvLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BUFFER_BYTES);
+  const kvLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES);
   const bufferLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   // One layer's row: kvBytesPerToken counts the attention layers only (Qwen3.5's others keep a state).
   const attentionLayers = model.layerTypes.filter((t) => t === 'full_attention').length;
