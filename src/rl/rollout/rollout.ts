@@ -40,7 +40,7 @@ export interface RolloutConfig {
   top_p: number;
   top_k: number;
   chat_template_kwargs?: Record<string, unknown> | null;
-  /** No default here: config.ts's (continuous) is the one. */
+  /** No default and no check here: config.ts's default (continuous) and its choices are the ones. */
   rollout_scheduler: RolloutSchedulerName;
   /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
@@ -322,8 +322,6 @@ function episodeLimits(config: RolloutConfig, engine: RolloutEngine, tokenizer: 
   if (!(config.max_completion_length >= 1)) throw new Error(`max_completion_length must be ≥ 1, got ${config.max_completion_length}`);
   const stubbornThreshold = config.stubborn_threshold ?? 2;
   if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
-  const scheduler = config.rollout_scheduler;
-  if (scheduler !== 'lockstep' && scheduler !== 'continuous') throw new Error(`rollout_scheduler must be 'lockstep' or 'continuous', got '${String(scheduler)}'`);
   return {
     episodeMs: seconds(config.episode_timeout_s, 'episode_timeout_s'),
     callMs: seconds(config.env_call_timeout_s, 'env_call_timeout_s'),

@@ -26,7 +26,7 @@ export function modelTierOf(config: ModelConfig): ModelTier {
   return modelTier(qwen3ParamCount(config));
 }
 
-const COMMON = { chat_template_kwargs: { enable_thinking: false }, logging_steps: 1, log_completions: true, rollout_scheduler: 'continuous' };
+const COMMON = { chat_template_kwargs: { enable_thinking: false }, logging_steps: 1, log_completions: true };
 
 /** The demo runs: full fine-tuning of the built-in demo model, no warm-up (the model already speaks the format). */
 const TINY_COMMON = { ...COMMON, train_mode: 'full', sft_steps: 0, sft_learning_rate: 1e-2, sft_batch_size: 4, lr_scheduler_type: 'constant', temperature: 1, save_steps: 10 };
