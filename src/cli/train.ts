@@ -330,6 +330,8 @@ export async function run(argv: string[]): Promise<number> {
   ];
   if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
   const miniwob = await miniwobOption(args.miniwob);
+  // A mistyped local folder fails here, by name, before any env, download or GPU work.
+  if (!/^https?:\/\//.test(args.model)) await isLocalModelFolder(args.model);
   const tier = (await modelSizeOf(args.model)).tier;
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
   const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
