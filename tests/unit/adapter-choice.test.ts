@@ -2,6 +2,8 @@
 // of what the machine has), and the line the CLI names it with (src/cli/adapter-line.ts).
 
 import { describe, expect, it } from 'vitest';
+import { run as webgrpo } from '../../src/cli/main.ts';
+import { captureCliLines } from '../cli-capture.ts';
 import { adapterSummary, ADAPTER_HELP } from '../../src/cli/adapter-line.ts';
 import { nodeAdapterCandidates, type NodeAdapterFacts } from '../../src/engine/gpu.ts';
 
@@ -53,7 +55,12 @@ describe('adapterSummary', () => {
     expect(adapterSummary(null)).toBe('no WebGPU adapter found');
   });
 
-  it('--help says how the adapter is chosen', () => {
+  it('--help says how the adapter is chosen, for every command that uses the GPU', async () => {
     expect(ADAPTER_HELP).toMatch(/hardware GPU.*\n.*lavapipe[\s\S]*SwiftShader[\s\S]*WEBGPU_ADAPTER=swiftshader\|lavapipe pins one/);
-  });
+    for (const command of ['train', 'generate', 'score', 'bench']) {
+      const { code, lines } = await captureCliLines(() => webgrpo([command, '--help']));
+      expect([command, code, lines.join('\n').includes(ADAPTER_HELP)]).toEqual([command, 0, true]);
+    }
+    expect((await captureCliLines(() => webgrpo(['--help']))).lines.join('\n')).toContain('name their WebGPU adapter\non their first stderr line');
+  }, 120_000); // loads four command modules (train's is large) on a busy machine
 });
