@@ -115,7 +115,10 @@ export interface NodeAdapter {
   info: GpuInfo;
 }
 
-let nodeGpu: { gpu: GPU; adapter: NodeAdapter | null } | null = null;
+type NodeGpu = { gpu: GPU; adapter: NodeAdapter | null };
+
+/** The one probe of a process (concurrent callers share it; a failed one is tried again). */
+let nodeGpu: Promise<NodeGpu> | null = null;
 
 function gpuInfoOf(adapter: GPUAdapter): GpuInfo {
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
@@ -147,8 +150,15 @@ async function nodeFacts(): Promise<NodeAdapterFacts> {
  * Node: Dawn through the `webgpu` package, on the first of nodeAdapterCandidates that gives an adapter.
  * Each try is a new Dawn instance: the Vulkan loader reads VK_ICD_FILENAMES when an instance is created.
  */
-async function nodeNavigatorGpu(): Promise<{ gpu: GPU; adapter: NodeAdapter | null }> {
-  if (nodeGpu) return nodeGpu;
+function nodeNavigatorGpu(): Promise<NodeGpu> {
+  nodeGpu ??= openNodeGpu().catch((err: unknown) => {
+    nodeGpu = null;
+    throw err;
+  });
+  return nodeGpu;
+}
+
+async function openNodeGpu(): Promise<NodeGpu> {
   const os = await import('node:os');
   const candidates = nodeAdapterCandidates(await nodeFacts());
   process.env.XDG_RUNTIME_DIR ??= os.tmpdir();
@@ -158,26 +168,25 @@ async function nodeNavigatorGpu(): Promise<{ gpu: GPU; adapter: NodeAdapter | nu
   // Dawn rounds timestamps to 2^16 ns by default (a browser privacy guard): too coarse to time one
   // dispatch on a real GPU when the benches profile kernels. Node has no page to guard.
   if (!flags.some((f) => f.startsWith('disable-dawn-features='))) flags.push('disable-dawn-features=timestamp_quantization');
-  const configured = { icd: process.env.VK_ICD_FILENAMES, drivers: process.env.VK_DRIVER_FILES };
-  let last: { gpu: GPU; adapter: NodeAdapter | null } | null = null;
-  for (const [i, candidate] of candidates.entries()) {
-    if (candidate.kind === 'system') {
-      if (configured.icd === undefined) delete process.env.VK_ICD_FILENAMES;
-      else process.env.VK_ICD_FILENAMES = configured.icd;
-    } else {
+  let gpu: GPU | null = null;
+  let fallback: { gpu: GPU; adapter: NodeAdapter } | null = null;
+  for (const candidate of candidates) {
+    // `system` comes first when tried, so the environment is still the user's own for it.
+    if (candidate.kind !== 'system') {
       process.env.VK_ICD_FILENAMES = candidate.icd;
       delete process.env.VK_DRIVER_FILES;
     }
-    const gpu = create(flags) as GPU;
+    gpu = create(flags) as GPU;
     const found = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-    last = { gpu, adapter: found ? { candidate, info: gpuInfoOf(found) } : null };
-    const lastTry = i === candidates.length - 1;
+    if (!found) continue;
+    const adapter = { candidate, info: gpuInfoOf(found) };
     // Vulkan's own choice is taken only when it is a hardware GPU: its software driver (Debian 12's
-    // lavapipe, which Dawn rejects, or none) is slower than the ones tried next.
-    if (found && (candidate.pinned || candidate.kind !== 'system' || !isSoftwareAdapter(last.adapter!.info) || lastTry)) break;
+    // lavapipe, which Dawn rejects, or an older Mesa's) is no faster than the ones tried next.
+    if (candidate.kind !== 'system' || candidate.pinned || !isSoftwareAdapter(adapter.info)) return { gpu, adapter };
+    fallback = { gpu, adapter };
   }
-  nodeGpu = last!;
-  return nodeGpu;
+  // Candidates are never empty. A Dawn instance keeps the drivers it was created with.
+  return fallback ?? { gpu: gpu!, adapter: null };
 }
 
 /** Node: the driver and adapter WebGPU runs on (null when Dawn found none). */
