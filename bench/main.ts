@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseCli, str, type OptionTable } from '../src/cli/args.ts';
+import { ADAPTER_HELP, announceAdapter } from '../src/cli/adapter-line.ts';
 
 type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
@@ -14,7 +15,8 @@ const MODEL_OPTIONS = ['model', 'shape', 'arch', 'hidden', 'layers', 'heads', 'k
   'linearKeyHeads', 'linearValueHeads', 'linearKeyHeadDim', 'linearValueHeadDim', 'fullAttentionInterval'];
 const stringOptions = (keys: string[]): OptionTable => Object.fromEntries(keys.map((k) => [k, { type: 'string' as const }]));
 
-const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable }> = {
+/** `gpu`: the bench runs on Node's WebGPU adapter (named on the first stderr line); peer's runs in Chromium. */
+const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable; gpu?: true }> = {
   'env-server': {
     load: async () => {
       const { benchEnvServer, parseBenchEnvServerArgs } = await import('./env-server/run.ts');
@@ -43,21 +45,25 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
   },
   engine: {
     load: async () => (await import('./engine/forward.ts')).benchEngineForward as Bench,
+    gpu: true,
     help: 'prefill/decode tokens/s for B=1 and B=8, dispatches per decode step, best matmul GFLOP/s',
     options: stringOptions([...MODEL_OPTIONS, 'matmulSize', 'weights', 'matmul', 'attention', 'halfLoads', 'prompt', 'newTokens', 'rounds']),
   },
   decode: {
     load: async () => (await import('./engine/decode-loop.ts')).benchDecodeLoop as Bench,
+    gpu: true,
     help: 'the decode loop through both rollout schedulers: awaited host↔GPU round trips per token, buffers created per step, host ms per step (Qwen3-0.6B shapes)',
     options: stringOptions([...MODEL_OPTIONS, 'batch', 'prompt', 'newTokens', 'weights']),
   },
   'half-loads': {
     load: async () => (await import('./engine/half-loads.ts')).benchHalfLoads as Bench,
+    gpu: true,
     help: 'f16 weights read natively (array<f16>) vs unpacked from u32: forward matmul, backward GEMM, LoRA train step',
     options: Object.fromEntries(['rows', 'bwdRows', 'rounds', 'trainStep', 'N', 'K', 'batch', 'seqLen', 'r'].map((k) => [k, { type: 'string' }])),
   },
   kernels: {
     load: async () => (await import('./engine/profile.ts')).benchKernels as Bench,
+    gpu: true,
     help: 'GPU time per kernel family (LoRA train step, decode B=1/B=8): FLOPs, bytes, GFLOP/s, GB/s, share of peak',
     options: stringOptions([...MODEL_OPTIONS, 'weights', 'r', 'batch', 'seqLen', 'prompt', 'decodeBatches', 'method', 'peakSize', 'copyMiB', 'reps', 'train']),
   },
@@ -66,12 +72,14 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     load: async () => async (opts) => (opts.vision === 'on'
       ? (await import('./engine/vision-train-step.ts')).benchVisionTrainStep(opts)
       : (await import('./engine/train-step.ts')).benchTrainStep(opts)),
+    gpu: true,
     help: 'train-step time and achieved GFLOP/s vs the matmul peak; --vision on: a Qwen3.5 VL step with images, the tower\'s shares',
     options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps',
       'vision', 'visionDepth', 'visionHidden', 'visionIntermediate', 'visionHeads', 'visionPositions', 'images', 'imageSize', 'tower', 'reps']),
   },
   rollouts: {
     load: async () => (await import('./rollouts/run.ts')).benchRollouts as Bench,
+    gpu: true,
     help: 'multi-turn catch or browsergym episodes/s, env steps, GPU-busy fraction, decode batch sizes: lockstep vs continuous under env latency',
     options: Object.fromEntries(['task', 'tasks', 'env', 'model', 'episodes', 'seed', 'sft-steps', 'sft-lr', 'scheduler', 'latency', 'latency-seed', 'max-batch'].map((k) => [k, { type: 'string' }])),
   },
@@ -92,7 +100,9 @@ const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--ou
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
 Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);
   engine, decode, kernels, train: --shape qwen3-0.6b|qwen3.5-0.8b (real shapes, random weights) or --arch qwen3|qwen3_5 --hidden … --fullAttentionInterval N;
-  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  train --vision on [--visionDepth --visionHidden --visionIntermediate --visionHeads --visionPositions] --images N --imageSize WxH --tower frozen|lora|both --reps N;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.`;
+  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  train --vision on [--visionDepth --visionHidden --visionIntermediate --visionHeads --visionPositions] --images N --imageSize WxH --tower frozen|lora|both --reps N;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.
+
+${ADAPTER_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   const which = argv[0] && !argv[0].startsWith('-') ? argv[0] : 'all';
@@ -108,6 +118,7 @@ export async function run(argv: string[]): Promise<number> {
   const outDir = str(p, 'out') ?? null;
   const opts: Record<string, string> = {};
   for (const [k, v] of Object.entries(p.values)) if (k !== 'out' && v !== undefined) opts[k] = String(v);
+  if (names.some((n) => BENCHES[n]!.gpu)) await announceAdapter('bench');
   const machine = { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? '', memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` };
   for (const name of names) {
     console.error(`webgrpo bench: running ${name}…`);

@@ -4,6 +4,7 @@
 // that say which flag was wrong.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { closestName } from '../model/closest-name.ts';
 
 export type OptionTable = NonNullable<ParseArgsConfig['options']>;
 
@@ -16,12 +17,16 @@ export interface Parsed {
   help: boolean;
 }
 
-/** `--learning-rate` → ` (did you mean --learning_rate?)`: a known flag spelled with other separators or case. */
+/**
+ * `--learning-rate` → ` (did you mean --learning_rate?)`, `--max_step` → ` (did you mean --max_steps?)`:
+ * the known flag nearest by edit distance, other separators and case not counting.
+ */
 function suggestion(flag: string | undefined, options: OptionTable): string {
   if (!flag) return '';
   const norm = (k: string) => k.replace(/^-+/, '').replace(/[-_]/g, '').toLowerCase();
-  const close = Object.keys(options).find((k) => norm(k) === norm(flag));
-  return close ? ` (did you mean --${close}?)` : '';
+  const byNorm = new Map(Object.keys(options).map((k) => [norm(k), k]));
+  const close = closestName(norm(flag), byNorm.keys());
+  return close !== null ? ` (did you mean --${byNorm.get(close)}?)` : '';
 }
 
 function rewrite(err: unknown, options: OptionTable): Error {

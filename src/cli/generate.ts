@@ -7,6 +7,7 @@ import type { Checkpoint } from '../model/types.ts';
 import { intOption, numOption, parseCli, str } from './args.ts';
 import { loadTrainedEngine, MODEL_HELP, MODEL_OPTIONS, modelArgs } from './model-args.ts';
 import { parseIds } from './score.ts';
+import { ADAPTER_HELP, announceAdapter } from './adapter-line.ts';
 
 const HELP = `usage: webgrpo generate --model DIR (--prompt TEXT | --ids 1,2,3) [options]
 
@@ -19,7 +20,9 @@ ${MODEL_HELP}
   --temperature T        default 1; 0 = greedy
   --top-p P              default 1 (off)
   --top-k K              default 0 (off)
-  --stop-ids LIST        stop after any of these ids (default: the config's eos_token_id ids)`;
+  --stop-ids LIST        stop after any of these ids (default: the config's eos_token_id ids)
+
+${ADAPTER_HELP}`;
 
 async function tokenizerOf(ckpt: Checkpoint & { location: string }): Promise<TextTokenizer | null> {
   // Token ids work without a tokenizer; text needs one.
@@ -61,6 +64,7 @@ export async function run(argv: string[]): Promise<number> {
   const stopIdsText = str(p, 'stop-ids');
   const stopIds = stopIdsText !== undefined ? parseIds(stopIdsText, '--stop-ids') : ckpt.config.eosTokenIds;
 
+  await announceAdapter('generate');
   const { engine, trained } = await loadTrainedEngine(ckpt, args);
   try {
     const seqs = Array.from({ length: n }, () => engine.newSequence());

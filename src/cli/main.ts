@@ -21,7 +21,8 @@ const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: str
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(16)} ${c.help}`);
-  return `usage: webgrpo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun \`webgrpo <command> --help\` for a command's options.`;
+  return `usage: webgrpo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun \`webgrpo <command> --help\` for a command's options. Commands that use the GPU name their WebGPU adapter
+on their first stderr line (a hardware GPU, else lavapipe, else SwiftShader; WEBGPU_ADAPTER=swiftshader|lavapipe to pick).`;
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -12,6 +12,7 @@ import { encodeFromFloat32, writeSafetensors } from '../model/safetensors.ts';
 import { intOption, numOption, parseCli, str } from './args.ts';
 import { loadTrainedEngine, MODEL_HELP, MODEL_OPTIONS, modelArgs } from './model-args.ts';
 import { imageScoreInput } from './image-prompt.ts';
+import { ADAPTER_HELP, announceAdapter } from './adapter-line.ts';
 import type { ScoreSequence } from '../engine/types.ts';
 
 const HELP = `usage: webgrpo score --model DIR (--ids 1,2,3,… | --image FILE.png --text TEXT) [options]
@@ -22,7 +23,9 @@ ${MODEL_HELP}
   --text TEXT            through the chat template and the checkpoint's image processor
   --temperature T        logits are divided by T before log_softmax (default 1)
   --score-from N         first scored position (default 1: every token after the first)
-  --grads OUT            also write d(mean logprob)/dW of every parameter (full fine-tuning, f32) to OUT.safetensors`;
+  --grads OUT            also write d(mean logprob)/dW of every parameter (full fine-tuning, f32) to OUT.safetensors
+
+${ADAPTER_HELP}`;
 
 export function parseIds(text: string, flag = '--ids'): number[] {
   const ids = text.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
@@ -54,6 +57,7 @@ export async function run(argv: string[]): Promise<number> {
   const ckpt = await openCheckpoint(args.model);
   const seq: ScoreSequence = ids ? { ids, scoreFrom } : { ...(await imageScoreInput(ckpt, image!, text!)), scoreFrom };
   if (scoreFrom > seq.ids.length) throw new Error(`--score-from ${scoreFrom} is beyond the prompt's ${seq.ids.length} tokens`);
+  await announceAdapter('score');
   const { engine, trained } = await loadTrainedEngine(ckpt, { ...args, weights: gradsOut ? 'f32' : args.weights }, image ? { vision: true } : {});
   try {
     const sequences = [seq];

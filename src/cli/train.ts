@@ -23,10 +23,12 @@ import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
 import { parseAxtreeForm, type AxtreeForm } from '../../env-server/envs/browsergym/axtree.ts';
 import { TrainProgress } from './train-progress.ts';
+import { ADAPTER_HELP, announceAdapter } from './adapter-line.ts';
+import { stepPlan } from '../rl/grpo/trainer.ts';
 import { fullModelFolder } from './full-model-folder.ts';
 import { modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
-import { isDirectory } from '../model/node-files.ts';
+import { isDirectory, isLocalModelFolder } from '../model/node-files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
@@ -66,7 +68,10 @@ Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric na
 once for the whole run (1-based: the warm-up's, then GRPO's); progress
 with an ETA goes to stderr. Ctrl-C (SIGINT) or SIGTERM stops within seconds: the checkpoint and
 the adapter (or model/) are saved under --output, their paths printed on stderr, and the exit code is 130/143.
-Completions are printed only with --log_completions (TRL's key; also accepted in --config).`;
+Completions are printed only with --log_completions (TRL's key; also accepted in --config).
+The first stderr line says the steps the run will take (with any SFT warm-up a preset adds) and the adapter.
+
+${ADAPTER_HELP}`;
 
 interface Args {
   model: string;
@@ -142,9 +147,9 @@ const DEFAULT_SFT_STEPS = 50;
 
 /** config.json of --model alone (a local folder's, or downloaded by itself): no weights are read. */
 async function readModelConfig(model: string): Promise<ModelConfig> {
-  if (await isDirectory(model)) return parseConfigText(await readFile(join(model, 'config.json'), 'utf8'), join(model, 'config.json'));
   const { fetchRemoteConfig } = await import('../model/hub.ts');
   if (/^https?:\/\//.test(model)) return fetchRemoteConfig({ baseUrl: model });
+  if (await isLocalModelFolder(model)) return parseConfigText(await readFile(join(model, 'config.json'), 'utf8'), join(model, 'config.json'));
   if (REPO_ID.test(model)) return fetchRemoteConfig({ repo: model });
   throw new Error('not a local folder, an http(s) URL or a Hub repo id');
 }
@@ -278,6 +283,18 @@ async function exportAdapter(engine: Engine, model: string, dir: string): Promis
   return target;
 }
 
+/**
+ * The run's steps and where a warm-up comes from, for the first line: a preset's SFT steps are steps the
+ * user did not ask for (`--max_steps 1` runs 11 steps under the browsergym preset), so they are said first.
+ */
+export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: ConfigSources, task: Pick<ResolvedTask, 'name' | 'preset'>, grpoSteps: number, resume?: Pick<RunCheckpoint, 'sftSteps' | 'runStep'>): string {
+  const steps = (n: number, what: string) => `${n.toLocaleString('en-US')} ${what} step${n === 1 ? '' : 's'}`;
+  const sft = resume?.sftSteps ?? config.sft_steps;
+  const source = from.sft_steps === 'preset' ? `preset ${task.preset}` : from.sft_steps === 'task' ? `task ${task.name}` : from.sft_steps === 'flag' ? '--sft_steps' : from.sft_steps;
+  const plan = sft > 0 ? `${steps(sft, 'SFT warm-up')}${source ? ` (${source})` : ''} + ${steps(grpoSteps, 'GRPO')}` : steps(grpoSteps, 'GRPO');
+  return resume ? `${plan}, resuming after step ${resume.runStep}` : plan;
+}
+
 /** Exit codes of a run stopped by a signal (128 + the signal's number), as shells report them. */
 const SIGNAL_EXIT: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -313,6 +330,8 @@ export async function run(argv: string[]): Promise<number> {
   ];
   if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
   const miniwob = await miniwobOption(args.miniwob);
+  // A mistyped local folder fails here, by name, before any env, download or GPU work.
+  if (!/^https?:\/\//.test(args.model)) await isLocalModelFolder(args.model);
   const tier = (await modelSizeOf(args.model)).tier;
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
   const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
@@ -322,7 +341,7 @@ export async function run(argv: string[]): Promise<number> {
   if (args.sftSolver && args.sftSolver !== resolved.solver) {
     throw new Error(`--sft-solver ${args.sftSolver}: the '${resolved.name}' task's scripted solver is ${resolved.solver ?? 'none'}`);
   }
-  const { config } = await buildConfig(resolved, args, tier);
+  const { config, from } = await buildConfig(resolved, args, tier);
   const sftSolver = warmUpSolver(resolved.solver, args, config.sft_steps);
 
   let resume: RunCheckpoint | undefined;
@@ -334,6 +353,8 @@ export async function run(argv: string[]): Promise<number> {
 
   let transcripts: Transcript[] = [];
   if (args.sft) transcripts = parseTranscripts(await readFile(args.sft, 'utf8'), args.sft);
+  const grpoSteps = stepPlan(config, resolved.task.dataset(args.datasetSize).length).totalSteps;
+  await announceAdapter('train', stepsPlanned(config, from, resolved, grpoSteps, resume));
 
   // Heavy modules load only now, so `train --help` and argument errors stay instant.
   const { openCheckpoint } = await import('../model/checkpoint.ts');

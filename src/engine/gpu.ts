@@ -51,8 +51,6 @@ const LIMITS_TO_RAISE = [
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined'
   && typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope === 'undefined';
 
-let nodeGpu: GPU | null = null;
-
 /** CPU Vulkan drivers a Node process can be pinned to with WEBGPU_ADAPTER (tests run once per adapter). */
 export type NamedAdapter = 'swiftshader' | 'lavapipe';
 
@@ -75,32 +73,94 @@ function isAdapter(name: NamedAdapter, info: GpuInfo): boolean {
   return name === 'swiftshader' ? /swiftshader/i.test(text) : /llvmpipe|lavapipe/i.test(text);
 }
 
-/** Node: Dawn through the `webgpu` package, pointed at SwiftShader when no Vulkan GPU driver is configured. */
-async function nodeNavigatorGpu(): Promise<GPU> {
-  if (nodeGpu) return nodeGpu;
+/** What a Node process can find out about its Vulkan drivers before asking Dawn (see nodeAdapterCandidates). */
+export interface NodeAdapterFacts {
+  /** WEBGPU_ADAPTER. */
+  requested: NamedAdapter | null;
+  /** VK_ICD_FILENAMES or VK_DRIVER_FILES is set: the user chose the Vulkan driver. */
+  vulkanConfigured: boolean;
+  /** A GPU device node exists (/dev/dri/renderD*, /dev/nvidia*, /dev/kfd). */
+  gpuDeviceNode: boolean;
+  /** The ICD files that exist, by adapter. */
+  icds: Partial<Record<NamedAdapter, string>>;
+}
+
+/**
+ * One driver to try: `system` is whatever Vulkan finds on its own (a hardware GPU's driver), a named one
+ * is pinned by its ICD file. `pinned`: WEBGPU_ADAPTER or VK_ICD_FILENAMES chose it, so it is used as found.
+ */
+export type NodeAdapterCandidate = { kind: 'system'; pinned: boolean } | { kind: NamedAdapter; icd: string; pinned: boolean };
+
+/**
+ * The drivers Node tries, fastest first: the one WEBGPU_ADAPTER names (a missing driver is an error), or the
+ * one VK_ICD_FILENAMES / VK_DRIVER_FILES configure; else a hardware GPU when a device node says there may
+ * be one (Mesa installs ICD files for GPUs that are not there, so the ICD folder proves nothing), then
+ * lavapipe (several times faster than SwiftShader on the same CPU), then SwiftShader. The first one whose
+ * adapter Dawn returns is used; `system` only when that adapter is hardware, unless nothing follows it.
+ */
+export function nodeAdapterCandidates(f: NodeAdapterFacts): NodeAdapterCandidate[] {
+  if (f.requested) {
+    const icd = f.icds[f.requested];
+    if (!icd) throw new NoWebGpuError(`WEBGPU_ADAPTER=${f.requested} but its Vulkan driver file ${icdOf(f.requested)} does not exist${f.requested === 'lavapipe' ? ' (run .ci/run, or set LAVAPIPE_ICD)' : " (install Debian's chromium)"}`);
+    return [{ kind: f.requested, icd, pinned: true }];
+  }
+  if (f.vulkanConfigured) return [{ kind: 'system', pinned: true }];
+  const software = (['lavapipe', 'swiftshader'] as const).flatMap((kind) => (f.icds[kind] ? [{ kind, icd: f.icds[kind]!, pinned: false }] : []));
+  return [...(f.gpuDeviceNode || software.length === 0 ? [{ kind: 'system' as const, pinned: false }] : []), ...software];
+}
+
+/** The driver Node's WebGPU runs on, and the adapter Dawn gave for it (the CLI names it on its first line). */
+export interface NodeAdapter {
+  candidate: NodeAdapterCandidate;
+  info: GpuInfo;
+}
+
+type NodeGpu = { gpu: GPU; adapter: NodeAdapter | null };
+
+/** The one probe of a process (concurrent callers share it; a failed one is tried again). */
+let nodeGpu: Promise<NodeGpu> | null = null;
+
+function gpuInfoOf(adapter: GPUAdapter): GpuInfo {
+  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
+  return {
+    vendor: info?.vendor ?? '',
+    architecture: info?.architecture ?? '',
+    device: info?.device ?? '',
+    description: info?.description ?? '',
+    isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter
+      ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
+  };
+}
+
+async function nodeFacts(): Promise<NodeAdapterFacts> {
   const fs = await import('node:fs');
-  const os = await import('node:os');
-  // Debian 12's own lavapipe is rejected by Dawn; Debian's chromium ships SwiftShader's Vulkan ICD.
-  // Fall back to it only when the user configured no driver and the machine has no GPU device node
-  // (Mesa installs ICD files for GPUs that are not there, so the ICD folder proves nothing).
-  const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
-  const hasGpuNode = ['/dev/dri', '/dev'].some((dir) => {
+  const gpuDeviceNode = ['/dev/dri', '/dev'].some((dir) => {
     try {
       return fs.readdirSync(dir).some((f) => /^renderD\d+$|^nvidia\d+$|^kfd$/.test(f));
     } catch {
       return false;
     }
   });
-  const named = requestedAdapter();
-  if (named) {
-    // An explicit choice overrides any configured driver; a missing driver is an error, never a fallback.
-    const icd = icdOf(named);
-    if (!fs.existsSync(icd)) throw new NoWebGpuError(`WEBGPU_ADAPTER=${named} but its Vulkan driver file ${icd} does not exist${named === 'lavapipe' ? ' (run .ci/run, or set LAVAPIPE_ICD)' : ' (install Debian\'s chromium)'}`);
-    process.env.VK_ICD_FILENAMES = icd;
-    delete process.env.VK_DRIVER_FILES;
-  } else if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && !hasGpuNode && fs.existsSync(swiftshader)) {
-    process.env.VK_ICD_FILENAMES = swiftshader;
-  }
+  const icds: Partial<Record<NamedAdapter, string>> = {};
+  for (const kind of ['lavapipe', 'swiftshader'] as const) if (fs.existsSync(icdOf(kind))) icds[kind] = icdOf(kind);
+  return { requested: requestedAdapter(), vulkanConfigured: Boolean(process.env.VK_ICD_FILENAMES || process.env.VK_DRIVER_FILES), gpuDeviceNode, icds };
+}
+
+/**
+ * Node: Dawn through the `webgpu` package, on the first of nodeAdapterCandidates that gives an adapter.
+ * Each try is a new Dawn instance: the Vulkan loader reads VK_ICD_FILENAMES when an instance is created.
+ */
+function nodeNavigatorGpu(): Promise<NodeGpu> {
+  nodeGpu ??= openNodeGpu().catch((err: unknown) => {
+    nodeGpu = null;
+    throw err;
+  });
+  return nodeGpu;
+}
+
+async function openNodeGpu(): Promise<NodeGpu> {
+  const os = await import('node:os');
+  const candidates = nodeAdapterCandidates(await nodeFacts());
   process.env.XDG_RUNTIME_DIR ??= os.tmpdir();
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
@@ -108,12 +168,34 @@ async function nodeNavigatorGpu(): Promise<GPU> {
   // Dawn rounds timestamps to 2^16 ns by default (a browser privacy guard): too coarse to time one
   // dispatch on a real GPU when the benches profile kernels. Node has no page to guard.
   if (!flags.some((f) => f.startsWith('disable-dawn-features='))) flags.push('disable-dawn-features=timestamp_quantization');
-  nodeGpu = create(flags) as GPU;
-  return nodeGpu;
+  let gpu: GPU | null = null;
+  let fallback: { gpu: GPU; adapter: NodeAdapter } | null = null;
+  for (const candidate of candidates) {
+    // `system` comes first when tried, so the environment is still the user's own for it.
+    if (candidate.kind !== 'system') {
+      process.env.VK_ICD_FILENAMES = candidate.icd;
+      delete process.env.VK_DRIVER_FILES;
+    }
+    gpu = create(flags) as GPU;
+    const found = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!found) continue;
+    const adapter = { candidate, info: gpuInfoOf(found) };
+    // Vulkan's own choice is taken only when it is a hardware GPU: its software driver (Debian 12's
+    // lavapipe, which Dawn rejects, or an older Mesa's) is no faster than the ones tried next.
+    if (candidate.kind !== 'system' || candidate.pinned || !isSoftwareAdapter(adapter.info)) return { gpu, adapter };
+    fallback = { gpu, adapter };
+  }
+  // Candidates are never empty. A Dawn instance keeps the drivers it was created with.
+  return fallback ?? { gpu: gpu!, adapter: null };
+}
+
+/** Node: the driver and adapter WebGPU runs on (null when Dawn found none). */
+export async function nodeAdapter(): Promise<NodeAdapter | null> {
+  return (await nodeNavigatorGpu()).adapter;
 }
 
 export async function navigatorGpu(): Promise<GPU> {
-  if (isNode) return nodeNavigatorGpu();
+  if (isNode) return (await nodeNavigatorGpu()).gpu;
   const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
   if (!gpu) throw new NoWebGpuError('this browser does not expose navigator.gpu (WebGPU is off or unsupported; in Chrome, check chrome://gpu)');
   return gpu;
@@ -139,11 +221,7 @@ export function isSoftwareAdapter(info: Pick<GpuInfo, 'isFallbackAdapter' | 'arc
 export async function adapterLimits(opts: GpuOptions = {}): Promise<{ maxStorageBufferBindingSize: number; maxBufferSize: number; software: boolean } | null> {
   const adapter = await (await navigatorGpu()).requestAdapter({ powerPreference: opts.powerPreference ?? 'high-performance' });
   if (!adapter) return null;
-  const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
-  const software = isSoftwareAdapter({
-    isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
-    architecture: info?.architecture ?? '', description: info?.description ?? '', device: info?.device ?? '',
-  });
+  const software = isSoftwareAdapter(gpuInfoOf(adapter));
   return { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize, software };
 }
 
@@ -153,7 +231,7 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   if (!adapter) {
     throw new NoWebGpuError(
       isNode
-        ? 'Dawn found no Vulkan adapter. On a machine without a GPU install Debian\'s `chromium` (it ships SwiftShader), or set VK_ICD_FILENAMES to a Vulkan driver.'
+        ? 'Dawn found no Vulkan adapter. On a machine without a GPU install Debian\'s `chromium` and `libvulkan1` (SwiftShader), run .ci/run (lavapipe), or set VK_ICD_FILENAMES to a Vulkan driver.'
         : 'requestAdapter() returned null (no GPU, or WebGPU blocked; headless Chromium needs --enable-unsafe-webgpu).',
     );
   }
@@ -169,14 +247,7 @@ export async function getGpu(opts: GpuOptions = {}): Promise<Gpu> {
   if (timestampQuery) features.push('timestamp-query');
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
-  const adapterInfo: GpuInfo = {
-    vendor: info?.vendor ?? '',
-    architecture: info?.architecture ?? '',
-    device: info?.device ?? '',
-    description: info?.description ?? '',
-    isFallbackAdapter: Boolean((info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter
-      ?? (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter),
-  };
+  const adapterInfo = gpuInfoOf(adapter);
   const named = isNode ? requestedAdapter() : null;
   if (named && !isAdapter(named, adapterInfo)) {
     device.destroy();

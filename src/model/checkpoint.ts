@@ -68,8 +68,8 @@ async function resolveSource(source: CheckpointSource, options: OpenCheckpointOp
     return remoteCheckpointFiles({ baseUrl: source }, options);
   }
   if (isNode) {
-    const { isDirectory, nodeFolderFiles } = await import('./node-files.ts');
-    if (await isDirectory(source)) return nodeFolderFiles(source);
+    const { isLocalModelFolder, nodeFolderFiles } = await import('./node-files.ts');
+    if (await isLocalModelFolder(source)) return nodeFolderFiles(source);
   }
   if (REPO_ID.test(source)) {
     const { remoteCheckpointFiles } = await import('./hub.ts');

@@ -1,7 +1,8 @@
 // A checkpoint in a local folder (Node). Every read is a positional read of just the requested range.
 
-import { open, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { closestName } from './closest-name.ts';
 import type { CheckpointFiles } from './files.ts';
 
 export function nodeFolderFiles(dir: string): CheckpointFiles {
@@ -51,4 +52,48 @@ export async function isDirectory(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The folders in `dir` (none when it cannot be read). */
+async function foldersIn(dir: string): Promise<string[]> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() || e.isSymbolicLink()).map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+/** `parent/name` with a mistyped `name` → the existing folder of `parent` it was meant to be, or null. */
+async function nearFolder(parent: string, name: string): Promise<string | null> {
+  const near = closestName(name, await foldersIn(parent === '' ? '.' : parent));
+  return near === null ? null : parent === '' ? near : join(parent, near);
+}
+
+/**
+ * Whether a `--model` string is a local folder (true), may be a Hub repo id (false), or is a path to a
+ * folder that is not there (an error naming the folder it was likely meant to be). A string that looks
+ * like a path (`/`, `./`, `../`, `~`, more than one `/`) is never sent to the Hub, nor is `owner/name` when
+ * `owner` is a local folder or a typo of one that holds a folder like `name`: a mistyped local path would
+ * otherwise become a slow download that fails with a network error.
+ */
+export async function isLocalModelFolder(source: string): Promise<boolean> {
+  if (await isDirectory(source)) return true;
+  const clean = source.replace(/\/+$/, '');
+  const parent = dirname(clean) === '.' && !clean.startsWith('./') ? '' : dirname(clean);
+  const name = basename(clean);
+  const pathLike = /^(\.{1,2}(\/|$)|\/|~)/.test(source) || source.includes('\\') || clean.split('/').length > 2;
+  let meant: string | null = null;
+  if (parent !== '' && (await isDirectory(parent))) {
+    meant = await nearFolder(parent, name);
+  } else if (parent !== '' && !pathLike) {
+    // owner/name whose owner is no folder: a typo of one only when the corrected path names a folder too.
+    const near = await nearFolder('', parent);
+    const inside = near === null ? null : await nearFolder(near, name);
+    if (inside === null) return false;
+    meant = inside;
+  } else if (!pathLike) {
+    return false;
+  }
+  throw new Error(`no model folder ${source}${meant ? ` (did you mean ${meant}?)` : ''}`);
 }

@@ -3,7 +3,7 @@
 // order. Frames that arrive unprompted (the connect-time CAPACITY_REACHED refusal, webgrpo's idle
 // timeout) are kept, so the next call reports them even if the server already closed the socket.
 
-import { OpenEnvError } from './errors.ts';
+import { connectionRefusedMessage, isConnectionRefused, OpenEnvError } from './errors.ts';
 import { parseToolList, toolCallValue, type McpTool } from './mcp.ts';
 import { createSocket, SOCKET_OPEN, type SocketLike } from './socket.ts';
 import type { ErrorFrameData, JsonRpcRequest, JsonRpcResponse, ServerFrame, StepResult } from './types.ts';
@@ -188,7 +188,7 @@ export async function connect<O = Record<string, unknown>>(
       clearTimeout(timer);
       resolve();
     });
-    socket.addEventListener('error', (ev) => fail(ev.message ?? String(ev.error ?? 'connection error')));
+    socket.addEventListener('error', (ev) => fail(isConnectionRefused(ev.error) ? connectionRefusedMessage(baseUrl) : ev.message ?? String(ev.error ?? 'connection error')));
     socket.addEventListener('close', (ev) => fail(`closed during the handshake (${ev.code})`));
   });
   return session;

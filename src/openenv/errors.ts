@@ -19,3 +19,21 @@ export class OpenEnvError extends Error {
     this.data = data;
   }
 }
+
+/**
+ * Whether a fetch or WebSocket failure was a refused connection (nothing listens at that host and port):
+ * Node's fetch says only "fetch failed" and hides the cause one or two levels down (an AggregateError
+ * when a name resolves to both IPv4 and IPv6).
+ */
+export function isConnectionRefused(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 4) return false;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown; error?: unknown };
+  if (e.code === 'ECONNREFUSED') return true;
+  const inner = [e.cause, e.error, ...(Array.isArray(e.errors) ? e.errors : [])];
+  return inner.some((x) => isConnectionRefused(x, depth + 1));
+}
+
+/** What a refused connection to an env's base URL means, and how to fix it. */
+export function connectionRefusedMessage(baseUrl: string): string {
+  return `connection refused — is an env-server running at ${baseUrl.replace(/\/+$/, '')}? (start one with \`npx webgrpo env-server\`)`;
+}

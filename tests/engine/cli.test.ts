@@ -10,7 +10,7 @@ import { parseSafetensors, decodeToFloat32 } from '../../src/model/safetensors.t
 import { refWeightsFromTensors } from '../../src/engine/reference/weights.ts';
 import { run as runScore } from '../../src/cli/score.ts';
 import { run as runGenerate } from '../../src/cli/generate.ts';
-import { captureCliJson } from '../cli-capture.ts';
+import { captureCliJson, captureCliLines } from '../cli-capture.ts';
 import { maxAbsDiff } from './helpers.ts';
 
 // Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
@@ -83,6 +83,29 @@ describe('webgrpo score / generate', () => {
     const sampled = await capture(() => runGenerate(['--model', dir, '--ids', '1,2,3', '--n', '2', '--max-new-tokens', '6', '--seed', '5', '--top-k', '20', '--top-p', '0.9']));
     const again = await capture(() => runGenerate(['--model', dir, '--ids', '1,2,3', '--n', '2', '--max-new-tokens', '6', '--seed', '5', '--top-k', '20', '--top-p', '0.9']));
     expect(sampled.json.completions.map((c: { ids: number[] }) => c.ids)).toEqual(again.json.completions.map((c: { ids: number[] }) => c.ids));
+  });
+
+  // The adapter decides a step's time (lavapipe ~13× SwiftShader on the same CPU): the user must see it,
+  // first, on stderr, and stdout must stay one JSON object for the machine reading it.
+  it('names the WebGPU adapter it runs on, on the first stderr line; stdout stays one JSON object', async () => {
+    const stderr: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => stderr.push(String(chunk)) > 0);
+    let out;
+    try {
+      out = await captureCliLines(() => runGenerate(['--model', dir, '--ids', '1,2,3', '--max-new-tokens', '1']));
+    } finally {
+      spy.mockRestore();
+    }
+    expect(out.code).toBe(0);
+    expect(out.lines).toHaveLength(1);
+    const json = JSON.parse(out.lines[0]!) as { adapter: string };
+    const first = stderr.join('').split('\n')[0]!;
+    const pinned = process.env.WEBGPU_ADAPTER;
+    expect(first).toMatch(pinned
+      ? new RegExp(`^webgrpo generate: WebGPU adapter ${pinned} \\(.+, software; WEBGPU_ADAPTER=${pinned}\\)$`)
+      : /^webgrpo generate: WebGPU adapter .+ \((.+, )?(software|hardware GPU); (WEBGPU_ADAPTER=swiftshader\|lavapipe to pick|the Vulkan driver VK_ICD_FILENAMES\/VK_DRIVER_FILES names)\)$/);
+    // The adapter named is the one the engine ran on (its report's description).
+    expect(first).toContain(json.adapter.replace(/ \(software\)$/, ''));
   });
 
   it('rejects bad arguments by name', async () => {

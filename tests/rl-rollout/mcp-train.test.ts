@@ -143,10 +143,18 @@ describe('env errors are named, not trained on', () => {
     expect(r!.completion[r!.completion.length - 1]).toEqual({ role: 'assistant', content: 'Done.' });
   });
 
-  it('a step where every tool call failed carries a warning; one with a success or no calls does not', () => {
+  it('a step where every tool call failed carries a warning; one with a success does not', () => {
     expect(stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 1 })).toHaveLength(1);
     expect(stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0.5 })).toEqual([]);
-    expect(stepWarnings({ 'tools/call_frequency': 0, 'tools/failure_frequency': 0 })).toEqual([]);
+  });
+
+  // The silent non-learning of a browsergym run: 0 tool calls, reward 0, loss 0, exit 0 and no word.
+  it('a step where no rollout called a tool carries a warning (and only that one); a step with one call in four does not', () => {
+    const [warning, ...rest] = stepWarnings({ 'tools/call_frequency': 0, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 0 });
+    expect(rest).toEqual([]);
+    expect(warning).toContain('no rollout of this step called a tool (tools/call_frequency 0)');
+    expect(warning).toContain('SFT warm-up');
+    expect(stepWarnings({ 'tools/call_frequency': 0.25, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 0 })).toEqual([]);
   });
 
   it('a step where no tool result fitted the budget carries a warning naming max_completion_length; some fitting, none', () => {

@@ -82,13 +82,18 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
 }
 
 /**
- * Steps that are almost never learning, said on every such step (TRL logs only the numbers): every tool
- * call failed (the env is gone or speaks another protocol), or every completion's tool results were
- * rolled back for the budget (the model calls tools but never reads what they return).
+ * Steps that are almost never learning, said on every such step (TRL logs only the numbers): no rollout
+ * called a tool (every task here offers tools; without a call the model never acted in the env, and the
+ * step trains only on what it said instead), every tool call failed (the env is gone or speaks another
+ * protocol), or every completion's tool results were rolled back for the budget (the model calls tools
+ * but never reads what they return).
  */
 export function stepWarnings(metrics: Readonly<Record<string, number | null>>): string[] {
   const warnings: string[] = [];
   const calls = metrics['tools/call_frequency'] ?? 0;
+  if (metrics['tools/call_frequency'] === 0) {
+    warnings.push('no rollout of this step called a tool (tools/call_frequency 0): the model never acted in the env, so the step cannot learn the task. A model that does not call tools yet needs an SFT warm-up (sft_steps; in the CLI with --sft-solver or --sft).');
+  }
   if (calls > 0 && metrics['tools/failure_frequency'] === 1) {
     warnings.push('every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.');
   }

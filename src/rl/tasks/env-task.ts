@@ -2,6 +2,8 @@
 // environment class its GET /metadata names — so a remote server (a Hugging Face Space, a proxied
 // upstream under any name) trains with the right tool wrappers.
 
+import { connectionRefusedMessage, isConnectionRefused } from '../../openenv/errors.ts';
+
 export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
 export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
@@ -20,6 +22,7 @@ export async function taskFromMetadata(baseUrl: string, fetchImpl: typeof fetch 
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     meta = (await res.json()) as { name?: unknown };
   } catch (err) {
+    if (isConnectionRefused(err)) throw new Error(connectionRefusedMessage(baseUrl));
     throw new Error(`Cannot read ${url} to tell which environment this is: ${(err as Error).message}`);
   }
   const task = TASK_BY_METADATA[String(meta.name)];
