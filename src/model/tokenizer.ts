@@ -4,6 +4,8 @@
 
 import { Tokenizer } from '@huggingface/tokenizers';
 import { labelChatTemplate } from './chat-template.ts';
+import { readTextCapped, type CheckpointFiles } from './files.ts';
+import { assertSafeTokenizerPatterns } from './tokenizer-patterns.ts';
 
 export interface TextTokenizer {
   /** Ids of `text`, with added/special tokens (`<|im_start|>`, `<tool_call>`, …) recognized. Never adds BOS. */
@@ -100,6 +102,7 @@ export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: st
   if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null) {
     throw new Error('tokenizer.json has no "model" section');
   }
+  assertSafeTokenizerPatterns(tokenizerJson, side.location === undefined ? 'tokenizer.json' : `${side.location}/tokenizer.json`);
   const tokenizer = new Tokenizer(tokenizerJson, config);
 
   const eosToken = tokenContent(config.eos_token, 'eos_token');
@@ -138,8 +141,13 @@ export const CHAT_TEMPLATE_FILES = ['chat_template.jinja', 'chat_template.json']
  * The tokenizer of a checkpoint (folder, Hub download, picked files, memory), with its chat templates
  * from wherever transformers would find them. Throws naming the missing file.
  */
-export async function loadCheckpointTokenizer(files: { readText(file: string): Promise<string | null> }, where: string): Promise<TextTokenizer> {
-  const [json, config, jinja, templateJson] = await Promise.all(['tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES].map((f) => files.readText(f)));
+export async function loadCheckpointTokenizer(
+  files: { readText(file: string): Promise<string | null>; size?(file: string): Promise<number | null>; files?: Pick<CheckpointFiles, 'size'> },
+  where: string,
+): Promise<TextTokenizer> {
+  // An opened checkpoint knows its files' sizes through `files`: oversized ones are refused unread.
+  const sized = { readText: (f: string) => files.readText(f), size: files.size ?? files.files?.size };
+  const [json, config, jinja, templateJson] = await Promise.all(['tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES].map((f) => readTextCapped(sized, f, where)));
   const missing = [json === null ? 'tokenizer.json' : null, config === null ? 'tokenizer_config.json' : null].filter(Boolean);
   if (missing.length > 0) throw new Error(`${where}: ${missing.join(' and ')} missing; webgrpo needs the model's own tokenizer and chat template`);
   return loadTokenizer(json!, config!, { chatTemplateJinja: jinja, chatTemplateJson: templateJson, location: where });
