@@ -4,7 +4,7 @@
 // (e.g. `enable_thinking`) as a top-level variable.
 
 import { Template } from '@huggingface/jinja';
-import { RenderBudgetError, withRenderBudget } from './render-budget.ts';
+import { RENDER_BUDGET, RenderBudgetError, withRenderBudget, type RenderBudget } from './render-budget.ts';
 
 /** One tool call of an assistant message, OpenAI/transformers shape. */
 export interface ToolCall {
@@ -27,6 +27,8 @@ export interface RenderOptions {
   chatTemplateKwargs?: Record<string, unknown> | null;
   /** Special tokens exposed to the template (`eos_token`, `pad_token`, `bos_token`). */
   specialTokens?: Record<string, string | null>;
+  /** Limits of the render (default RENDER_BUDGET); a template past one fails naming its file. */
+  budget?: RenderBudget;
 }
 
 // Parsing a template costs far more than rendering it, and every rollout renders with the same few.
@@ -66,7 +68,7 @@ export function renderChat(template: string, messages: readonly ChatMessage[], o
   const label = templateLabels.get(template) ?? 'given in code';
   const parsed = parseTemplate(template, label);
   try {
-    return withRenderBudget(label, () => parsed.render(context));
+    return withRenderBudget(label, () => parsed.render(context), opts.budget ?? RENDER_BUDGET);
   } catch (err) {
     if (err instanceof RenderBudgetError) throw err;
     throw new Error(`chat template (${label}) failed to render: ${(err as Error).message}`);
