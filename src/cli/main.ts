@@ -21,7 +21,7 @@ function usage(): string {
 }
 
 /** How long a command that stops gracefully on a signal (train saves a checkpoint) may take before the process exits anyway. */
-const FORCE_EXIT_MS = 10_000;
+const FORCE_EXIT_MS = 5_000;
 const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
 
 /**

@@ -26,7 +26,8 @@ import { TrainProgress } from './train-progress.ts';
 import { fullModelFolder } from './full-model-folder.ts';
 import { modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
-import { isDirectory } from '../model/node-files.ts';
+import { isDirectory, nodeFolderFiles } from '../model/node-files.ts';
+import { readTextCapped } from '../model/files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
@@ -142,7 +143,11 @@ const DEFAULT_SFT_STEPS = 50;
 
 /** config.json of --model alone (a local folder's, or downloaded by itself): no weights are read. */
 async function readModelConfig(model: string): Promise<ModelConfig> {
-  if (await isDirectory(model)) return parseConfigText(await readFile(join(model, 'config.json'), 'utf8'), join(model, 'config.json'));
+  if (await isDirectory(model)) {
+    const text = await readTextCapped(nodeFolderFiles(model), 'config.json');
+    if (text === null) throw new Error(`${join(model, 'config.json')}: no such file`);
+    return parseConfigText(text, join(model, 'config.json'));
+  }
   const { fetchRemoteConfig } = await import('../model/hub.ts');
   if (/^https?:\/\//.test(model)) return fetchRemoteConfig({ baseUrl: model });
   if (REPO_ID.test(model)) return fetchRemoteConfig({ repo: model });
