@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 register();
 const main = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
-const { run } = await import(main);
+const { run, exitOnSignals } = await import(main);
+exitOnSignals();
 const code = await run(process.argv.slice(2));
 process.exitCode = code ?? 0;

@@ -1,9 +1,8 @@
 // `webgrpo generate --model DIR --prompt TEXT|--ids … [--adapter DIR | --checkpoint DIR] --n N --max-new-tokens K --seed S`:
 // N sampled completions of one prompt, batched on the GPU, as JSON (ids, text, sampling logprobs).
 
-import { openCheckpoint } from '../model/checkpoint.ts';
+import { openCheckpoint, type OpenedCheckpoint } from '../model/checkpoint.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
-import type { Checkpoint } from '../model/types.ts';
 import { intOption, numOption, parseCli, str } from './args.ts';
 import { loadTrainedEngine, MODEL_HELP, MODEL_OPTIONS, modelArgs } from './model-args.ts';
 import { parseIds } from './score.ts';
@@ -24,9 +23,9 @@ ${MODEL_HELP}
 
 ${ADAPTER_HELP}`;
 
-async function tokenizerOf(ckpt: Checkpoint & { location: string }): Promise<TextTokenizer | null> {
+async function tokenizerOf(ckpt: OpenedCheckpoint): Promise<TextTokenizer | null> {
   // Token ids work without a tokenizer; text needs one.
-  if ((await ckpt.readText('tokenizer.json')) === null) return null;
+  if ((await ckpt.files.size('tokenizer.json')) === null) return null;
   return loadCheckpointTokenizer(ckpt, ckpt.location);
 }
 

@@ -25,6 +25,26 @@ function usage(): string {
 on their first stderr line (a hardware GPU, else lavapipe, else SwiftShader; WEBGPU_ADAPTER=swiftshader|lavapipe to pick).`;
 }
 
+/** How long a command that stops gracefully on a signal (train saves a checkpoint) may take before the process exits anyway. */
+const FORCE_EXIT_MS = 5_000;
+const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * Ctrl-C and SIGTERM stop every command within seconds: one with no handler of its own exits at
+ * once; one that stops gracefully (train, env-server, start) gets FORCE_EXIT_MS, then the process
+ * exits whatever it is doing. (Synchronous work that could outlast this, such as a chat template's
+ * render, runs under a budget of its own: no handler runs until it returns.) Installed by the
+ * `webgrpo` process (bin/webgrpo.js), not by `run`, which tests also call in-process.
+ */
+export function exitOnSignals(): void {
+  for (const [signal, code] of Object.entries(SIGNAL_EXIT_CODES)) {
+    process.on(signal, () => {
+      if (process.listenerCount(signal) === 1) process.exit(code);
+      setTimeout(() => process.exit(code), FORCE_EXIT_MS).unref();
+    });
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h') {

@@ -28,7 +28,8 @@ import { stepPlan } from '../rl/grpo/trainer.ts';
 import { fullModelFolder } from './full-model-folder.ts';
 import { modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
 import { parseConfigText } from '../model/config.ts';
-import { isDirectory, isLocalModelFolder } from '../model/node-files.ts';
+import { isDirectory, isLocalModelFolder, nodeFolderFiles } from '../model/node-files.ts';
+import { readTextCapped } from '../model/files.ts';
 import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
@@ -149,7 +150,11 @@ const DEFAULT_SFT_STEPS = 50;
 async function readModelConfig(model: string): Promise<ModelConfig> {
   const { fetchRemoteConfig } = await import('../model/hub.ts');
   if (/^https?:\/\//.test(model)) return fetchRemoteConfig({ baseUrl: model });
-  if (await isLocalModelFolder(model)) return parseConfigText(await readFile(join(model, 'config.json'), 'utf8'), join(model, 'config.json'));
+  if (await isLocalModelFolder(model)) {
+    const text = await readTextCapped(nodeFolderFiles(model), 'config.json');
+    if (text === null) throw new Error(`${join(model, 'config.json')}: no such file`);
+    return parseConfigText(text, join(model, 'config.json'));
+  }
   if (REPO_ID.test(model)) return fetchRemoteConfig({ repo: model });
   throw new Error('not a local folder, an http(s) URL or a Hub repo id');
 }

@@ -4,6 +4,7 @@
 // (e.g. `enable_thinking`) as a top-level variable.
 
 import { Template } from '@huggingface/jinja';
+import { RENDER_BUDGET, RenderBudgetError, withRenderBudget, type RenderBudget } from './render-budget.ts';
 
 /** One tool call of an assistant message, OpenAI/transformers shape. */
 export interface ToolCall {
@@ -26,22 +27,32 @@ export interface RenderOptions {
   chatTemplateKwargs?: Record<string, unknown> | null;
   /** Special tokens exposed to the template (`eos_token`, `pad_token`, `bos_token`). */
   specialTokens?: Record<string, string | null>;
+  /** Limits of the render (default RENDER_BUDGET); a template past one fails naming its file. */
+  budget?: RenderBudget;
 }
 
 // Parsing a template costs far more than rendering it, and every rollout renders with the same few.
 const parsedTemplates = new Map<string, Template>();
 
-function parseTemplate(source: string): Template {
+function parseTemplate(source: string, label: string): Template {
   let template = parsedTemplates.get(source);
   if (!template) {
     try {
       template = new Template(source);
     } catch (err) {
-      throw new Error(`chat template does not parse: ${(err as Error).message}`);
+      throw new Error(`chat template (${label}) does not parse: ${(err as Error).message}`);
     }
     parsedTemplates.set(source, template);
   }
   return template;
+}
+
+// Where each template came from (its file), so a template that fails or exceeds its render budget is named.
+const templateLabels = new Map<string, string>();
+
+/** Records where `source` was read from (e.g. `models/x/chat_template.jinja`), for error messages. */
+export function labelChatTemplate(source: string, label: string): void {
+  templateLabels.set(source, label);
 }
 
 export function renderChat(template: string, messages: readonly ChatMessage[], opts: RenderOptions = {}): string {
@@ -54,9 +65,12 @@ export function renderChat(template: string, messages: readonly ChatMessage[], o
     add_generation_prompt: opts.addGenerationPrompt ?? false,
   };
   if (tools) context.tools = tools;
+  const label = templateLabels.get(template) ?? 'given in code';
+  const parsed = parseTemplate(template, label);
   try {
-    return parseTemplate(template).render(context);
+    return withRenderBudget(label, () => parsed.render(context), opts.budget ?? RENDER_BUDGET);
   } catch (err) {
-    throw new Error(`chat template failed to render: ${(err as Error).message}`);
+    if (err instanceof RenderBudgetError) throw err;
+    throw new Error(`chat template (${label}) failed to render: ${(err as Error).message}`);
   }
 }

@@ -6,7 +6,7 @@ import { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-optio
 import { parseConfigText } from './config.ts';
 import { canonicalTensorName } from './qwen3-tensors.ts';
 import { VISION_PREFIX } from './qwen3_5-vision-tensors.ts';
-import { browserFiles, memoryFiles, type CheckpointFiles } from './files.ts';
+import { browserFiles, memoryFiles, readTextCapped, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
 import type { Checkpoint, TensorInfo } from './types.ts';
 
@@ -84,7 +84,7 @@ async function resolveSource(source: CheckpointSource, options: OpenCheckpointOp
  */
 export async function openCheckpointFiles(files: CheckpointFiles, { vision = false }: Pick<OpenCheckpointOptions, 'vision'> = {}): Promise<OpenedCheckpoint> {
   const where = files.location;
-  const configText = await files.readText('config.json');
+  const configText = await readTextCapped(files, 'config.json');
   if (configText === null) throw new Error(`${where}: no config.json (not a Hugging Face model folder?)`);
   const config = parseConfigText(configText, `${where}/config.json`);
   if (vision && !config.vision) {
@@ -142,7 +142,7 @@ export async function openCheckpointFiles(files: CheckpointFiles, { vision = fal
 
 async function listWeightFiles(files: CheckpointFiles): Promise<{ files: string[]; weightMap: Map<string, string> | null }> {
   const where = files.location;
-  const indexText = await files.readText(WEIGHTS_INDEX_FILE);
+  const indexText = await readTextCapped(files, WEIGHTS_INDEX_FILE);
   if (indexText === null) {
     if ((await files.size(SINGLE_WEIGHTS_FILE)) === null) {
       throw new Error(`${where}: no ${SINGLE_WEIGHTS_FILE} and no ${WEIGHTS_INDEX_FILE}`);

@@ -4,6 +4,7 @@
 // under `text_config` (`qwen3_5`, Qwen3_5ForConditionalGeneration, with its vision tower's `vision_config`
 // when present: vision-config.ts).
 
+import { overLimit, TEXT_CONFIG_LIMITS } from './config-limits.ts';
 import { parseVisionConfig } from './vision-config.ts';
 import type { Architecture, LayerType, LinearAttentionConfig, ModelConfig, VisionConfig } from './types.ts';
 
@@ -84,6 +85,8 @@ export function parseConfig(json: unknown, file = 'config.json'): ModelConfig {
     const v = text[key] ?? fallback;
     if (v === undefined) return fail(`missing ${at(key)}`);
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) return fail(`${at(key)} must be a positive integer, got ${JSON.stringify(v)}`);
+    const tooBig = overLimit(at(key), v, TEXT_CONFIG_LIMITS, key);
+    if (tooBig) return fail(tooBig);
     return v;
   };
   const positiveNumber = (key: string, v: unknown): number => {

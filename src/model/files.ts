@@ -65,3 +65,39 @@ export function browserFiles(picked: Iterable<File>, location = 'picked files'):
     },
   };
 }
+
+/**
+ * Most bytes webgrpo reads of each small file of a checkpoint (each far above a real one: Qwen3's
+ * tokenizer.json is 11 MB, its config.json 1 KB). A file is read whole as text, so a hostile size
+ * would otherwise cost its size in memory before any check of its content could fail.
+ */
+export const TEXT_FILE_LIMITS: Readonly<Record<string, number>> = {
+  'config.json': 1024 * 1024,
+  'model.safetensors.index.json': 16 * 1024 * 1024,
+  'tokenizer.json': 64 * 1024 * 1024,
+  'tokenizer_config.json': 16 * 1024 * 1024,
+  'chat_template.jinja': 1024 * 1024,
+  'chat_template.json': 1024 * 1024,
+};
+
+/** An error naming `file` and its limit when `bytes` is over it, else null. */
+export function textFileTooBig(where: string, file: string, bytes: number): string | null {
+  const limit = TEXT_FILE_LIMITS[file];
+  if (limit === undefined || bytes <= limit) return null;
+  return `${where}/${file}: ${bytes} bytes is over webgrpo's ${limit}-byte limit for ${file} (a real one is far smaller)`;
+}
+
+/**
+ * `readText` of one of the files in TEXT_FILE_LIMITS, refusing an oversized file before reading it
+ * when its size is known (`size`), and after reading it otherwise.
+ */
+export async function readTextCapped(files: { location?: string; readText(file: string): Promise<string | null>; size?(file: string): Promise<number | null> }, file: string, where = files.location ?? ''): Promise<string | null> {
+  const size = files.size ? await files.size(file) : null;
+  const before = size === null ? null : textFileTooBig(where, file, size);
+  if (before) throw new Error(before);
+  const text = await files.readText(file);
+  // UTF-16 code units ≥ bytes / 3, so a text past the limit here was past it on disk.
+  const after = text === null ? null : textFileTooBig(where, file, text.length);
+  if (after) throw new Error(after);
+  return text;
+}

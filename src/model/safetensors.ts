@@ -6,8 +6,14 @@
 
 import type { DType, TensorInfo } from './types.ts';
 
-/** The reference implementation refuses headers above 100 MB; so do we (a corrupt N would otherwise allocate GBs). */
-export const MAX_HEADER_BYTES = 100_000_000;
+/**
+ * Largest header webgrpo reads, checked on the 8-byte length before the header is read or parsed.
+ * The reference implementation allows 100 MB; a dense Qwen3/Qwen3.5 shard's header is a few tens of
+ * KB (~100 bytes a tensor), and a 100 MB one (10^6 tensors) took 53 s and 1.1 GB to refuse.
+ */
+export const MAX_HEADER_BYTES = 16 * 1024 * 1024;
+/** Most tensors one file may list (Qwen3-32B has 707 in all), checked before any entry is validated. */
+export const MAX_TENSORS = 65_536;
 
 const READABLE_DTYPES: readonly DType[] = ['F32', 'F16', 'BF16'];
 /** Dtypes that exist in the format but that webgrpo does not read: rejected by name. */
@@ -42,7 +48,7 @@ export function readHeaderLength(prefix: Uint8Array, fileSize: number, file: str
   const view = new DataView(prefix.buffer, prefix.byteOffset, 8);
   const n = view.getBigUint64(0, true);
   if (n > BigInt(MAX_HEADER_BYTES)) {
-    throw new Error(`${file}: header length ${n} exceeds the ${MAX_HEADER_BYTES}-byte limit (corrupt or not a safetensors file)`);
+    throw new Error(`${file}: header length ${n} exceeds webgrpo's ${MAX_HEADER_BYTES}-byte limit (corrupt, not a safetensors file, or far more tensors than a dense model has)`);
   }
   const headerLength = Number(n);
   if (headerLength < 2) throw new Error(`${file}: header length ${headerLength} is too small for a JSON object`);
@@ -75,6 +81,8 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number, file: str
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new Error(`${file}: header is not a JSON object`);
   }
+  const count = Object.keys(json).length - ('__metadata__' in json ? 1 : 0);
+  if (count > MAX_TENSORS) throw new Error(`${file}: header lists ${count} tensors, over webgrpo's limit of ${MAX_TENSORS}`);
   assertNoDuplicateKeys(text, file);
 
   const metadata: Record<string, string> = {};

@@ -3,6 +3,9 @@
 // added (Qwen3 has none, and chat prompts are rendered to text by the chat template first).
 
 import { Tokenizer } from '@huggingface/tokenizers';
+import { labelChatTemplate } from './chat-template.ts';
+import { readTextCapped, type CheckpointFiles } from './files.ts';
+import { assertSafeTokenizerPatterns } from './tokenizer-patterns.ts';
 
 export interface TextTokenizer {
   /** Ids of `text`, with added/special tokens (`<|im_start|>`, `<tool_call>`, …) recognized. Never adds BOS. */
@@ -65,6 +68,8 @@ export function namedChatTemplates(value: unknown, file: string): Record<string,
 }
 
 export interface TokenizerSideFiles {
+  /** Where the files are (a folder, a repo), to name a template's file when it fails to render. */
+  location?: string;
   /** chat_template.jinja (transformers ≥ 4.43 save_pretrained; the only place transformers 5 writes it). */
   chatTemplateJinja?: string | null;
   /** chat_template.json (`{"chat_template": …}`, written by processors). */
@@ -77,12 +82,17 @@ export interface TokenizerSideFiles {
  * stay unless overridden.
  */
 function chatTemplatesOf(config: Record<string, unknown>, side: TokenizerSideFiles): Record<string, string> {
-  const templates = namedChatTemplates(config.chat_template, 'tokenizer_config.json');
+  const where = side.location === undefined ? '' : `${side.location}/`;
+  const labelled = (templates: Record<string, string>, file: string): Record<string, string> => {
+    for (const [name, source] of Object.entries(templates)) labelChatTemplate(source, name === 'default' ? `${where}${file}` : `${where}${file}, template '${name}'`);
+    return templates;
+  };
+  const templates = labelled(namedChatTemplates(config.chat_template, 'tokenizer_config.json'), 'tokenizer_config.json');
   if (side.chatTemplateJson != null) {
     const json = parseJson(side.chatTemplateJson, 'chat_template.json');
-    Object.assign(templates, namedChatTemplates(json.chat_template, 'chat_template.json'));
+    Object.assign(templates, labelled(namedChatTemplates(json.chat_template, 'chat_template.json'), 'chat_template.json'));
   }
-  if (side.chatTemplateJinja != null) templates.default = side.chatTemplateJinja;
+  if (side.chatTemplateJinja != null) templates.default = labelled({ default: side.chatTemplateJinja }, 'chat_template.jinja').default!;
   return templates;
 }
 
@@ -92,6 +102,7 @@ export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: st
   if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null) {
     throw new Error('tokenizer.json has no "model" section');
   }
+  assertSafeTokenizerPatterns(tokenizerJson, side.location === undefined ? 'tokenizer.json' : `${side.location}/tokenizer.json`);
   const tokenizer = new Tokenizer(tokenizerJson, config);
 
   const eosToken = tokenContent(config.eos_token, 'eos_token');
@@ -130,9 +141,14 @@ export const CHAT_TEMPLATE_FILES = ['chat_template.jinja', 'chat_template.json']
  * The tokenizer of a checkpoint (folder, Hub download, picked files, memory), with its chat templates
  * from wherever transformers would find them. Throws naming the missing file.
  */
-export async function loadCheckpointTokenizer(files: { readText(file: string): Promise<string | null> }, where: string): Promise<TextTokenizer> {
-  const [json, config, jinja, templateJson] = await Promise.all(['tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES].map((f) => files.readText(f)));
+export async function loadCheckpointTokenizer(
+  files: { readText(file: string): Promise<string | null>; size?(file: string): Promise<number | null>; files?: Pick<CheckpointFiles, 'size'> },
+  where: string,
+): Promise<TextTokenizer> {
+  // An opened checkpoint knows its files' sizes through `files`: oversized ones are refused unread.
+  const sized = { readText: (f: string) => files.readText(f), size: files.size ?? files.files?.size };
+  const [json, config, jinja, templateJson] = await Promise.all(['tokenizer.json', 'tokenizer_config.json', ...CHAT_TEMPLATE_FILES].map((f) => readTextCapped(sized, f, where)));
   const missing = [json === null ? 'tokenizer.json' : null, config === null ? 'tokenizer_config.json' : null].filter(Boolean);
   if (missing.length > 0) throw new Error(`${where}: ${missing.join(' and ')} missing; webgrpo needs the model's own tokenizer and chat template`);
-  return loadTokenizer(json!, config!, { chatTemplateJinja: jinja, chatTemplateJson: templateJson });
+  return loadTokenizer(json!, config!, { chatTemplateJinja: jinja, chatTemplateJson: templateJson, location: where });
 }

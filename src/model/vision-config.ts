@@ -2,6 +2,7 @@
 // VisionConfig, for Qwen3_5ForConditionalGeneration (docs/qwen3_5.md §Vision). Defaults are
 // transformers 5.18's Qwen3_5VisionConfig / Qwen3_5Config ones, so a sparse file means what it means there.
 
+import { overLimit, VISION_CONFIG_LIMITS } from './config-limits.ts';
 import type { VisionConfig } from './types.ts';
 
 type Json = Record<string, unknown>;
@@ -56,6 +57,8 @@ export function parseVisionConfig(
     const x = vc[key] ?? VISION_DEFAULTS[key];
     // transformers allows [h, w] patch sizes in the type, but the patch embedding and the processor use one number.
     if (typeof x !== 'number' || !Number.isSafeInteger(x) || x <= 0) return fail(`vision_config.${key} must be a positive integer, got ${JSON.stringify(x)}`);
+    const tooBig = overLimit(`vision_config.${key}`, x, VISION_CONFIG_LIMITS, key);
+    if (tooBig) return fail(tooBig);
     return x;
   };
   const depth = int('depth');

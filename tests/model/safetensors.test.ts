@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  decodeToFloat32, encodeFromFloat32, exceedsF16Range, floatToBf16, floatToHalf, halfToFloat, MAX_HEADER_BYTES,
+  decodeToFloat32, encodeFromFloat32, exceedsF16Range, floatToBf16, floatToHalf, halfToFloat, MAX_HEADER_BYTES, MAX_TENSORS,
   parseSafetensors, writeSafetensors,
 } from '../../src/model/safetensors.ts';
 
@@ -56,7 +56,8 @@ describe('safetensors header', () => {
   const failures: [string, Uint8Array, RegExp][] = [
     ['file shorter than 8 bytes', new Uint8Array(5), /shorter than the 8-byte header length/],
     ['N beyond the file', (() => { const f = rawFile({ t: entry }, 8); new DataView(f.buffer).setBigUint64(0, 10_000n, true); return f; })(), /runs past the end of the file/],
-    ['N above the 100 MB cap', (() => { const f = rawFile({ t: entry }, 8); new DataView(f.buffer).setBigUint64(0, BigInt(MAX_HEADER_BYTES + 1), true); return f; })(), /exceeds the 100000000-byte limit/],
+    ['N above the header cap', (() => { const f = rawFile({ t: entry }, 8); new DataView(f.buffer).setBigUint64(0, BigInt(MAX_HEADER_BYTES + 1), true); return f; })(), new RegExp(`exceeds webgrpo's ${MAX_HEADER_BYTES}-byte limit`)],
+    ['more tensors than the cap', rawFile(Object.fromEntries(Array.from({ length: MAX_TENSORS + 1 }, (_, i) => [`t${i}`, { dtype: 'F32', shape: [0], data_offsets: [0, 0] }])), 0), new RegExp(`lists ${MAX_TENSORS + 1} tensors, over webgrpo's limit of ${MAX_TENSORS}`)],
     ['invalid JSON', rawFile('{"t": {', 8), /not valid JSON/],
     ['a JSON array', rawFile('[1, 2]', 8), /not a JSON object/],
     ['an unsupported dtype', rawFile({ t: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }, 8), /tensor 't': dtype I64 is not supported/],
