@@ -27,12 +27,12 @@ function distIsStale(): boolean {
 }
 
 /**
- * Builds the app into `outDir` (default dist/). Vite's warnings stay on: the build has none, so one
+ * Builds the app into `outDir` (dist/ or --dist DIR). Vite's warnings stay on: the build has none, so one
  * that appears is news (a Node module newly reachable from the page, say). A folder of the user's
  * (`--dist DIR --rebuild`) is written into, never emptied.
  */
-export async function buildApp(log: (line: string) => void = console.error, outDir: string = DIST): Promise<void> {
-  log('webgrpo: building the web app (vite build)…');
+async function buildApp(outDir: string): Promise<void> {
+  console.error('webgrpo: building the web app (vite build)…');
   const { build } = await import('vite');
   await build({ root: ROOT, logLevel: 'warn', configFile: path.join(ROOT, 'vite.config.ts'), build: { outDir, emptyOutDir: outDir === DIST } });
 }
@@ -77,7 +77,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   const runsOptions = { maxBodyBytes: byteCount('max-body-bytes'), maxImportBytes: byteCount('max-import-bytes') };
   const parsed = { options: envServerOptions(p) };
-  if (p.values.rebuild === true || (dist === null && distIsStale())) await buildApp(undefined, dist ?? DIST);
+  if (p.values.rebuild === true || (dist === null && distIsStale())) await buildApp(dist ?? DIST);
 
   const { RunStore } = await import('../../env-server/runs.ts');
   const { runsHandler } = await import('../../env-server/runs-http.ts');
