@@ -10,6 +10,8 @@ export interface AdmissionPolicy {
   queue: boolean;
   queueTimeoutMs: number;
   log(line: string): void;
+  /** A session's open and close lines: one per episode, so quiet unless asked for (`--verbose`). */
+  logSession(line: string): void;
 }
 
 /** The frame a refused socket gets: at once (queue off) or after the queue wait ran out. */

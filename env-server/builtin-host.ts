@@ -201,12 +201,12 @@ export class BuiltinEnvHost implements EnvHost {
     let steps = 0;
     const timeoutSec = this.opts.sessionTimeoutSec;
     const idle = timeoutSec === null ? null : setTimeout(() => down.end('idle timeout', replies.idle(timeoutSec)), timeoutSec * 1000);
-    this.opts.log(`session open ${this.name}#${down.id} active=${this.pool.active}/${this.pool.capacity}`);
+    this.opts.logSession(`session open ${this.name}#${down.id} active=${this.pool.active}/${this.pool.capacity}`);
     down.onEnd(({ reason }) => {
       if (idle) clearTimeout(idle);
       closeEnv(env, (err) => this.opts.log(`session ${this.name}#${down.id} env.close() failed: ${errorText(err)}`));
       this.pool.release();
-      this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" steps=${steps} ms=${Date.now() - opened}`);
+      this.opts.logSession(`session close ${this.name}#${down.id} reason="${reason}" steps=${steps} ms=${Date.now() - opened}`);
     });
     return { env, sessionId: randomUUID(), touch: () => idle?.refresh(), countStep: () => steps++ };
   }
@@ -265,7 +265,7 @@ export class BuiltinEnvHost implements EnvHost {
     // forgets session/close would otherwise hold the slot until restart. Freed silently, as upstream.
     const timeoutSec = this.opts.sessionTimeoutSec ?? this.opts.mcpSessionTimeoutSec;
     const idle = setTimeout(() => {
-      this.opts.log(`mcp session ${this.name} ${sessionId} idle ${timeoutSec} s: closed`);
+      this.opts.logSession(`mcp session ${this.name} ${sessionId} idle ${timeoutSec} s: closed`);
       this.closeMcpOnlySession(sessionId);
     }, timeoutSec * 1000);
     this.mcpOnly.set(sessionId, { env, idle });

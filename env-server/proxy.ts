@@ -182,7 +182,7 @@ export class ProxyHost implements EnvHost {
         : idleTimeoutFrame(timeoutSec);
       down.end(awaitingReplies > 0 ? 'upstream reply timeout' : 'idle timeout', frame);
     }, timeoutSec * 1000);
-    this.opts.log(`session open ${this.name}#${down.id} upstream=${url} active=${this.pool.active}/${this.pool.capacity}`);
+    this.opts.logSession(`session open ${this.name}#${down.id} upstream=${url} active=${this.pool.active}/${this.pool.capacity}`);
 
     const upstreamFailed = (reason: string, message: string) => down.end(reason, errorFrame('SESSION_ERROR', message, { upstream: label }));
 
@@ -234,7 +234,7 @@ export class ProxyHost implements EnvHost {
       else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
       this.replicaActive[replica]--;
       this.pool.release();
-      this.opts.log(`session close ${this.name}#${down.id} reason="${reason}" ms=${Date.now() - opened}`);
+      this.opts.logSession(`session close ${this.name}#${down.id} reason="${reason}" ms=${Date.now() - opened}`);
     });
   }
 

@@ -52,8 +52,10 @@ export interface EnvServerOptions {
   upstreamConnectTimeoutMs?: number;
   /** WebSocket ping period in ms; a peer that misses a pong is dropped (default 20 000, as uvicorn). */
   heartbeatMs?: number;
-  /** One line per session open/close (with the reason). Default: silent. */
+  /** Warnings, refusals and one line per session open/close (with the reason). Default: silent. */
   logger?: (line: string) => void;
+  /** Whether the session open/close lines reach the logger (default true; the CLI's `--verbose`). */
+  logSessions?: boolean;
   /** Host names served besides loopback and the bound host (`--allow-host`); others get 421. */
   allowHosts?: string[];
   /** Web page origins trusted besides the server's own (`--allow-origin`), e.g. `http://localhost:5173`. */
@@ -145,7 +147,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
   const connectTimeoutMs = positiveNumber(options.upstreamConnectTimeoutMs ?? 10_000, 'upstreamConnectTimeoutMs');
   const heartbeatMs = positiveNumber(options.heartbeatMs ?? 20_000, 'heartbeatMs');
   const log = options.logger ?? (() => {});
-  const policy = { queue: options.queue ?? false, queueTimeoutMs };
+  const policy = { queue: options.queue ?? false, queueTimeoutMs, logSession: options.logSessions === false ? () => {} : log };
   const requests = createRequestPolicy({ boundHost: options.host ?? '127.0.0.1', allowHosts: options.allowHosts, allowOrigins: options.allowOrigins });
 
   const hosts = new Map<string, EnvHost>();

@@ -5,7 +5,6 @@
 
 import { openCheckpoint, REPO_ID, type OpenedCheckpoint } from '../src/model/checkpoint.ts';
 import { DEMO_MODEL_NAME, demoModelFiles } from '../src/model/demo-model.ts';
-import { HubError } from '../src/model/hub.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../src/model/tiny-model.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../src/model/tokenizer.ts';
 import type { LoadProgress } from '../src/model/types.ts';
@@ -52,6 +51,9 @@ async function openChoice(choice: ModelChoice, onProgress: (p: LoadProgress) => 
         return { checkpoint, name: repo };
       } catch (err) {
         // A checkpoint that downloaded but is not one we run (a MoE, another architecture) says so.
+        // hub.ts is loaded by now (openCheckpoint imports it on demand): importing it statically here
+        // would pull it into the worker's first chunk and make that on-demand import ineffective.
+        const { HubError } = await import('../src/model/hub.ts');
         const what = err instanceof HubError ? `Could not download ${repo}` : `${repo} cannot be loaded`;
         throw new ModelLoadError(`${what}: ${(err as Error).message}`, { cause: err });
       }

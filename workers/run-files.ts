@@ -6,6 +6,7 @@ import { peftAdapterFiles, readPeftAdapter } from '../src/engine/peft-adapter.ts
 import type { Engine } from '../src/engine/types.ts';
 import { exportOnnx } from '../src/export/onnx/export.ts';
 import { fullModelFiles } from '../src/export/full-model.ts';
+import type { TrainedChat } from '../src/export/trained-chat.ts';
 import type { LoadedModel } from './load-model.ts';
 import type { StoredCheckpoint } from './run-checkpoints.ts';
 
@@ -23,21 +24,21 @@ const META_KEYS = ['runStep', 'sftSteps', 'sftStepsDone'] as const;
  * as `train --train_mode full --output`). Only full mode has no separate adapter: with LoRA the base is
  * unchanged and the adapter is what to download.
  */
-export function exportFullModel(engine: Engine, model: LoadedModel): Promise<NamedFile[]> {
-  return fullModelFiles(engine, model.checkpoint);
+export function exportFullModel(engine: Engine, model: LoadedModel, chat: TrainedChat | null): Promise<NamedFile[]> {
+  return fullModelFiles(engine, model.checkpoint, chat);
 }
 
 /**
  * The trained model for transformers.js (src/export/onnx/export.ts): the full-mode weights in
  * place, or the LoRA adapter merged into the base — the same files `webgrpo export onnx` writes.
  */
-export async function exportTransformersJs(engine: Engine, model: LoadedModel): Promise<NamedFile[]> {
+export async function exportTransformersJs(engine: Engine, model: LoadedModel, chat: TrainedChat | null): Promise<NamedFile[]> {
   const { checkpoint } = model;
   const trained = (await engine.saveState()).tensors.filter((t) => checkpoint.tensors.has(t.name));
-  if (trained.length > 0) return exportOnnx(checkpoint, { weights: new Map(trained.map((t) => [t.name, t.data])) });
+  if (trained.length > 0) return exportOnnx(checkpoint, { weights: new Map(trained.map((t) => [t.name, t.data])), chat });
   // Through the PEFT files, so the app's adapter is checked exactly as a downloaded one would be.
   const adapter = await readPeftAdapter(peftAdapterFiles(await engine.exportAdapter(model.name)), checkpoint.config);
-  return exportOnnx(checkpoint, { adapter });
+  return exportOnnx(checkpoint, { adapter, chat });
 }
 
 export function packCheckpoint(ckpt: StoredCheckpoint): NamedFile[] {

@@ -30,6 +30,7 @@ import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
 import type { RunCheckpoints } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
 import { ScreenshotBudget } from './stored-screenshots.ts';
+import { trainedChat, trainedChatMetadata, type TrainedChat } from '../src/export/trained-chat.ts';
 import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
 
 const MIB = 1024 * 1024;
@@ -52,6 +53,8 @@ interface ReadyModel {
    * run must not start from them (see TrainerService.startingPoint).
    */
   baseTrained: boolean;
+  /** What the last run on these weights rendered its chats with: every export carries it. */
+  chat: TrainedChat | null;
 }
 
 /** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
@@ -157,7 +160,7 @@ export class TrainerService implements TrainerWorkerApi {
     // (a vision_config that cannot be used, config.visionError, leaves a text model without one).
     const vision = await checkpointVision(loaded.checkpoint, loaded.name);
     const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype, vision: vision !== undefined });
-    this.model = { loaded, engine, weightDtype: plannedDtype, vision, baseTrained: false };
+    this.model = { loaded, engine, weightDtype: plannedDtype, vision, baseTrained: false, chat: null };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -218,6 +221,7 @@ export class TrainerService implements TrainerWorkerApi {
       const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
       if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
       await this.startingPoint(model, trainableMode(config));
+      model.chat = trainedChat(config, task);
       // A checkpoint must never get ahead of the steps the page holds: the trainer saves step k's
       // checkpoint before it hands step k over, and a reload in between would resume after a step the
       // run store never got (stored steps [0, 2]). So a checkpoint past the last step the page has
@@ -268,18 +272,18 @@ export class TrainerService implements TrainerWorkerApi {
   }
 
   async exportAdapter(): Promise<{ name: string; bytes: Uint8Array }[]> {
-    const { engine, loaded } = this.ready();
-    return adapterFiles(engine, loaded.name);
+    const { engine, loaded, chat } = this.ready();
+    return adapterFiles(engine, loaded.name, chat ? trainedChatMetadata(chat) : {});
   }
 
   async exportModel(): Promise<NamedFile[]> {
-    const { engine, loaded } = this.ready();
-    return exportFullModel(engine, loaded);
+    const { engine, loaded, chat } = this.ready();
+    return exportFullModel(engine, loaded, chat);
   }
 
   async exportOnnx(): Promise<NamedFile[]> {
-    const { engine, loaded } = this.ready();
-    return exportTransformersJs(engine, loaded);
+    const { engine, loaded, chat } = this.ready();
+    return exportTransformersJs(engine, loaded, chat);
   }
 
   async exportCheckpoint(runId: string): Promise<NamedFile[] | null> {

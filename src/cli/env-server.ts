@@ -43,6 +43,7 @@ options:
                               tasks: every task in it by name, BrowserGym's episodes (default $MINIWOB_URL)
   --axtree browsergym|classic the browsergym tree's form when reset names none (default
                               $BROWSERGYM_AXTREE, else browsergym: the real server's trees)
+  --verbose                   one line per session opened and closed (default: warnings only)
   --help                      this text`;
 
 type Parsed = { options: EnvServerOptions & { port: number } } | { help: true };
@@ -87,6 +88,7 @@ export const ENV_SERVER_OPTIONS: OptionTable = {
   'allow-origin': { type: 'string', multiple: true },
   miniwob: { type: 'string' },
   axtree: { type: 'string' },
+  verbose: { type: 'boolean' },
 };
 
 /**
@@ -130,6 +132,7 @@ export function envServerOptions(p: ParsedArgs): EnvServerOptions & { port: numb
   }
   if (value('max-concurrent-envs') !== undefined) options.maxConcurrentEnvs = numberArg('--max-concurrent-envs', value('max-concurrent-envs'), { integer: true, min: 1 });
   if (p.values.queue === true) options.queue = true;
+  if (p.values.verbose === true) options.logSessions = true;
   if (value('queue-timeout') !== undefined) options.queueTimeoutMs = numberArg('--queue-timeout', value('queue-timeout'), { integer: false, min: 0.001 }) * 1000;
   if (value('session-timeout') !== undefined) options.sessionTimeoutSec = numberArg('--session-timeout', value('session-timeout'), { integer: false, min: 0.001 });
   if (value('proxy-session-timeout') !== undefined) {
@@ -159,7 +162,8 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const server = await createEnvServer({ ...parsed.options, envs: await browsergymEnvs(parseCli(argv, ENV_SERVER_OPTIONS)), logger: (line) => console.error(`[env-server] ${line}`) });
+  // A training run opens a session per episode: those lines only with --verbose.
+  const server = await createEnvServer({ logSessions: false, ...parsed.options, envs: await browsergymEnvs(parseCli(argv, ENV_SERVER_OPTIONS)), logger: (line) => console.error(`[env-server] ${line}`) });
   const stats = server.stats();
   console.log(JSON.stringify({ url: server.url, envs: Object.keys(stats.envs).map((name) => `${server.url}/envs/${name}`) }));
   await new Promise<void>((resolve) => {

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { readPeftAdapter } from '../engine/peft-adapter.ts';
 import { exportOnnx, ONNX_DTYPES, type OnnxExportOptions } from '../export/onnx/export.ts';
 import { trainedWeights } from '../export/onnx/trained-weights.ts';
+import { trainedChatFromMetadata } from '../export/trained-chat.ts';
 import { openCheckpoint } from '../model/checkpoint.ts';
 import { choiceOption, parseCli, str } from './args.ts';
 import { MODEL_OPTIONS, modelArgs } from './model-args.ts';
@@ -15,7 +16,9 @@ const HELP = `usage: webgrpo export onnx --model DIR [--adapter DIR | --checkpoi
 
 Writes OUT in the layout transformers.js loads for text generation: onnx/model.onnx (fp32) or
 onnx/model_fp16.onnx (fp16 weights, float32 compute), config.json, generation_config.json and the
-tokenizer files with the chat template. A LoRA adapter or trainer checkpoint is merged into the weights.
+tokenizer files with the chat template. A LoRA adapter or trainer checkpoint is merged into the weights,
+and what the run rendered its chats with goes into tokenizer_config.json: chat_template_kwargs (an
+adapter's or checkpoint's) and the env's tools (an adapter's from \`train --output\` or the app).
 
   --model DIR|REPO       checkpoint folder (Hugging Face layout), URL or Hub repo id
                          (default with --adapter: the adapter's base_model_name_or_path)
@@ -40,8 +43,15 @@ export async function run(argv: string[]): Promise<number> {
 
   const ckpt = await openCheckpoint(args.model);
   const opts: OnnxExportOptions = { dtype };
-  if (args.adapter) opts.adapter = await readPeftAdapter(args.adapter, ckpt.config);
-  if (args.checkpoint) Object.assign(opts, trainedWeights(args.checkpoint.ckpt, new Set(ckpt.tensors.keys())));
+  if (args.adapter) {
+    opts.adapter = await readPeftAdapter(args.adapter, ckpt.config);
+    opts.chat = trainedChatFromMetadata(opts.adapter.metadata ?? {}, `adapter ${args.adapter}`);
+  }
+  if (args.checkpoint) {
+    Object.assign(opts, trainedWeights(args.checkpoint.ckpt, new Set(ckpt.tensors.keys())));
+    // A trainer checkpoint keeps the run's config, not its env: the tools are not known here.
+    opts.chat = { chat_template_kwargs: args.checkpoint.ckpt.config.chat_template_kwargs, tools: null };
+  }
   const files = await exportOnnx(ckpt, opts);
   for (const f of files) {
     const path = join(out, f.name);
@@ -54,6 +64,7 @@ export async function run(argv: string[]): Promise<number> {
     ...(args.adapter ? { lora_adapter: args.adapter } : {}),
     ...(args.checkpoint ? { checkpoint: args.checkpoint.dir, step: args.checkpoint.ckpt.counters.step } : {}),
     dtype,
+    ...(opts.chat ? { chat_template_kwargs: opts.chat.chat_template_kwargs, tools: opts.chat.tools?.map((t) => t.function.name) ?? null } : {}),
     files: files.map((f) => ({ name: f.name, bytes: f.bytes.byteLength })),
   }));
   return 0;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { fullModelFiles } from '../export/full-model.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
+import type { TrainedChat } from '../export/trained-chat.ts';
 import type { RunCheckpointStore } from '../rl/run-checkpoint.ts';
 import type { RunEvent } from '../rl/run.ts';
 
@@ -22,11 +23,11 @@ export interface FullModelFolder {
   finish(): Promise<string>;
 }
 
-export function fullModelFolder(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint, output: string): FullModelFolder {
+export function fullModelFolder(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint, output: string, chat: TrainedChat): FullModelFolder {
   const target = join(output, MODEL_FOLDER);
   let current = false;
   const write = async (): Promise<void> => {
-    const files = await fullModelFiles(engine, checkpoint);
+    const files = await fullModelFiles(engine, checkpoint, chat);
     const partial = `${target}.partial`;
     await rm(partial, { recursive: true, force: true });
     await mkdir(partial, { recursive: true });

@@ -26,10 +26,15 @@ function distIsStale(): boolean {
   return Math.max(...sources.map(newestMtime)) > fs.statSync(built).mtimeMs;
 }
 
-export async function buildApp(log: (line: string) => void = console.error): Promise<void> {
-  log('webgrpo: building the web app (vite build)…');
+/**
+ * Builds the app into `outDir` (dist/ or --dist DIR). Vite's warnings stay on: the build has none, so one
+ * that appears is news (a Node module newly reachable from the page, say). A folder of the user's
+ * (`--dist DIR --rebuild`) is written into, never emptied.
+ */
+async function buildApp(outDir: string): Promise<void> {
+  console.error('webgrpo: building the web app (vite build)…');
   const { build } = await import('vite');
-  await build({ root: ROOT, logLevel: 'warn', configFile: path.join(ROOT, 'vite.config.ts') });
+  await build({ root: ROOT, logLevel: 'warn', configFile: path.join(ROOT, 'vite.config.ts'), build: { outDir, emptyOutDir: outDir === DIST } });
 }
 
 const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
@@ -37,8 +42,9 @@ const HELP = `usage: webgrpo start [--data DIR] [--rebuild] [env-server options]
 Serves the app, the run store and the built-in environments (echo, catch, wordle) on one port
 (default http://127.0.0.1:8000/, or the next free port up to 8019 when 8000 is busy).
   --data DIR             where runs are stored (default ~/.local/share/webgrpo, or $WEBGRPO_DATA)
-  --rebuild              rebuild the web app even if dist/ looks current
+  --rebuild              rebuild the web app even if dist/ looks current (with --dist: into DIR)
   --dist DIR             serve this already-built app folder instead of building dist/
+  --verbose              one line per env session opened and closed (default: warnings only)
   --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
   --max-import-bytes N   largest run import (default 67108864)
 Every \`webgrpo env-server\` option works too (--port, which must then be free, --host, --max-concurrent-envs, --queue,
@@ -71,7 +77,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   const runsOptions = { maxBodyBytes: byteCount('max-body-bytes'), maxImportBytes: byteCount('max-import-bytes') };
   const parsed = { options: envServerOptions(p) };
-  if (dist === null && (p.values.rebuild === true || distIsStale())) await buildApp();
+  if (p.values.rebuild === true || (dist === null && distIsStale())) await buildApp(dist ?? DIST);
 
   const { RunStore } = await import('../../env-server/runs.ts');
   const { runsHandler } = await import('../../env-server/runs-http.ts');
@@ -91,6 +97,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     server = await createEnvServer({
       logger: log,
+      // A training run opens a session per episode: those lines only with --verbose.
+      logSessions: false,
       ...parsed.options,
       envs: await browsergymEnvs(p),
       extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],

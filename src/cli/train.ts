@@ -34,6 +34,7 @@ import { REPO_ID } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { checkpointVision } from '../rl/rollout/checkpoint-vision.ts';
+import { trainedChat, trainedChatMetadata, type TrainedChat } from '../export/trained-chat.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
 
@@ -280,11 +281,11 @@ async function baseModelName(model: string): Promise<string> {
   return (await isDirectory(model)) ? resolve(model) : model;
 }
 
-async function exportAdapter(engine: Engine, model: string, dir: string): Promise<string> {
+async function exportAdapter(engine: Engine, model: string, dir: string, chat: TrainedChat): Promise<string> {
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
-  // The same files (and safetensors metadata) as the app's export: src/rl/run.ts adapterFiles.
-  for (const f of await adapterFiles(engine, await baseModelName(model))) await writeFile(join(target, f.name), f.bytes);
+  // The same files (and safetensors metadata, the run's chat among it) as the app's export: src/rl/run.ts adapterFiles.
+  for (const f of await adapterFiles(engine, await baseModelName(model), trainedChatMetadata(chat))) await writeFile(join(target, f.name), f.bytes);
   return target;
 }
 
@@ -422,7 +423,8 @@ export async function run(argv: string[]): Promise<number> {
       progress.line('webgrpo train: stopped before training started; nothing to save');
       return SIGNAL_EXIT[stoppedBy!];
     }
-    const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output) : null;
+    const chat = trainedChat(config, task);
+    const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output, chat) : null;
     const folder = args.output ? folderRunCheckpoints(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
     const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
@@ -445,14 +447,14 @@ export async function run(argv: string[]): Promise<number> {
     if (stoppedBy) {
       const saved: string[] = [];
       if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
-      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output)}`);
+      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output, chat)}`);
       if (fullModel) saved.push(`model ${await fullModel.finish()}`);
       if (!store?.last && args.output) saved.push('no checkpoint (stopped before the first one)');
       progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
       return SIGNAL_EXIT[stoppedBy];
     }
     if (args.output && config.train_mode === 'lora') {
-      const adapter = await exportAdapter(engine, args.model, args.output);
+      const adapter = await exportAdapter(engine, args.model, args.output, chat);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));

@@ -77,11 +77,14 @@ export function peftAdapterConfig(lora: PeftLoraSettings, base: BaseModelRef): R
   };
 }
 
-/** The two files of an exported adapter, ready to write to a folder or offer as downloads. */
-export function peftAdapterFiles(exported: { adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }): Map<string, Uint8Array> {
+/**
+ * The two files of an exported adapter, ready to write to a folder or offer as downloads. `metadata`
+ * goes into the weights file's safetensors header beside PEFT's `format` (PEFT ignores it).
+ */
+export function peftAdapterFiles(exported: { adapterConfig: Record<string, unknown>; tensors: NamedTensor[] }, metadata: Readonly<Record<string, string>> = {}): Map<string, Uint8Array> {
   const weights = writeSafetensors(
     exported.tensors.map((t) => ({ name: t.name, dtype: 'F32' as const, shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
-    { format: 'pt' },
+    { ...metadata, format: 'pt' },
   );
   return new Map([
     [ADAPTER_CONFIG_FILE, new TextEncoder().encode(JSON.stringify(exported.adapterConfig, null, 2) + '\n')],
@@ -103,6 +106,8 @@ export interface PeftLoraAdapter {
   /** base_model_name_or_path, when the adapter names one. */
   baseModel: string | null;
   tensors: NamedTensor[];
+  /** The weights file's safetensors metadata (what a run recorded with its adapter, e.g. its tools). */
+  metadata?: Record<string, string>;
 }
 
 /** Anything an adapter can be read from: a folder path (Node), picked files, in-memory files. */
@@ -251,5 +256,5 @@ export async function readPeftAdapter(source: AdapterSource, model: ModelConfig)
     }
   }
   const baseModel = typeof cfg.base_model_name_or_path === 'string' ? cfg.base_model_name_or_path : null;
-  return { settings: { r, alpha, targetModules, ...(visionTargetModules.length > 0 ? { visionTargetModules } : {}), useRslora }, baseModel, tensors };
+  return { settings: { r, alpha, targetModules, ...(visionTargetModules.length > 0 ? { visionTargetModules } : {}), useRslora }, baseModel, tensors, metadata: header.metadata };
 }

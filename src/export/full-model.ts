@@ -12,6 +12,7 @@ import { encodeFromFloat32, writeSafetensors, type TensorToWrite } from '../mode
 import { CHAT_TEMPLATE_FILES } from '../model/tokenizer.ts';
 import { storedTensorName } from '../model/qwen3-tensors.ts';
 import type { DType } from '../model/types.ts';
+import { withTrainedChat, type TrainedChat } from './trained-chat.ts';
 
 export interface ModelFile {
   name: string;
@@ -38,7 +39,8 @@ function derivedGenerationConfig(raw: Record<string, unknown>): string {
   return JSON.stringify(derived, null, 2) + '\n';
 }
 
-export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint): Promise<ModelFile[]> {
+/** `chat`: what the run rendered its chats with, written into tokenizer_config.json (src/export/trained-chat.ts). */
+export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoint: OpenedCheckpoint, chat: TrainedChat | null = null): Promise<ModelFile[]> {
   // Every stored tensor: the decoder's as opened, and the tower's, which openCheckpoint leaves out
   // unless asked (the engine reads them itself) but the model folder must keep.
   const base = new Map<string, { dtype: DType; shape: number[]; read: () => Promise<Uint8Array> }>();
@@ -65,7 +67,8 @@ export async function fullModelFiles(engine: Pick<Engine, 'saveState'>, checkpoi
   const generation = await checkpoint.readText('generation_config.json');
   files.push({ name: 'generation_config.json', bytes: text.encode(generation ?? derivedGenerationConfig(checkpoint.config.raw)) });
   for (const side of SIDE_FILES) {
-    const content = await checkpoint.readText(side);
+    const base = await checkpoint.readText(side);
+    const content = side === 'tokenizer_config.json' && chat ? withTrainedChat(base, chat) : base;
     if (content !== null) files.push({ name: side, bytes: text.encode(content) });
   }
   return files;

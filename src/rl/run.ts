@@ -281,7 +281,10 @@ export class Run {
   }
 }
 
-/** The PEFT adapter as files (adapter_config.json, adapter_model.safetensors), the same from every front end. */
-export async function adapterFiles(engine: Engine, baseModelName: string): Promise<{ name: string; bytes: Uint8Array }[]> {
-  return [...peftAdapterFiles(await engine.exportAdapter(baseModelName))].map(([name, bytes]) => ({ name, bytes }));
+/**
+ * The PEFT adapter as files (adapter_config.json, adapter_model.safetensors), the same from every front
+ * end; `metadata` goes into the weights file's header (src/export/trained-chat.ts: the run's chat).
+ */
+export async function adapterFiles(engine: Engine, baseModelName: string, metadata: Readonly<Record<string, string>> = {}): Promise<{ name: string; bytes: Uint8Array }[]> {
+  return [...peftAdapterFiles(await engine.exportAdapter(baseModelName), metadata)].map(([name, bytes]) => ({ name, bytes }));
 }

@@ -185,6 +185,10 @@ describe('the app in Chromium', () => {
     expect(downloads[0]!.suggestedFilename()).toMatch(/-transformers-js\.zip$/);
     const files = unzipSync(fs.readFileSync((await downloads[0]!.path())!));
     expect(Object.keys(files).sort()).toEqual(['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    // What the run rendered its chats with, for the page that deploys it (README, docs/deploy/agent.html).
+    const tokenizerConfig = JSON.parse(new TextDecoder().decode(files['tokenizer_config.json']!));
+    expect(tokenizerConfig.chat_template_kwargs).toEqual(E2E_RUN_CONFIG.chat_template_kwargs);
+    expect(tokenizerConfig.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(['move', 'stay']);
 
     const base = await openCheckpoint('models/demo'); // the app's built-in demo model
     const cfg = base.config;

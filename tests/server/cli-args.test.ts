@@ -11,7 +11,7 @@ describe('webgrpo env-server arguments', () => {
     const parsed = parseEnvServerArgs([
       '--host', '0.0.0.0', '--port', '9000', '--max-concurrent-envs', '4', '--queue', '--queue-timeout', '2.5',
       '--session-timeout', '60', '--proxy-session-timeout', '90', '--max-message-bytes', '1024',
-      '--max-send-buffer-bytes', '2048', '--max-pending-bytes', '4096', '--max-json-depth', '32', '--mcp-session-timeout', '120',
+      '--max-send-buffer-bytes', '2048', '--max-pending-bytes', '4096', '--max-json-depth', '32', '--mcp-session-timeout', '120', '--verbose',
       '--upstream', 'space=https://a.hf.space,https://b.hf.space', '--upstream', 'local=http://127.0.0.1:8001/envs/echo',
     ]);
     expect(parsed).toEqual({
@@ -28,6 +28,7 @@ describe('webgrpo env-server arguments', () => {
         maxPendingBytes: 4096,
         maxJsonDepth: 32,
         mcpSessionTimeoutSec: 120,
+        logSessions: true,
         upstreams: { space: ['https://a.hf.space', 'https://b.hf.space'], local: ['http://127.0.0.1:8001/envs/echo'] },
       },
     });

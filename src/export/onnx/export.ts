@@ -2,13 +2,15 @@
 // → the folder transformers.js loads for Qwen3 text generation:
 //   onnx/model.onnx | onnx/model_fp16.onnx (+ _data chunks past the protobuf limit),
 //   config.json (with `transformers.js_config`), generation_config.json, tokenizer.json,
-//   tokenizer_config.json (its chat_template is what apply_chat_template renders).
+//   tokenizer_config.json (its chat_template is what apply_chat_template renders; with the run's
+//   chat_template_kwargs and tools, src/export/trained-chat.ts).
 // Browser-safe: no Node imports, so the app's worker runs the same code as the CLI.
 
 import type { PeftLoraAdapter } from '../../engine/peft-adapter.ts';
 import { readTensorFloat32 } from '../../model/checkpoint.ts';
 import { qwen3TensorLayout } from '../../model/qwen3-tensors.ts';
 import type { Checkpoint } from '../../model/types.ts';
+import { withTrainedChat, type TrainedChat } from '../trained-chat.ts';
 import { externalizeInitializers, EXTERNAL_DATA_THRESHOLD } from './external-data.ts';
 import { mergeLora } from './merge-lora.ts';
 import { encodeModel } from './onnx-proto.ts';
@@ -28,6 +30,8 @@ export interface OnnxExportOptions {
   adapter?: PeftLoraAdapter;
   /** Trained full weights replacing the base's (full fine-tuning), by Hugging Face name. */
   weights?: ReadonlyMap<string, Float32Array>;
+  /** What the run rendered its chats with, written into tokenizer_config.json. */
+  chat?: TrainedChat | null;
   /** Initializer bytes past which weights go to external data (tests lower it). */
   externalDataThreshold?: number;
 }
@@ -64,7 +68,8 @@ export async function exportOnnx(ckpt: Checkpoint, opts: OnnxExportOptions = {})
     { name: 'config.json', bytes: enc.encode(JSON.stringify(config, null, 2) + '\n') },
   ];
   for (const side of SIDE_FILES) {
-    const text = await ckpt.readText(side);
+    const base = await ckpt.readText(side);
+    const text = side === 'tokenizer_config.json' && base !== null && opts.chat ? withTrainedChat(base, opts.chat) : base;
     if (text !== null) files.push({ name: side, bytes: enc.encode(text) });
     else if (side !== 'generation_config.json') throw new Error(`the checkpoint has no ${side}: transformers.js needs it to tokenize`);
   }
