@@ -11,9 +11,14 @@
 // A PEFT adapter carries them in its weights file's safetensors metadata (PEFT reads none of it), so
 // `webgrpo export onnx --adapter` puts them in the folder it writes.
 
-import type { GRPOConfig } from '../rl/config.ts';
-import type { ToolSchema } from '../rl/rollout/schema.ts';
-import type { RunTask } from '../rl/tasks/resolve-task.ts';
+/**
+ * A tool schema as the chat template takes it (OpenAI's function form). Export sits below rl/ in the
+ * layers, so it names the shape it writes rather than importing rl's ToolSchema (which fits it).
+ */
+export interface ToolSchema {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: unknown };
+}
 
 export interface TrainedChat {
   chat_template_kwargs: Record<string, unknown> | null;
@@ -22,8 +27,8 @@ export interface TrainedChat {
 }
 
 /** A run's chat: its config's template variables and its bound task's tools. */
-export function trainedChat(config: Pick<GRPOConfig, 'chat_template_kwargs'>, task: Pick<RunTask, 'tools'>): TrainedChat {
-  return { chat_template_kwargs: config.chat_template_kwargs, tools: task.tools };
+export function trainedChat(config: { chat_template_kwargs: Record<string, unknown> | null }, task: { tools: readonly ToolSchema[] }): TrainedChat {
+  return { chat_template_kwargs: config.chat_template_kwargs, tools: [...task.tools] };
 }
 
 /** The adapter weights file's metadata keys (safetensors metadata values are strings: JSON here). */

@@ -12,7 +12,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTjsServer, type TjsServer } from '../../bench/peer/tjs-server.ts';
 import { run as runExport } from '../../src/cli/export.ts';
-import { launchChromium } from '../browser/harness.ts';
+import { launchChromium } from '../../bench/browser/harness.ts';
 import { captureCliJson } from '../cli-capture.ts';
 import { runTrainCli } from '../rl-learn/train-cli-run.ts';
 
