@@ -1,6 +1,6 @@
 // One run: live (this tab trains it) or read-only (a share link). Charts, progress, rollouts,
 // controls, share/export/fork, the files kept with the run (adapter, full model, checkpoint) for any
-// viewer, one-click resume of an interrupted run, and (LoRA only) a greedy evaluation against the base.
+// viewer, one-click resume of an interrupted or stopped run, and (LoRA only) a greedy evaluation against the base.
 import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { stepWarnings } from '../../rl/grpo/metrics.ts';
@@ -8,6 +8,7 @@ import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
 import { secondsLeft } from '../time-left.ts';
 import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
+import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
@@ -159,6 +160,8 @@ export function RunView({ id }: { id: string }) {
   const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
   const left = secondsLeft({ arrivals: ui.stepStartedAt, stepTimes: shownSteps.slice(-5).map((s) => s.metrics.step_time), total, done, since: liveSince, now });
   const status = interrupted ? 'interrupted' : live ? ui.status : run?.status ?? '…';
+  // A stopped run (here or in a view of the store) goes on from the checkpoint kept with it.
+  const stoppedResumable = run !== null && resumable(state, status, files) === 'stopped';
   // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
   const envPath = String(run?.env.name ?? '');
   const envTask = String(run?.env.task ?? envPath);
@@ -283,6 +286,14 @@ export function RunView({ id }: { id: string }) {
           ) : (
             <span className="muted"> Only the browser that started it can resume it; fork it to train again.</span>
           )}
+        </div>
+      )}
+      {stoppedResumable && owned && (
+        <div className="banner" data-testid="stopped-banner">
+          This run was stopped at step {done}{total ? ` of ${total}` : ''}; its checkpoint is kept.
+          <button className="primary" disabled={!!busy || ui.modelLoading || trainingHere(ui)} onClick={() => act('resume', () => resumeRun(run!, owned))} data-testid="resume-stopped">
+            {busy === 'resume' ? (ui.modelLoading ? 'loading the model…' : 'resuming…') : 'resume from the last checkpoint'}
+          </button>
         </div>
       )}
       {live && (
