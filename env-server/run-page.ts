@@ -80,7 +80,7 @@ function rolloutHtml(r: RolloutRecord): string {
       ? `the last tool results were rolled back: ${d.overBudget.tokens as number} tokens with them, over the budget of ${d.overBudget.budget as number}`
       : null,
   ].filter((n): n is string => n !== null).map((n) => `<p class="note">${escape(n)}</p>`).join('');
-  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}${notes}</details>`;
+  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index + 1} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}${notes}</details>`;
 }
 
 export interface RunPageInput {

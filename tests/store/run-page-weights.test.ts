@@ -5,7 +5,7 @@
 import http from 'node:http';
 import { unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { EMBED_LIMIT_BYTES } from '../../env-server/run-page.ts';
+import { EMBED_LIMIT_BYTES, renderRunPage } from '../../env-server/run-page.ts';
 import { RunStore } from '../../env-server/runs.ts';
 import { runsHandler, SHARE_TOKEN_HEADER } from '../../env-server/runs-http.ts';
 
@@ -67,5 +67,16 @@ describe('exported page: the weights of a full fine-tuning run', () => {
     expect(linkData(html, 'page-model')).toBeNull();
     expect(html).toContain(`The model (${EMBED_LIMIT_BYTES + 1 + '{"model_type":"qwen3"}'.length} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds`);
     expect(html).toContain(`/api/runs/${run.id}/artifacts/model/&lt;file&gt;?share=&lt;token&gt;</code> (config.json, model.safetensors)`);
+  });
+});
+
+describe('exported page: step numbers', () => {
+  it('numbers steps and rollouts from 1, as the app does (the API keys step 0)', async () => {
+    const store = new RunStore(':memory:');
+    const run = store.create({ name: 'n', config: {}, model: { name: 'm' }, env: { name: 'echo' } });
+    store.appendStep(run.id, run.writeToken, { step: 0, metrics: { reward: 0.5 }, rollouts: [{ reward: 0.5, turns: [] }, { reward: 0, turns: [] }] });
+    const html = renderRunPage({ run: store.get(run.id), steps: store.steps(run.id), rollouts: store.rollouts(run.id, { lastSteps: 1 }), adapter: { files: [], bytes: null } });
+    expect([...html.matchAll(/<summary>([^<]*)<\/summary>/g)].map((m) => m[1])).toEqual(['step 1 · rollout 1 · reward 0.500', 'step 1 · rollout 2 · reward 0']);
+    expect(html).toContain('>step 1</text>');
   });
 });

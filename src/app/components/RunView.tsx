@@ -7,6 +7,7 @@ import { stepWarnings } from '../../rl/grpo/metrics.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
 import { secondsLeft } from '../time-left.ts';
+import { stepProgressText } from '../step-progress.ts';
 import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
 import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
@@ -201,7 +202,8 @@ export function RunView({ id }: { id: string }) {
     if (status === 'running' && Number.isFinite(left)) {
       return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
     }
-    if (status === 'running' && done === 0) return `${of} · first step running…`;
+    // No step timed yet (the first one, or the first after a resume): what the step is doing, and how long its phase has left.
+    if (status === 'running') return `step ${done + 1}${total ? ` of ${total}` : ''} ${stepProgressText(ui.stepProgress, now)}`;
     return `${of}${phase} · ${status}`;
   })();
 
