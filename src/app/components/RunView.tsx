@@ -225,7 +225,7 @@ export function RunView({ id }: { id: string }) {
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>
-          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and adapter, that opens without a server">export as a page</a>
+          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and trained weights (adapter or model), that opens without a server">export as a page</a>
           {run && (
             <button
               data-testid="fork"
@@ -367,6 +367,12 @@ export function RunView({ id }: { id: string }) {
                 {byBundle(b).map((f) => (
                   <a key={f.name} className="file" href={api.artifactUrl(id, f.bundle, f.name)} download={f.name} data-testid={`file-${f.bundle}-${f.name}`}>{f.name} <span className="muted">({formatBytes(f.bytes)})</span></a>
                 ))}
+                {/* A model folder is only useful whole: one zip of it, as the training tab and the exported page offer it. */}
+                {b === 'model' && (
+                  <button className="small" disabled={!!busy} data-testid="download-kept-model" onClick={() => act('kept-model', async () => {
+                    downloadZip(`${slug(run?.name ?? 'run')}-model.zip`, await Promise.all(byBundle('model').map(async (f) => ({ name: f.name, bytes: await api.artifactBytes(id, 'model', f.name) }))));
+                  })}>{busy === 'kept-model' ? 'fetching…' : 'download the model (one zip)'}</button>
+                )}
               </li>
             ))}
           </ul>
