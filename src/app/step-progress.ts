@@ -41,11 +41,15 @@ function phaseOf(p: RunProgress): { done: number; words: string; phase: string }
   }
 }
 
-/** "running 23s · rollouts: 5/16 episodes done, 834 tokens sampled · ~40s left in the rollouts" (after "step 1 of 12"). */
-export function stepProgressText(s: StepProgress | null, now: number): string {
-  if (s === null) return 'running, starting the rollouts…';
+/**
+ * "running 23s · rollouts: 5/16 episodes done, 834 tokens sampled · ~40s left in the rollouts" (after
+ * "step 1 of 12"). `since`: when the step began as the page saw it, for a step with no report yet (an
+ * SFT warm-up step reports none).
+ */
+export function stepProgressText(s: StepProgress | null, now: number, since: number): string {
+  const elapsed = `running ${formatDuration(Math.max(0, (now - (s?.stepSince ?? since)) / 1000))}`;
+  if (s === null) return `${elapsed}…`;
   const { done, words, phase } = phaseOf(s.progress);
-  const elapsed = `running ${formatDuration(Math.max(0, (now - s.stepSince) / 1000))}`;
   // No estimate before any of the phase is done (the first episodes may still be decoding).
   if (!(done > 0 && done < 1)) return `${elapsed} · ${words}`;
   const left = (((now - s.phaseSince) / 1000) * (1 - done)) / done;

@@ -20,7 +20,7 @@ const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta
 function runExport(name: string, n: number, rate: number, config: Record<string, unknown>) {
   const steps = Array.from({ length: n }, (_, step) => ({
     step,
-    metrics: { reward: 0.3 + rate * step, reward_std: 0.2, success_rate: Math.min(1, 0.2 + rate * step), loss: -0.01 * step, kl: 0.001 * step, entropy: 0.5 - 0.02 * step, 'completions/mean_length': 20 + step, phase_sft: 0 },
+    metrics: { reward: 0.3 + rate * step, 'rewards/reward_func/mean': 0.3 + rate * step, reward_std: 0.2, success_rate: Math.min(1, 0.2 + rate * step), loss: -0.01 * step, kl: 0.001 * step, entropy: 0.5 - 0.02 * step, 'completions/mean_length': 20 + step, phase_sft: 0 },
   }));
   return { format: 'webgrpo-run', version: 1, run: { name, status: 'finished', createdAt: '', updatedAt: '', config, model: { name: 'built-in demo' }, env: { name: 'echo', task: 'echo' }, error: null }, steps, rollouts: [] };
 }
@@ -95,6 +95,8 @@ describe('the compare view and the exported page', { timeout: 300_000 }, () => {
     expect(await page.getByTestId('chart-success rate').getByTestId('chart-note').textContent()).toMatch(/^echo success = the model called the echo tool/);
     expect(await page.getByTestId('chart-clip ratio').getByTestId('chart-empty').textContent()).toBe('not logged yet');
     expect(await page.getByTestId('chart-clip ratio').locator('.u-axis').first().isVisible()).toBe(false);
+    // echo's one reward function is the reward itself: one line, one legend (and the ± std bounds).
+    expect(await page.getByTestId('chart-reward').locator('.u-legend .u-label').allTextContents()).toEqual(['step', 'reward', '+std', '−std']);
     await page.mouse.move(0, 0);
     await page.screenshot({ path: `${SCREENSHOTS}run-view-shared-full.png`, fullPage: true });
 

@@ -135,6 +135,16 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await expect.poll(() => value.isVisible()).toBe(true);
   });
 
+  it('says what the first step is doing, and for how long, before any step has timed the run', async () => {
+    await page.goto(`${app.url}/#/`);
+    await startRun({ ...RUN, max_steps: 1 });
+    // The worker's step progress: the phase with its counts, not a bare "first step running…".
+    await withLogs(expect.poll(() => page.getByRole('progressbar').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 50 }).toMatch(/^step 1 of 1 running \d+s · (rollouts|scoring|training)/));
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${SCREENSHOTS}run-first-step.png`, clip: { x: 0, y: 0, width: 1280, height: 560 } });
+    await waitDone(page);
+  });
+
   it('answers pause and stop at once, drops the time left once paused, and resumes the stopped run from its checkpoint', async () => {
     await page.goto(`${app.url}/#/`);
     const id = await startRun({ ...RUN, max_steps: 3 });

@@ -22,19 +22,19 @@ describe('success, defined where it is shown', () => {
 
 describe('the first step, before any step times the run', () => {
   it('shows the elapsed time and the phase with its counts, and no estimate before any of the phase is done', () => {
-    expect(stepProgressText(null, 0)).toBe('running, starting the rollouts…');
+    expect(stepProgressText(null, 3000, 1000)).toBe('running 2s…');
     const s = nextStepProgress(null, rollouts(0, 120), 1000);
-    expect(stepProgressText(s, 6000)).toBe('running 5s · rollouts: 0/16 episodes done, 120 tokens sampled');
+    expect(stepProgressText(s, 6000, 0)).toBe('running 5s · rollouts: 0/16 episodes done, 120 tokens sampled');
   });
 
   it("estimates the phase's time left from the share of it done", () => {
     let s = nextStepProgress(null, rollouts(0, 100), 0);
     s = nextStepProgress(s, rollouts(4, 800), 10_000);
     // A quarter of the episodes in 20 s: about 60 s more.
-    expect(stepProgressText(s, 20_000)).toBe('running 20s · rollouts: 4/16 episodes done, 800 tokens sampled · ~1m 00s left in the rollouts');
+    expect(stepProgressText(s, 20_000, 0)).toBe('running 20s · rollouts: 4/16 episodes done, 800 tokens sampled · ~1m 00s left in the rollouts');
     // A new phase starts its own clock; the step's keeps running.
     s = nextStepProgress(s, { phase: 'optimize', microBatch: 2, microBatches: 4, stage: 'forward' }, 30_000);
-    expect(stepProgressText(s, 40_000)).toBe('running 40s · training: micro-batch 2/4, forward · ~30s left in the training');
+    expect(stepProgressText(s, 40_000, 0)).toBe('running 40s · training: micro-batch 2/4, forward · ~30s left in the training');
   });
 });
 

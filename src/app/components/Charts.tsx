@@ -18,7 +18,9 @@ const sameAsReward = (steps: StepRecord[], key: string) =>
 
 function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   const fns = new Set<string>();
-  for (const s of steps) for (const k of Object.keys(s.metrics)) if (/^rewards\/.+\/mean$/.test(k) && !sameAsReward(steps, k)) fns.add(k);
+  for (const s of steps) for (const k of Object.keys(s.metrics)) if (/^rewards\/.+\/mean$/.test(k)) fns.add(k);
+  // Only a task's one function can be the reward itself; of several, each is drawn (all 0 early on is no match).
+  if (fns.size === 1 && sameAsReward(steps, [...fns][0]!)) fns.clear();
   return [
     { label: 'reward', value: m('reward'), color: color(0) },
     { label: '+std', value: (x) => (x.reward ?? NaN) + (x.reward_std ?? NaN), color: color(0), dash: true },

@@ -203,7 +203,7 @@ export function RunView({ id }: { id: string }) {
       return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
     }
     // No step timed yet (the first one, or the first after a resume): what the step is doing, and how long its phase has left.
-    if (status === 'running') return `step ${done + 1}${total ? ` of ${total}` : ''} ${stepProgressText(ui.stepProgress, now)}`;
+    if (status === 'running') return `step ${done + 1}${total ? ` of ${total}` : ''} ${stepProgressText(ui.stepProgress, now, ui.stepStartedAt.at(-1) ?? liveSince)}`;
     return `${of}${phase} · ${status}`;
   })();
 
