@@ -2,7 +2,8 @@
 // serves it: a field's error shows beside it as the user types; a finished run is listed on the home
 // page (status, task, model, steps, best reward) and its adapter, kept with the run, downloads from a
 // saved view in another browser; a run whose tab was reloaded mid-run shows as interrupted on the home
-// page and resumes there with one click (the model loads again by itself). Each run is one tiny group,
+// page and resumes there with one click (the model loads again by itself), and so does a stopped run
+// whose checkpoint is kept; the first step says what it is doing before any step has timed the run. Each run is one tiny group,
 // one or three GRPO steps. Screenshots of the home list, the setup form with an error and a run view go
 // to docs/screenshots/ (the README shows them).
 import fs from 'node:fs';
@@ -133,16 +134,6 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const box = (await chart.locator('.u-over').boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2);
     await expect.poll(() => value.isVisible()).toBe(true);
-  });
-
-  it('says what the first step is doing, and for how long, before any step has timed the run', async () => {
-    await page.goto(`${app.url}/#/`);
-    await startRun({ ...RUN, max_steps: 1 });
-    // The worker's step progress: the phase with its counts, not a bare "first step running…".
-    await withLogs(expect.poll(() => page.getByRole('progressbar').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 50 }).toMatch(/^step 1 of 1 running \d+s · (rollouts|scoring|training)/));
-    await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: `${SCREENSHOTS}run-first-step.png`, clip: { x: 0, y: 0, width: 1280, height: 560 } });
-    await waitDone(page);
   });
 
   it('answers pause and stop at once, drops the time left once paused, and resumes the stopped run from its checkpoint', async () => {
@@ -310,5 +301,15 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
     expect(stored.run.status).toBe('finished');
     expect(stored.steps.map((x) => x.step)).toEqual([...Array(steps).keys()]);
+  });
+
+  it('says what the first step is doing, and for how long, before any step has timed the run', async () => {
+    await page.goto(`${app.url}/#/`);
+    await startRun({ ...RUN, max_steps: 1 });
+    // The worker's step progress: the phase with its counts, not a bare "first step running…".
+    await withLogs(expect.poll(() => page.getByRole('progressbar').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 50 }).toMatch(/^step 1 of 1 running \d+s · (rollouts|scoring|training)/));
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${SCREENSHOTS}run-first-step.png`, clip: { x: 0, y: 0, width: 1280, height: 560 } });
+    await waitDone(page);
   });
 });
