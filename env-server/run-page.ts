@@ -1,10 +1,13 @@
 // "Export as a page": one run as one self-contained HTML file that opens anywhere, from disk, with no
 // server and no script: its charts as inline SVG (one step axis, TRL's metric names), its config, the
-// rollouts of its last steps, and the trained adapter embedded as download links while it is small
-// enough (a data: URL per file), else named with the run store route it can be fetched from.
+// rollouts of its last steps, and the trained weights embedded as download links while they are small
+// enough (the LoRA adapter as a data: URL per file; a fully fine-tuned model, whose folder is only
+// useful whole, as one zip), else named with the run store route they can be fetched from.
+// Steps: the store keys them from 0 (the API's `step`); every human-facing view, this page and the
+// app alike, shows step + 1, so "step 1" is the first step everywhere a person reads one.
 import type { ArtifactInfo, RolloutRecord, RunSummary, StepRecord } from './runs-wire.ts';
 
-/** Adapter bytes embedded in the page at most (base64 makes them a third larger). */
+/** Weight bytes (adapter or full model) embedded in the page at most (base64 makes them a third larger). */
 export const EMBED_LIMIT_BYTES = 8 * 1024 * 1024;
 /** Steps whose rollouts the page shows, and characters of one rollout turn. */
 export const PAGE_ROLLOUT_STEPS = 3;
@@ -77,7 +80,7 @@ function rolloutHtml(r: RolloutRecord): string {
       ? `the last tool results were rolled back: ${d.overBudget.tokens as number} tokens with them, over the budget of ${d.overBudget.budget as number}`
       : null,
   ].filter((n): n is string => n !== null).map((n) => `<p class="note">${escape(n)}</p>`).join('');
-  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}${notes}</details>`;
+  return `<details class="rollout"><summary>step ${r.step + 1} · rollout ${r.index + 1} · reward ${reward}</summary>${body || `<pre>${escape(JSON.stringify(r.data).slice(0, TURN_CHARS))}</pre>`}${notes}</details>`;
 }
 
 export interface RunPageInput {
@@ -86,17 +89,39 @@ export interface RunPageInput {
   rollouts: RolloutRecord[];
   /** The adapter's files (the bundle as kept), with their bytes when they fit EMBED_LIMIT_BYTES together. */
   adapter: { files: ArtifactInfo[]; bytes: Map<string, Buffer> | null };
+  /** A fully fine-tuned run's model files (config.json, model.safetensors, …), zipped when they fit EMBED_LIMIT_BYTES together. */
+  model?: { files: ArtifactInfo[]; zip: Buffer | null };
 }
 
-export function renderRunPage({ run, steps, rollouts, adapter }: RunPageInput): string {
+const dataLink = (testid: string, name: string, bytes: Buffer, type = 'application/octet-stream') =>
+  `<a data-testid="${testid}" download="${escape(name)}" href="data:${type};base64,${bytes.toString('base64')}">${escape(name)}</a>`;
+
+/** What the page says about a bundle over the embed limit: its size and the run store route of each file. */
+const overLimit = (what: string, run: RunSummary, bundle: string, files: ArtifactInfo[]) =>
+  `<p>The ${what} (${files.reduce((n, f) => n + f.bytes, 0)} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds: fetch it from the run store with the token of the run's share link, <code>/api/runs/${escape(run.id)}/artifacts/${bundle}/&lt;file&gt;?share=&lt;token&gt;</code> (${files.map((f) => escape(f.name)).join(', ')}).</p>`;
+
+/** A file-name-safe form of a run's name (the model zip is named after the run). */
+const slug = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'run';
+
+function weightsSection(run: RunSummary, adapter: RunPageInput['adapter'], model: RunPageInput['model']): string {
+  if (model && model.files.length > 0) {
+    const body = model.zip
+      ? `<ul><li>${dataLink('page-model', `${slug(run.name)}-model.zip`, model.zip, 'application/zip')} (${model.zip.length} bytes: ${model.files.map((f) => `${escape(f.name)} ${f.bytes} bytes`).join(', ')})</li></ul>`
+      : overLimit('model', run, 'model', model.files);
+    return `<section><h2>Trained model (full fine-tuning, Hugging Face layout)</h2>${body}</section>`;
+  }
+  const body = adapter.files.length === 0
+    ? '<p class="muted">No weights were kept with this run.</p>'
+    : adapter.bytes
+      ? `<ul>${adapter.files.map((f) => `<li>${dataLink('page-adapter', f.name, adapter.bytes!.get(f.name)!)} (${f.bytes} bytes)</li>`).join('')}</ul>`
+      : overLimit('adapter', run, 'adapter', adapter.files);
+  return `<section><h2>Trained adapter (PEFT)</h2>${body}</section>`;
+}
+
+export function renderRunPage({ run, steps, rollouts, adapter, model: modelFiles }: RunPageInput): string {
   const charts = CHARTS.map((c) => svgChart(c.title, c.metric, steps)).filter((c): c is string => c !== null);
   const config = Object.entries(run.config).sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `<tr><td><code>${escape(k)}</code></td><td>${escape(typeof v === 'string' ? v : JSON.stringify(v))}</td></tr>`).join('');
-  const files = adapter.files.length === 0
-    ? '<p class="muted">No adapter was kept with this run.</p>'
-    : adapter.bytes
-      ? `<ul>${adapter.files.map((f) => `<li><a data-testid="page-adapter" download="${escape(f.name)}" href="data:application/octet-stream;base64,${adapter.bytes!.get(f.name)!.toString('base64')}">${escape(f.name)}</a> (${f.bytes} bytes)</li>`).join('')}</ul>`
-      : `<p>The adapter (${adapter.files.reduce((n, f) => n + f.bytes, 0)} bytes) is over the ${EMBED_LIMIT_BYTES} bytes this page embeds: fetch it from the run store with the token of the run's share link, <code>/api/runs/${escape(run.id)}/artifacts/adapter/&lt;file&gt;?share=&lt;token&gt;</code> (${adapter.files.map((f) => escape(f.name)).join(', ')}).</p>`;
   const model = String(run.model.name ?? run.model.id ?? '');
   const task = String(run.env.task ?? run.env.name ?? '');
   return `<!doctype html>
@@ -116,7 +141,7 @@ pre{white-space:pre-wrap;margin:2px 0 8px;background:#fff;border:1px solid #e5e7
 <p class="muted">task <b>${escape(task)}</b> · model <b>${escape(model)}</b> · ${steps.length} steps · run ${escape(run.id)} · exported ${escape(new Date().toISOString())} from webgrpo</p>
 ${run.error ? `<p>${escape(run.error)}</p>` : ''}
 <section><h2>Curves</h2><div class="charts">${charts.join('\n') || '<p class="muted">No steps were recorded.</p>'}</div></section>
-<section><h2>Trained adapter (PEFT)</h2>${files}</section>
+${weightsSection(run, adapter, modelFiles)}
 <section><h2>Config</h2><table data-testid="page-config">${config}</table></section>
 <section><h2>Rollouts of the last steps</h2>${rollouts.map(rolloutHtml).join('\n') || '<p class="muted">None were kept.</p>'}</section>
 </body></html>

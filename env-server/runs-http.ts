@@ -14,18 +14,21 @@
 //   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
 //   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
 //   GET  /api/runs/:id/artifacts/:bundle/:name   one file, as a download
+// A STEP here is the store's key, counted from 0; every view a person reads (the
+// app, the exported page) shows step + 1, so step 0 of the API is "step 1" there.
 // Every GET of a run needs its share token (header x-webgrpo-share-token or ?share=) or its write
 // token; writes need the write token returned at creation and must be application/json (run-access.ts
 // says who may read what). Who may send requests at all (Host, Origin) the server decides for every
 // route before this handler runs (origin-policy.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { zipSync } from 'fflate';
 import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
 import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, renderRunPage } from './run-page.ts';
 import { isLocalTool, readCredentials, shareLink, WRITE_TOKEN_HEADER } from './run-access.ts';
 import { RunStore, RunStoreError } from './runs.ts';
-import type { RunStatus } from './runs-wire.ts';
+import type { ArtifactInfo, RunStatus } from './runs-wire.ts';
 
 export { SHARE_TOKEN_HEADER, WRITE_TOKEN_HEADER } from './run-access.ts';
 
@@ -179,13 +182,18 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
       } else if (parts.length === 2 && parts[1] === 'page' && method === 'GET') {
         const id = parts[0];
         readable(id);
-        const files = store.artifacts(id).filter((a) => a.bundle === 'adapter');
-        const embed = files.reduce((n, f) => n + f.bytes, 0) <= EMBED_LIMIT_BYTES;
+        const kept = store.artifacts(id);
+        const bundle = (name: 'adapter' | 'model') => kept.filter((a) => a.bundle === name);
+        const fits = (files: ArtifactInfo[]) => files.reduce((n, f) => n + f.bytes, 0) <= EMBED_LIMIT_BYTES;
+        const files = bundle('adapter');
+        const modelFiles = bundle('model');
         const html = renderRunPage({
           run: store.get(id),
           steps: store.steps(id),
           rollouts: store.rollouts(id, { lastSteps: PAGE_ROLLOUT_STEPS }),
-          adapter: { files, bytes: embed ? new Map(files.map((f) => [f.name, store.artifact(id, 'adapter', f.name)])) : null },
+          adapter: { files, bytes: fits(files) ? new Map(files.map((f) => [f.name, store.artifact(id, 'adapter', f.name)])) : null },
+          // One zip (stored, not deflated: safetensors barely compress), as the app's model download.
+          model: { files: modelFiles, zip: fits(modelFiles) ? Buffer.from(zipSync(Object.fromEntries(modelFiles.map((f) => [f.name, store.artifact(id, 'model', f.name)])), { level: 0 })) : null },
         });
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'content-disposition': `attachment; filename="webgrpo-run-${id}.html"` });
         res.end(html);

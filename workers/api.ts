@@ -4,6 +4,7 @@ import type { GpuInfo } from '../src/engine/gpu.ts';
 import type { LoadProgress, ModelConfig } from '../src/model/types.ts';
 import type { DatasetRow } from '../src/rl/rollout/env.ts';
 import type { PauseCause } from '../src/rl/run-control.ts';
+import type { RunProgress } from '../src/rl/run.ts';
 
 export type { PauseCause };
 
@@ -109,10 +110,15 @@ export interface RunOptions {
   resume: boolean;
 }
 
+/** How often the worker reports a step's progress to the page at most (each report crosses the worker boundary). */
+export const STEP_PROGRESS_MS = 500;
+
 export interface WorkerEvents {
   onProgress(p: LoadProgress): void;
   /** Across the worker boundary a call the trainer awaits before it keeps the step's checkpoint (trainer-service.ts). */
   onStep(e: UiStepEvent): void;
+  /** Where the GRPO step running now is (its phase and counts), at most every STEP_PROGRESS_MS and at each phase change. */
+  onStepProgress?(p: RunProgress): void;
   /**
    * `cause` 'env-server-unreachable': the run paused itself because the env-server stopped answering
    * (its state is kept); the page retries and resumes it once the server answers again.

@@ -29,6 +29,7 @@ import { loadModelChoice, type LoadedModel } from './load-model.ts';
 import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
 import type { RunCheckpoints } from './run-checkpoints.ts';
 import { rolloutViews } from './rollout-views.ts';
+import { stepProgressReporter } from './step-progress.ts';
 import { ScreenshotBudget } from './stored-screenshots.ts';
 import { trainedChat, trainedChatMetadata, type TrainedChat } from '../src/export/trained-chat.ts';
 import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
@@ -245,6 +246,7 @@ export class TrainerService implements TrainerWorkerApi {
         resume,
         control,
         onRollouts: (rollouts) => pauseIfEnvServerGone(rollouts, opts.envUrl, control),
+        ...(events.onStepProgress ? { onProgress: stepProgressReporter((p) => void events.onStepProgress!(p)) } : {}),
       });
       const toUi = uiEvents({ events, config, task, tokenizer, meter: this.meter });
       const steps = run.events();

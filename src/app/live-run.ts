@@ -9,6 +9,7 @@ import { formatBytes } from './format.ts';
 import { claimGpu, claimRun, TRAINING_IN_ANOTHER_TAB, type RunClaim } from './run-lock.ts';
 import { successRate } from './run-metrics.ts';
 import { RunOutbox, type OutboxWrite, type SendWrite } from './run-outbox.ts';
+import { nextStepProgress } from './step-progress.ts';
 import { useUi } from './store.ts';
 import { proxy, trainer } from './trainer-client.ts';
 import type { RunOptions, UiStepEvent } from '../../workers/api.ts';
@@ -164,13 +165,15 @@ async function trainLive(opts: Omit<RunOptions, 'runId'> & { runId: string; toke
       runOpts,
       proxy({
         onProgress: (p) => useUi.getState().set({ progress: p }),
+        onStepProgress: (p) => useUi.getState().set({ stepProgress: nextStepProgress(useUi.getState().stepProgress, p, performance.now()) }),
         onStep: (raw) => {
           const e = withSuccessRate(raw);
           useUi.getState().addStep(e);
           write(stepRecord(e));
         },
         onStatus: (s) => {
-          useUi.getState().set({ status: s.status, statusMessage: s.cause ? null : s.message ?? null });
+          // A pause or resume restarts the step's clock (a paused generation is played again).
+          useUi.getState().set({ status: s.status, statusMessage: s.cause ? null : s.message ?? null, stepProgress: null });
           if (s.cause === 'env-server-unreachable') awaitServer(s.message ?? 'The env-server is unreachable');
           else endOutage();
           write({ kind: 'status', status: s.status, ...(s.message ? { error: s.message } : {}) });

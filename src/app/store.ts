@@ -5,6 +5,7 @@ import type { ModelInfo, ProbeResult, RolloutView, UiStepEvent } from '../../wor
 
 import type { StepRecord } from './api.ts';
 import type { OutboxState } from './run-outbox.ts';
+import type { StepProgress } from './step-progress.ts';
 
 /** Where the loaded model came from, kept with a run so a resume can load it again. */
 export type ModelSource = { kind: 'demo' } | { kind: 'tiny' } | { kind: 'hub'; repo: string; revision: string } | { kind: 'files'; folder: string };
@@ -28,6 +29,8 @@ export interface UiState {
   steps: StepRecord[];
   totalSteps: number;
   stepStartedAt: number[];
+  /** Where the step running now is (the worker's latest report), null until its first report. */
+  stepProgress: StepProgress | null;
   rollouts: { step: number; rollouts: RolloutView[] }[];
   /** The live run paused itself because its env-server stopped answering: why, and when the next try is due. */
   outage: { message: string; retryAt: number | null } | null;
@@ -54,6 +57,7 @@ export const useUi = create<UiState>((set) => ({
   steps: [],
   totalSteps: 0,
   stepStartedAt: [],
+  stepProgress: null,
   rollouts: [],
   outage: null,
   unsaved: { queued: 0, retryAt: null, error: null },
@@ -63,7 +67,8 @@ export const useUi = create<UiState>((set) => ({
       steps: [...s.steps.filter((x) => x.step !== e.step), { step: e.step, metrics: { ...e.metrics, phase_sft: e.phase === 'sft' ? 1 : 0 } }],
       totalSteps: e.totalSteps,
       stepStartedAt: [...s.stepStartedAt, performance.now()],
+      stepProgress: null,
       rollouts: e.rollouts.length ? [...s.rollouts.filter((r) => r.step !== e.step), { step: e.step, rollouts: e.rollouts }].slice(-KEEP_ROLLOUT_STEPS) : s.rollouts,
     })),
-  resetRun: (runId) => set({ liveRunId: runId, steps: [], totalSteps: 0, stepStartedAt: [], rollouts: [], status: runId ? 'loading' : 'idle', statusMessage: null, outage: null, unsaved: { queued: 0, retryAt: null, error: null } }),
+  resetRun: (runId) => set({ liveRunId: runId, steps: [], totalSteps: 0, stepStartedAt: [], stepProgress: null, rollouts: [], status: runId ? 'loading' : 'idle', statusMessage: null, outage: null, unsaved: { queued: 0, retryAt: null, error: null } }),
 }));

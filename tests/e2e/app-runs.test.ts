@@ -2,7 +2,8 @@
 // serves it: a field's error shows beside it as the user types; a finished run is listed on the home
 // page (status, task, model, steps, best reward) and its adapter, kept with the run, downloads from a
 // saved view in another browser; a run whose tab was reloaded mid-run shows as interrupted on the home
-// page and resumes there with one click (the model loads again by itself). Each run is one tiny group,
+// page and resumes there with one click (the model loads again by itself), and so does a stopped run
+// whose checkpoint is kept; the first step says what it is doing before any step has timed the run. Each run is one tiny group,
 // one or three GRPO steps. Screenshots of the home list, the setup form with an error and a run view go
 // to docs/screenshots/ (the README shows them).
 import fs from 'node:fs';
@@ -135,9 +136,9 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await expect.poll(() => value.isVisible()).toBe(true);
   });
 
-  it('answers pause and stop at once, and drops the time left once paused', async () => {
+  it('answers pause and stop at once, drops the time left once paused, and resumes the stopped run from its checkpoint', async () => {
     await page.goto(`${app.url}/#/`);
-    await startRun({ ...RUN, max_steps: 3 });
+    const id = await startRun({ ...RUN, max_steps: 3 });
     await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 60_000 }).toBe('running');
     await page.getByTestId('pause').click();
     expect(await page.getByTestId('pause').textContent()).toBe('pausing…');
@@ -149,6 +150,21 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await page.getByTestId('stop').click();
     await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS }).toBe('stopped'));
     expect(await page.getByRole('progressbar').textContent()).not.toMatch(/left|stopping/);
+    // Stopped, its checkpoint kept with the run: the run goes on from there, in this tab or from the list.
+    await withLogs(expect.poll(() => page.locator('[data-testid^=file-checkpoint-]').count(), { timeout: 60_000 }).toBeGreaterThan(0));
+    const stoppedAt = ((await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { steps: unknown[] }).steps.length;
+    expect(stoppedAt).toBeLessThan(3);
+    await page.goto(`${app.url}/#/`);
+    const row = page.locator(`[data-testid=run-row][data-run-id="${id}"]`);
+    await withLogs(row.getByTestId('resume-run').waitFor({ timeout: 60_000 }));
+    expect(await row.getByTestId('run-row-status').textContent()).toBe('stopped');
+    await page.goto(`${app.url}/#/runs/${id}`);
+    await page.getByTestId('stopped-banner').waitFor({ timeout: 30_000 });
+    await page.getByTestId('resume-stopped').click();
+    await waitDone(page);
+    const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
+    expect(stored.run.status).toBe('finished');
+    expect(stored.steps.map((x) => x.step)).toEqual([0, 1, 2]);
   });
 
   it('forks a run with its model, environment and config, and records the parent', async () => {
@@ -285,5 +301,15 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { run: { status: string }; steps: { step: number }[] };
     expect(stored.run.status).toBe('finished');
     expect(stored.steps.map((x) => x.step)).toEqual([...Array(steps).keys()]);
+  });
+
+  it('says what the first step is doing, and for how long, before any step has timed the run', async () => {
+    await page.goto(`${app.url}/#/`);
+    await startRun({ ...RUN, max_steps: 1 });
+    // The worker's step progress: the phase with its counts, not a bare "first step running…".
+    await withLogs(expect.poll(() => page.getByRole('progressbar').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 50 }).toMatch(/^step 1 of 1 running \d+s · (rollouts|scoring|training)/));
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: `${SCREENSHOTS}run-first-step.png`, clip: { x: 0, y: 0, width: 1280, height: 560 } });
+    await waitDone(page);
   });
 });

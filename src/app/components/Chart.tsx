@@ -1,8 +1,9 @@
 // A uPlot line chart of one or more metrics against the training step. Every chart of a run shares
 // one step axis (counted from 1, as the progress bar and the rollout tabs count) with the SFT warm-up
 // shaded and labelled apart from GRPO. The title carries the latest value; the legend shows values
-// only while the pointer is over the chart. Missing values (NaN, null) are gaps. A band series pair
-// (mean ± std) is drawn as dashed bounds.
+// only while the pointer is over the chart (a chart of several runs carries each run's latest value).
+// Missing values (NaN, null) are gaps. A band series pair (mean ± std) is drawn as dashed bounds. A
+// chart with no value yet shows an empty state of its size, not axes around nothing.
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
@@ -28,7 +29,11 @@ export const color = (i: number) => PALETTE[i % PALETTE.length];
 
 const finite = (v: number | null | undefined): v is number => v !== null && v !== undefined && Number.isFinite(v);
 
-export function Chart({ title, steps, series, axis, height = 180, format = formatNumber, yRange }: { title: string; steps: StepRecord[]; series: ChartSeries[]; axis: StepAxis; height?: number; format?: (v: number) => string; yRange?: [number, number] }) {
+/**
+ * `latest`: 'first' puts the first series' latest value beside the title (a run's metric); 'each' puts
+ * every series' own (one series a run, in the compare view). `note`: what the metric means, under the title.
+ */
+export function Chart({ title, steps, series, axis, height = 180, format = formatNumber, yRange, latest: latestOf = 'first', note }: { title: string; steps: StepRecord[]; series: ChartSeries[]; axis: StepAxis; height?: number; format?: (v: number) => string; yRange?: [number, number]; latest?: 'first' | 'each'; note?: string }) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const axisRef = useRef(axis);
@@ -92,15 +97,28 @@ export function Chart({ title, steps, series, axis, height = 180, format = forma
   });
 
   const points = steps.filter((st) => series.some((s) => finite(s.value(st.metrics)))).length;
-  const latest = [...steps].reverse().map((st) => series[0]?.value(st.metrics)).find(finite);
+  const latestOfSeries = (s: ChartSeries | undefined) => [...steps].reverse().map((st) => s?.value(st.metrics)).find(finite);
+  const latest = latestOfSeries(series[0]);
   return (
     <figure className="chart" data-testid={`chart-${title}`} data-points={points}>
       <figcaption>
         {title}
-        {latest !== undefined && <span className="current" data-testid="chart-current">{format(latest)}</span>}
-        {points === 0 && steps.length > 0 ? <span className="muted"> — not logged yet</span> : null}
+        {latestOf === 'first' && latest !== undefined && <span className="current" data-testid="chart-current">{format(latest)}</span>}
+        {latestOf === 'each' && series.map((s) => {
+          const v = latestOfSeries(s);
+          return v === undefined ? null : (
+            <span key={s.label} className="current" data-testid="chart-current-series" title={s.label} style={{ color: s.color }}>{format(v)}</span>
+          );
+        })}
       </figcaption>
-      <div ref={host} />
+      {note && <p className="chart-note muted" data-testid="chart-note">{note}</p>}
+      {points === 0 && (
+        <div className="chart-empty muted" style={{ height }} data-testid="chart-empty">
+          {steps.length === 0 ? 'no steps yet: the first point comes with the first step' : 'not logged yet'}
+        </div>
+      )}
+      {/* Kept mounted while empty (hidden), so the first value lands on a plot already laid out. */}
+      <div ref={host} style={points === 0 ? { display: 'none' } : undefined} />
     </figure>
   );
 }

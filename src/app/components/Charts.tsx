@@ -1,14 +1,26 @@
-// The dashboard of a run: the task's success rate first (what a person watches a demo for), then every
-// metric people watch while GRPO learns, with TRL's names, all on the run's one step axis.
+// The dashboard of a run: the task's success rate first (what a person watches a demo for, with what
+// "success" means for the task), then every metric people watch while GRPO learns, all on the run's one
+// step axis. A chart of one metric is labelled with its TRL name in the run's first colour, the same
+// way for every such chart.
 import type { StepRecord } from '../api.ts';
+import { successDefinition } from '../success-definition.ts';
 import { Chart, color, type ChartSeries, type StepAxis } from './Chart.tsx';
 
 const m = (name: string) => (x: Record<string, number | null>) => x[name];
 const percent = (v: number) => `${Math.round(v * 100)}%`;
 
+/** A reward function's mean that is the reward itself at every step (a task's one function, weight 1) would be a second legend for one line. */
+const sameAsReward = (steps: StepRecord[], key: string) =>
+  steps.every((s) => {
+    const [a, b] = [s.metrics[key], s.metrics.reward];
+    return typeof a !== 'number' || typeof b !== 'number' || Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+  });
+
 function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   const fns = new Set<string>();
   for (const s of steps) for (const k of Object.keys(s.metrics)) if (/^rewards\/.+\/mean$/.test(k)) fns.add(k);
+  // Only a task's one function can be the reward itself; of several, each is drawn (all 0 early on is no match).
+  if (fns.size === 1 && sameAsReward(steps, [...fns][0]!)) fns.clear();
   return [
     { label: 'reward', value: m('reward'), color: color(0) },
     { label: '+std', value: (x) => (x.reward ?? NaN) + (x.reward_std ?? NaN), color: color(0), dash: true },
@@ -16,6 +28,11 @@ function rewardSeries(steps: StepRecord[]): ChartSeries[] {
     ...[...fns].sort().map((k, i) => ({ label: k.slice('rewards/'.length, -'/mean'.length), value: m(k), color: color(i + 1) })),
   ];
 }
+
+/** One metric's chart, as every single-metric chart is drawn: its TRL name as the legend, the first colour. */
+const single = (title: string, metric: string, steps: StepRecord[], axis: StepAxis) => (
+  <Chart title={title} steps={steps} axis={axis} series={[{ label: metric, value: m(metric), color: color(0) }]} />
+);
 
 /** `klOff`: the run's beta is 0, so no KL is computed: its panel says so instead of waiting for values. */
 export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis: StepAxis; task: string; klOff: boolean }) {
@@ -27,18 +44,18 @@ export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis
     <>
       <div className="charts headline">
         {hasSuccess && (
-          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} yRange={[0, 1]} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
+          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} yRange={[0, 1]} note={successDefinition(task)} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
         )}
         <Chart title="reward" steps={steps} axis={axis} height={220} series={rewardSeries(steps)} />
       </div>
       <div className="charts">
-        <Chart title="loss" steps={steps} axis={axis} series={[{ label: 'loss', value: m('loss'), color: color(0) }]} />
+        {single('loss', 'loss', steps, axis)}
         {klOff ? (
           <div className="chart-off panel" data-testid="kl-off"><b>kl</b> <span className="muted">off: beta = 0 (no reference policy, as in TRL)</span></div>
         ) : (
-          <Chart title="kl" steps={steps} axis={axis} series={[{ label: 'kl', value: m('kl'), color: color(1) }]} />
+          single('kl', 'kl', steps, axis)
         )}
-        <Chart title="entropy" steps={steps} axis={axis} series={[{ label: 'entropy', value: m('entropy'), color: color(2) }]} />
+        {single('entropy', 'entropy', steps, axis)}
         <Chart
           title="clip ratio"
           steps={steps}
@@ -69,9 +86,9 @@ export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis
             { label: 'over budget', value: m('tools/over_budget_frequency'), color: color(2), dash: true },
           ]}
         />
-        <Chart title="tokens/s" steps={steps} axis={axis} series={[{ label: 'tokens/s', value: m('tokens_per_second'), color: color(3) }]} />
-        <Chart title="step time (s)" steps={steps} axis={axis} series={[{ label: 'step_time', value: m('step_time'), color: color(4) }]} />
-        <Chart title="GPU memory (MiB)" steps={steps} axis={axis} series={[{ label: 'gpu memory', value: m('gpu_memory_mib'), color: color(5) }]} />
+        {single('tokens/s', 'tokens_per_second', steps, axis)}
+        {single('step time (s)', 'step_time', steps, axis)}
+        {single('GPU memory (MiB)', 'gpu_memory_mib', steps, axis)}
       </div>
     </>
   );

@@ -1,6 +1,6 @@
 // Two or more runs compared (picked in the runs list): their curves overlaid on one step axis —
-// success, reward, loss, KL, entropy, completion lengths — one colour per run, and the config keys
-// they differ in.
+// success, reward, loss, KL, entropy, completion lengths — one colour per run, each run's latest value
+// beside each title in its colour, and the config keys they differ in.
 import { useEffect, useState } from 'react';
 import { api, type RunSummary, type StepRecord } from '../api.ts';
 import { configDifferences, mergeRunSteps, runMetric } from '../compare.ts';
@@ -54,6 +54,7 @@ export function CompareView({ ids }: { ids: string[] }) {
             axis={{ total, sftSteps: 0 }}
             format={percent ? (v) => `${Math.round(v * 100)}%` : undefined}
             yRange={percent ? [0, 1] : undefined}
+            latest="each"
             series={runs.map((_, i) => ({ label: label(i), value: (m) => m[runMetric(i, metric)], color: color(i) }))}
           />
         ))}

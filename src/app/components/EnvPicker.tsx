@@ -9,6 +9,18 @@ export interface EnvSelection {
   url: string;
 }
 
+/**
+ * The env's name and version ("EchoEnvironment 1.0.0"), and its description unless it is OpenEnv's
+ * default one (`<name> environment`, what every env that sets none reports, the built-in ones as
+ * OpenEnv's own do), which would only say the name again.
+ */
+export function envSummary(metadata: Record<string, unknown>): string {
+  const name = String(metadata.name ?? '');
+  const head = [name, String(metadata.version ?? '')].filter(Boolean).join(' ');
+  const description = typeof metadata.description === 'string' ? metadata.description.trim() : '';
+  return description && description !== `${name} environment` ? `${head} — ${description}` : head;
+}
+
 export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onChange: (e: EnvSelection) => void }) {
   const [envs, setEnvs] = useState<EnvListEntry[]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -50,8 +62,7 @@ export function EnvPicker({ value, onChange }: { value: EnvSelection | null; onC
       <p className="muted">Remote OpenEnv servers (a Hugging Face Space, a container) appear here when the server runs with <code>--upstream NAME=URL</code>: sessions then go through its concurrency cap.</p>
       {meta && (
         <p className="env-meta" data-testid="env-meta">
-          <span className={meta.health === 'healthy' ? 'ok' : 'error'}>● {meta.health}</span> {String(meta.metadata.name ?? '')} {String(meta.metadata.version ?? '')}
-          {meta.metadata.description ? ` — ${String(meta.metadata.description)}` : ''}
+          <span className={meta.health === 'healthy' ? 'ok' : 'error'}>● {meta.health}</span> {envSummary(meta.metadata)}
         </p>
       )}
       {unreachable && (

@@ -1,13 +1,15 @@
 // One run: live (this tab trains it) or read-only (a share link). Charts, progress, rollouts,
 // controls, share/export/fork, the files kept with the run (adapter, full model, checkpoint) for any
-// viewer, one-click resume of an interrupted run, and (LoRA only) a greedy evaluation against the base.
+// viewer, one-click resume of an interrupted or stopped run, and (LoRA only) a greedy evaluation against the base.
 import { useEffect, useState } from 'react';
 import { api, ApiError, ownedRuns, type ArtifactInfo, type RunSummary, type StepRecord } from '../api.ts';
 import { stepWarnings } from '../../rl/grpo/metrics.ts';
 import { formatBytes, formatDuration, formatNumber } from '../format.ts';
 import { keepRunFiles } from '../live-run.ts';
 import { secondsLeft } from '../time-left.ts';
+import { stepProgressText } from '../step-progress.ts';
 import { liveState, resumeRun, runPrompts, trainingHere } from '../resume.ts';
+import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 import { useUi } from '../store.ts';
 import { trainer } from '../trainer-client.ts';
@@ -159,6 +161,8 @@ export function RunView({ id }: { id: string }) {
   const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
   const left = secondsLeft({ arrivals: ui.stepStartedAt, stepTimes: shownSteps.slice(-5).map((s) => s.metrics.step_time), total, done, since: liveSince, now });
   const status = interrupted ? 'interrupted' : live ? ui.status : run?.status ?? '…';
+  // A stopped run (here or in a view of the store) goes on from the checkpoint kept with it.
+  const stoppedResumable = run !== null && resumable(state, status, files) === 'stopped';
   // The env's path name, and the trainer task it serves (they differ for proxied upstreams).
   const envPath = String(run?.env.name ?? '');
   const envTask = String(run?.env.task ?? envPath);
@@ -198,7 +202,8 @@ export function RunView({ id }: { id: string }) {
     if (status === 'running' && Number.isFinite(left)) {
       return left >= 1 ? `${of}${phase} · ${formatDuration(left)} left` : `${of}${phase} · step ${done + 1} running, longer than the last ones`;
     }
-    if (status === 'running' && done === 0) return `${of} · first step running…`;
+    // No step timed yet (the first one, or the first after a resume): what the step is doing, and how long its phase has left.
+    if (status === 'running') return `step ${done + 1}${total ? ` of ${total}` : ''} ${stepProgressText(ui.stepProgress, now, ui.stepStartedAt.at(-1) ?? liveSince)}`;
     return `${of}${phase} · ${status}`;
   })();
 
@@ -220,7 +225,7 @@ export function RunView({ id }: { id: string }) {
             {copied ? 'link copied' : 'copy share link'}
           </button>
           <a className="button" href={api.exportUrl(id)} download>export JSON</a>
-          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and adapter, that opens without a server">export as a page</a>
+          <a className="button" href={api.pageUrl(id)} download data-testid="export-page" title="one HTML file with the charts, config, rollouts and trained weights (adapter or model), that opens without a server">export as a page</a>
           {run && (
             <button
               data-testid="fork"
@@ -283,6 +288,14 @@ export function RunView({ id }: { id: string }) {
           ) : (
             <span className="muted"> Only the browser that started it can resume it; fork it to train again.</span>
           )}
+        </div>
+      )}
+      {stoppedResumable && owned && (
+        <div className="banner" data-testid="stopped-banner">
+          This run was stopped at step {done}{total ? ` of ${total}` : ''}; its checkpoint is kept.
+          <button className="primary" disabled={!!busy || ui.modelLoading || trainingHere(ui)} onClick={() => act('resume', () => resumeRun(run!, owned))} data-testid="resume-stopped">
+            {busy === 'resume' ? (ui.modelLoading ? 'loading the model…' : 'resuming…') : 'resume from the last checkpoint'}
+          </button>
         </div>
       )}
       {live && (
@@ -354,6 +367,12 @@ export function RunView({ id }: { id: string }) {
                 {byBundle(b).map((f) => (
                   <a key={f.name} className="file" href={api.artifactUrl(id, f.bundle, f.name)} download={f.name} data-testid={`file-${f.bundle}-${f.name}`}>{f.name} <span className="muted">({formatBytes(f.bytes)})</span></a>
                 ))}
+                {/* A model folder is only useful whole: one zip of it, as the training tab and the exported page offer it. */}
+                {b === 'model' && (
+                  <button className="small" disabled={!!busy} data-testid="download-kept-model" onClick={() => act('kept-model', async () => {
+                    downloadZip(`${slug(run?.name ?? 'run')}-model.zip`, await Promise.all(byBundle('model').map(async (f) => ({ name: f.name, bytes: await api.artifactBytes(id, 'model', f.name) }))));
+                  })}>{busy === 'kept-model' ? 'fetching…' : 'download the model (one zip)'}</button>
+                )}
               </li>
             ))}
           </ul>

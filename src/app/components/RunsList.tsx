@@ -1,11 +1,12 @@
 // The runs the store keeps, newest first: what each trained (task, model), how far it got, how well it
-// did, and when. Interrupted runs this browser started resume with one click (the model is loaded again
-// automatically); every run opens to its charts, rollouts and kept files; the runs this browser
+// did, and when. Interrupted runs this browser started, and stopped ones with a checkpoint kept, resume
+// with one click (the model is loaded again automatically); every run opens to its charts, rollouts and kept files; the runs this browser
 // started can be deleted here (after a confirmation); ticked runs open side by side in the compare view.
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
 import { formatAgo, formatNumber } from '../format.ts';
 import { liveState, resumeRun } from '../resume.ts';
+import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
 
 /** How often the list looks again at which runs other tabs train. */
@@ -106,7 +107,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
               const interrupted = state === 'interrupted';
               const status = interrupted ? 'interrupted' : state === 'other-tab' ? 'running in another tab' : r.status;
               const token = ownedRuns.get(r.id);
-              const canResume = interrupted && token !== null;
+              const canResume = resumable(state, r.status, r.artifacts) !== null && token !== null;
               return (
                 <tr key={r.id} data-testid="run-row" data-run-id={r.id}>
                   <td>
@@ -127,7 +128,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
                     {canResume && (
-                      <button className="primary small" disabled={busy !== null || modelLoading || training !== null} onClick={() => resume(r.id)} data-testid="resume-run">
+                      <button className="primary small" disabled={busy !== null || modelLoading || training !== null} onClick={() => resume(r.id)} data-testid="resume-run" title="go on from the run's last checkpoint">
                         {busy === r.id ? 'loading model…' : 'resume'}
                       </button>
                     )}

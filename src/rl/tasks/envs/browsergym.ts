@@ -24,7 +24,11 @@ Use the available tools to interact with the page:
 
 Complete the given task as efficiently as possible.`;
 
-/** TRL's `--dataset-prompt` default. */
+/**
+ * TRL's `--dataset-prompt` default. TRL appends the reset observation to the last prompt message with
+ * no separator (GRPOTrainer: `prompt[-1]["content"] += observation`), so the model reads
+ * "…successfully.Goal: …": kept as TRL has it (specs/browsergym.md §6), so the prompt is TRL's token for token.
+ */
 export const BROWSERGYM_DATASET_PROMPT = 'Complete the web task successfully.';
 /** TRL's `--max-steps` default: the episode ends after this many tool calls. */
 export const BROWSERGYM_MAX_STEPS = 10;
