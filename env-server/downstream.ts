@@ -2,10 +2,12 @@
 // Frames that arrive before the session is ready (while queued, or while the proxy dials) are kept
 // and replayed in order, up to a byte bound. Every way a socket can end goes through end(), exactly
 // once. Memory per socket is bounded both ways: kept frames (maxPendingBytes) and replies the client
-// has not read yet (maxSendBufferBytes: past it the client is dropped as a slow reader).
+// has not read yet (maxSendBufferBytes: past it the client is dropped as a slow reader). Replies
+// have the clients' own per-message limit, and all sockets' unsent replies share one budget.
 
 import type { WebSocket, RawData } from 'ws';
-import { errorFrame, oversizedFrame } from './frames.ts';
+import { errorFrame, oversizedFrame, replyBacklogFullFrame, replyTooLargeFrame } from './frames.ts';
+import type { ReplyBacklog } from './reply-backlog.ts';
 
 export type FrameHandler = (data: Buffer, isBinary: boolean) => void;
 
@@ -27,6 +29,8 @@ export interface DownstreamLimits {
   maxPendingBytes: number;
   /** Unsent reply bytes at which a client that does not read is dropped. */
   maxSendBufferBytes: number;
+  /** Unsent reply bytes of all sockets together, and their budget. */
+  replyBacklog: ReplyBacklog;
 }
 
 function toBuffer(data: RawData): Buffer {
@@ -62,6 +66,7 @@ export class Downstream {
     readonly id: number,
     private readonly limits: DownstreamLimits,
   ) {
+    limits.replyBacklog.track(ws);
     ws.on('message', (data, isBinary) => this.onMessage(toBuffer(data), isBinary));
     ws.on('pong', () => (this.alive = true));
     ws.on('close', (code) => this.finish({ reason: clientCloseReason(code), clientCode: code }));
@@ -87,12 +92,25 @@ export class Downstream {
   /**
    * Sends one frame. A client whose unread backlog already passed maxSendBufferBytes is cut off
    * instead (checked before sending, so one large reply still goes out to a client that reads).
+   * A frame over maxMessageBytes, or one that would pass the budget of all sockets' unsent
+   * replies, is replaced by a short error frame saying why: the session goes on, nothing piles up.
    */
   send(frame: string | Buffer, isBinary = false): void {
     if (this.ended || this.ws.readyState !== this.ws.OPEN) return;
     const backlog = this.ws.bufferedAmount;
     if (backlog > this.limits.maxSendBufferBytes) {
       this.terminate(`slow reader: ${backlog} bytes unread (--max-send-buffer-bytes ${this.limits.maxSendBufferBytes})`);
+      return;
+    }
+    const bytes = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
+    if (bytes > this.limits.maxMessageBytes) {
+      this.ws.send(replyTooLargeFrame(bytes, this.limits.maxMessageBytes));
+      return;
+    }
+    const budget = this.limits.replyBacklog;
+    const queued = budget.bytes;
+    if (queued + bytes > budget.maxBytes) {
+      this.ws.send(replyBacklogFullFrame(bytes, queued, budget.maxBytes));
       return;
     }
     this.ws.send(frame, { binary: isBinary });

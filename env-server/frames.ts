@@ -69,6 +69,19 @@ export function oversizedFrame(bytes: number, maxBytes: number): string {
   return errorFrame('SESSION_ERROR', `Message too large: ${bytes} bytes; this server accepts at most ${maxBytes} bytes per message (--max-message-bytes).`);
 }
 
+/** A reply over the per-message limit: the work was done, its reply is not sent (the limit clients have, both ways). */
+export function replyTooLargeFrame(bytes: number, maxBytes: number): string {
+  return errorFrame('EXECUTION_ERROR', `Reply too large: ${bytes} bytes; this server sends at most ${maxBytes} bytes per message (--max-message-bytes).`);
+}
+
+/** Every client's unsent replies together passed the budget: this reply is refused, not queued. */
+export function replyBacklogFullFrame(bytes: number, queued: number, maxBytes: number): string {
+  return errorFrame(
+    'EXECUTION_ERROR',
+    `Server busy: a ${bytes}-byte reply would pass the ${maxBytes} bytes of replies this server queues for all its clients (${queued} queued now, --max-reply-backlog-bytes); it was not sent. Try again.`,
+  );
+}
+
 /** pydantic puts a documentation link on each error; webgrpo adds the same link to its own. */
 export function withPydanticUrl(issue: WireValidationIssue): WireValidationIssue {
   const { type, loc, msg } = issue;

@@ -54,9 +54,6 @@ export function checkReplicaUrl(name: string, url: string): void {
   if (problem) throw new Error(`Upstream '${name}': ${problem}, got '${url}'`);
 }
 
-/** The Python client accepts 100 MB frames; so does the proxy from upstream. */
-const UPSTREAM_MAX_PAYLOAD = 100 * 1024 * 1024;
-
 const CLOSE_DESCRIPTIONS: Record<number, string> = {
   1001: 'going away',
   1002: 'protocol error',
@@ -160,8 +157,10 @@ export class ProxyHost implements EnvHost {
     const opened = Date.now();
     let upstream: WebSocket;
     try {
-      // followRedirects stays off: a redirect is a failed dial, never a hop to another host.
-      upstream = new WebSocket(url, { handshakeTimeout: this.opts.connectTimeoutMs, maxPayload: UPSTREAM_MAX_PAYLOAD, perMessageDeflate: false, followRedirects: false });
+      // followRedirects stays off: a redirect is a failed dial, never a hop to another host. An
+      // upstream frame gets the clients' byte limit: ws refuses a larger one from its header, before
+      // holding any of it (100 MiB frames to 8 sessions took the server from 155 to 1,554 MiB).
+      upstream = new WebSocket(url, { handshakeTimeout: this.opts.connectTimeoutMs, maxPayload: this.opts.maxMessageBytes, perMessageDeflate: false, followRedirects: false });
     } catch (err) {
       // URLs are checked at startup, so this is unexpected; it still ends one session, not the process.
       this.replicaActive[replica]--;
@@ -173,6 +172,8 @@ export class ProxyHost implements EnvHost {
     this.upstreams.add(upstream);
     let connected = false;
     let dialError = false;
+    /** The upstream sent a frame over --max-message-bytes (ws then closes it with 1009). */
+    let frameTooLarge = false;
     /** Requests forwarded and not yet answered: tells "idle" from "upstream stuck". */
     let awaitingReplies = 0;
     const timeoutSec = this.opts.sessionTimeoutSec;
@@ -208,7 +209,10 @@ export class ProxyHost implements EnvHost {
     });
     upstream.on('error', (err) => {
       // After a successful handshake, 'close' follows and reports; before it, this is the only word.
-      if (connected) return;
+      if (connected) {
+        if ((err as Error & { code?: string }).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') frameTooLarge = true;
+        return;
+      }
       dialError = true;
       this.reachability[replica] = { reachable: false, error: `${errorText(err)} (session dial)` };
       upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: ${errorText(err)}`);
@@ -219,6 +223,12 @@ export class ProxyHost implements EnvHost {
         // After a dial error, that error is the reason (ws reports the close too).
         if (!dialError) this.reachability[replica] = { reachable: false, error: `closed during the handshake (${code}) (session dial)` };
         upstreamFailed('upstream connect failed', `Upstream connect failed: ${url}: closed during the handshake (${code})`);
+        return;
+      }
+      if (frameTooLarge) {
+        const max = this.opts.maxMessageBytes;
+        const message = `Upstream sent a message over ${max} bytes (--max-message-bytes, the limit clients have too); the session was closed`;
+        down.end('upstream message too large', errorFrame('SESSION_ERROR', message, { upstream: label }), 1009, 'upstream message too large');
         return;
       }
       const reason = reasonBuffer.toString('utf8');
@@ -240,8 +250,9 @@ export class ProxyHost implements EnvHost {
 
   /**
    * Forwards a stateless HTTP call to the least-loaded replica. The request body is bounded
-   * (413 past --max-message-bytes); the reply is streamed through, never buffered whole, and
-   * redirects are passed back as they came, never followed.
+   * (413 past --max-message-bytes), and so is the reply: one that says it is larger gets a 502, one
+   * that grows past the limit while streaming is cut. The reply is streamed through, never buffered
+   * whole, and redirects are passed back as they came, never followed.
    */
   async handleHttp(req: IncomingMessage, res: ServerResponse, route: string, query: string): Promise<void> {
     const replica = this.pickReplica();
@@ -264,6 +275,13 @@ export class ProxyHost implements EnvHost {
       const reply = await fetch(target, { method, headers, body: body ? new Uint8Array(body) : undefined, signal: abort.signal, redirect: 'manual' });
       fetching = false;
       this.reachability[replica] = { reachable: true };
+      const max = this.opts.maxMessageBytes;
+      const declared = Number(reply.headers.get('content-length') ?? 0);
+      if (declared > max) {
+        await reply.body?.cancel();
+        sendJson(res, 502, { detail: `Upstream ${this.name} (${target}) replied with ${declared} bytes; this server relays at most ${max} bytes per reply (--max-message-bytes)` });
+        return;
+      }
       const outHeaders: Record<string, string> = {};
       // fetch decodes gzip/br, so an encoded reply's content-length would not match what we send.
       const names = reply.headers.has('content-encoding') ? ['content-type', 'location'] : ['content-type', 'content-length', 'location'];
@@ -277,7 +295,12 @@ export class ProxyHost implements EnvHost {
         return;
       }
       const upstreamBody = Readable.fromWeb(reply.body as import('node:stream/web').ReadableStream);
-      upstreamBody.on('data', () => timer.refresh());
+      let relayed = 0;
+      upstreamBody.on('data', (chunk: Buffer) => {
+        timer.refresh();
+        relayed += chunk.length;
+        if (relayed > max) abort.abort(new Error(`upstream reply passed ${max} bytes (--max-message-bytes)`));
+      });
       await pipeline(upstreamBody, res);
     } catch (err) {
       if (err instanceof BodyTooLargeError) return sendBodyTooLarge(req, res, err.message);

@@ -13,6 +13,7 @@ import { parseRequestUrl, sendJson, sendMethodNotAllowed, sendNotFound } from '.
 import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.ts';
 import { createRequestPolicy, type Refusal } from './origin-policy.ts';
 import { ProxyHost } from './proxy.ts';
+import { DEFAULT_MAX_REPLY_BACKLOG_BYTES, ReplyBacklog } from './reply-backlog.ts';
 
 export type ExtraHandler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
 
@@ -42,6 +43,8 @@ export interface EnvServerOptions {
   maxPendingBytes?: number;
   /** Unread reply bytes at which a client that stops reading is dropped (default 16 MiB). */
   maxSendBufferBytes?: number;
+  /** Unsent reply bytes of all clients together past which a reply is refused with an error frame (default 256 MiB). */
+  maxReplyBacklogBytes?: number;
   /** Deepest nesting accepted in client JSON (default 256); deeper is refused before parsing. */
   maxJsonDepth?: number;
   /** Idle timeout for sessions made by `openenv/session/create` over HTTP `/mcp`, in s (default 600). */
@@ -137,6 +140,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
     maxMessageBytes,
     maxPendingBytes: positiveInt(options.maxPendingBytes ?? 1024 * 1024, 'maxPendingBytes'),
     maxSendBufferBytes: positiveInt(options.maxSendBufferBytes ?? DEFAULT_MAX_MESSAGE_BYTES, 'maxSendBufferBytes'),
+    replyBacklog: new ReplyBacklog(positiveInt(options.maxReplyBacklogBytes ?? DEFAULT_MAX_REPLY_BACKLOG_BYTES, 'maxReplyBacklogBytes')),
   };
   const maxJsonDepth = positiveInt(options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH, 'maxJsonDepth');
   const mcpSessionTimeoutSec = positiveNumber(options.mcpSessionTimeoutSec ?? 600, 'mcpSessionTimeoutSec');

@@ -26,6 +26,20 @@ export const LIST_TOOLS_ACTION = actionModel('ListToolsAction', 'Request list of
 
 const MESSAGE_PARAM = [{ name: 'message', description: 'The message to echo back' }];
 
+/**
+ * The longest message echoed, in UTF-16 units. A reply holds the message up to three times (text,
+ * structured result, data), each character up to six bytes once escaped (`\u0001`), so an echo of a
+ * 15 MiB message was a ~45 MB reply; this keeps any reply inside the 16 MiB per-message limit.
+ */
+export const ECHO_MAX_MESSAGE_CHARS = 512 * 1024;
+
+function echoable(message: string): string {
+  if (message.length > ECHO_MAX_MESSAGE_CHARS) {
+    throw new Error(`message is ${message.length} characters; the echo env echoes at most ${ECHO_MAX_MESSAGE_CHARS} (its reply must fit the server's per-message limit)`);
+  }
+  return message;
+}
+
 export const ECHO_TOOLS: readonly McpToolDef[] = [
   {
     name: 'echo_message',
@@ -34,7 +48,7 @@ export const ECHO_TOOLS: readonly McpToolDef[] = [
     params: MESSAGE_PARAM,
     wrapResult: true,
     outputSchema: { properties: { result: { type: 'string' } }, required: ['result'], type: 'object', 'x-fastmcp-wrap-result': true },
-    run: ({ message }) => message,
+    run: ({ message }) => echoable(message),
   },
   {
     name: 'echo_with_length',
@@ -43,7 +57,7 @@ export const ECHO_TOOLS: readonly McpToolDef[] = [
     params: MESSAGE_PARAM,
     wrapResult: false,
     outputSchema: { additionalProperties: true, type: 'object' },
-    run: ({ message }) => ({ message, length: [...message].length }), // Python len(): code points
+    run: ({ message }) => ({ message: echoable(message), length: [...message].length }), // Python len(): code points
   },
 ];
 
@@ -79,7 +93,7 @@ class EchoEnvironment implements EnvInstance {
   step(data: Record<string, unknown>): WireObservation {
     const form = actionForm(data);
     if (form === 'legacy') {
-      const message = requireValidAction(ECHO_ACTION, data).message as string;
+      const message = echoable(requireValidAction(ECHO_ACTION, data).message as string);
       this.stepCount += 1;
       const length = [...message].length;
       // L * 0.1 in IEEE double, exactly as Python computes it (3 → 0.30000000000000004); never L / 10.

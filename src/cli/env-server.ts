@@ -25,6 +25,8 @@ options:
   --max-message-bytes N       largest client message / HTTP body (default 16777216)
   --max-send-buffer-bytes N   unread reply bytes at which a client that stops reading is
                               dropped (default 16777216)
+  --max-reply-backlog-bytes N  unsent reply bytes of all clients together past which a
+                              reply is refused with an error frame (default 268435456)
   --max-pending-bytes N       bytes of frames kept for a socket still queued or dialing
                               upstream; past it the socket gets SESSION_ERROR (default 1048576)
   --max-json-depth N          deepest nesting accepted in client JSON (default 256)
@@ -81,6 +83,7 @@ export const ENV_SERVER_OPTIONS: OptionTable = {
   'max-message-bytes': { type: 'string' },
   'max-send-buffer-bytes': { type: 'string' },
   'max-pending-bytes': { type: 'string' },
+  'max-reply-backlog-bytes': { type: 'string' },
   'max-json-depth': { type: 'string' },
   'mcp-session-timeout': { type: 'string' },
   upstream: { type: 'string', multiple: true },
@@ -140,6 +143,9 @@ export function envServerOptions(p: ParsedArgs): EnvServerOptions & { port: numb
   }
   if (value('max-message-bytes') !== undefined) options.maxMessageBytes = numberArg('--max-message-bytes', value('max-message-bytes'), { integer: true, min: 1 });
   if (value('max-send-buffer-bytes') !== undefined) options.maxSendBufferBytes = numberArg('--max-send-buffer-bytes', value('max-send-buffer-bytes'), { integer: true, min: 1 });
+  if (value('max-reply-backlog-bytes') !== undefined) {
+    options.maxReplyBacklogBytes = numberArg('--max-reply-backlog-bytes', value('max-reply-backlog-bytes'), { integer: true, min: 1 });
+  }
   if (value('max-pending-bytes') !== undefined) options.maxPendingBytes = numberArg('--max-pending-bytes', value('max-pending-bytes'), { integer: true, min: 1 });
   if (value('max-json-depth') !== undefined) options.maxJsonDepth = numberArg('--max-json-depth', value('max-json-depth'), { integer: true, min: 1 });
   if (value('mcp-session-timeout') !== undefined) options.mcpSessionTimeoutSec = numberArg('--mcp-session-timeout', value('mcp-session-timeout'), { integer: false, min: 0.001 });

@@ -46,7 +46,7 @@ const SCROLL_STEP = 300;
 export const MAX_ACTION_CHARS = 10_000;
 export const MAX_CALLS_PER_ACTION = 10;
 export const MAX_ARG_CHARS = 1000;
-/** Tabs one session may have open (each may cost a renderer). */
+/** Tabs one session may have open, however opened (each may cost a renderer). */
 export const MAX_TABS = 4;
 
 interface Signature {
@@ -246,10 +246,12 @@ async function run(tabs: Tabs, call: ActionCall): Promise<void> {
       return;
     }
     case 'new_tab': {
-      if (tabs.pages.length >= MAX_TABS) throw new PyError('ValueError', `new_tab: this server allows at most ${MAX_TABS} tabs per session`);
+      // Every open page counts, popups and background tabs included (they are tabs of the session).
+      if (tabs.context.pages().filter((p) => !p.isClosed()).length >= MAX_TABS) throw new PyError('ValueError', `new_tab: this server allows at most ${MAX_TABS} tabs per session`);
       const p = await tabs.context.newPage();
-      tabs.pages.push(p);
-      tabs.active = tabs.pages.length - 1;
+      // The session's page listener may have listed it already.
+      if (!tabs.pages.includes(p)) tabs.pages.push(p);
+      tabs.active = tabs.pages.indexOf(p);
       return;
     }
     case 'tab_close': {

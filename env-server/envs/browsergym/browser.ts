@@ -3,12 +3,14 @@
 // context (cookies, storage, pages), so a session that crashes or leaks takes only its context.
 //
 // What the task pages can reach is decided here and in the session's router (environment.ts). The
-// router answers every HTTP request a page makes (task pages from memory, the rest blocked), but it
-// never sees WebRTC or WebSockets: those are closed at the Chromium level (see `chromiumArgs`).
+// router answers every HTTP request a page makes (task pages from memory, the rest blocked), and a
+// browser-wide backstop fails the few it cannot see (unrouted-requests.ts), but neither sees WebRTC
+// or WebSockets: those are closed at the Chromium level (see `chromiumArgs`).
 
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { watchRendererMemory } from './renderer-memory.ts';
+import { failUnroutedRequests } from './unrouted-requests.ts';
 
 /**
  * A proxy that cannot exist (RFC 6761 reserves `.invalid`): traffic the router does not see — TURN
@@ -70,11 +72,12 @@ export interface SharedBrowserOptions {
 }
 
 const SANDBOX_OFF_NOTE =
-  'task pages still reach only the env-server\'s task pages (from memory or the --miniwob folder; every request routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
+  'task pages still reach only the env-server\'s task pages (from memory or the --miniwob folder; every request of every tab routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
 
 export class SharedBrowser {
   private launching: Promise<Browser> | null = null;
   private openContexts = 0;
+  private openTabs = 0;
   private closed = false;
   /** Once a sandboxed launch failed, later relaunches go straight to the unsandboxed one. */
   private sandboxBlocker: string | null = knownSandboxBlocker();
@@ -94,8 +97,14 @@ export class SharedBrowser {
     return this.openContexts;
   }
 
+  /** Pages open in all contexts, however they were opened (popups and background tabs included). */
+  get pages(): number {
+    return this.openTabs;
+  }
+
   private async launch(executablePath: string | undefined): Promise<Browser> {
     const browser = await this.launchSandboxedIfPossible(executablePath);
+    await failUnroutedRequests(browser);
     await watchRendererMemory(browser, this.rendererMemoryMb, this.warn);
     return browser;
   }
@@ -155,6 +164,10 @@ export class SharedBrowser {
     context.on('close', () => {
       if (counted) this.openContexts--;
       counted = false;
+    });
+    context.on('page', (page) => {
+      this.openTabs++;
+      page.once('close', () => this.openTabs--);
     });
     return context;
   }

@@ -13,7 +13,7 @@
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { AnyEnvInstance, WireObservation } from '../types.ts';
 import { cryptoRng, seededRng } from '../rng.ts';
-import { executeAction, type Tabs } from './actions.ts';
+import { executeAction, MAX_TABS, type Tabs } from './actions.ts';
 import { axtreeOptions, parseAxtreeForm, type AxtreeForm, type FlattenOptions } from './axtree.ts';
 import { cleanMessage } from './error-text.ts';
 import type { SharedBrowser } from './browser.ts';
@@ -93,6 +93,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private lost: string | null = null;
   /** Counts dropped contexts: work that outlived its context (a call past its deadline) sees it changed. */
   private generation = 0;
+  /** Tabs closed at birth (past MAX_TABS) since the last observation: the next one says so. */
+  private tabsRefused = 0;
 
   constructor(private readonly opts: BrowserGymOptions) {}
 
@@ -139,6 +141,28 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     this.cdpPage = null;
     this.lost = lost;
     return context ? context.close().catch(() => undefined) : Promise.resolve();
+  }
+
+  /**
+   * Every page of the session's context is a tab of the session, however it was opened (new_tab, a
+   * popup, target=_blank, a middle or Ctrl+click's background tab): past MAX_TABS it is closed at
+   * once, else it joins the tab list (tab_focus reaches it) and leaves it when it closes.
+   */
+  private countPage(context: BrowserContext, page: Page): void {
+    if (this.context !== context) return;
+    if (context.pages().filter((p) => !p.isClosed()).length > MAX_TABS) {
+      this.tabsRefused++;
+      void page.close().catch(() => undefined);
+      return;
+    }
+    const tabs = this.tabs;
+    if (tabs && !tabs.pages.includes(page)) tabs.pages.push(page);
+    page.once('close', () => {
+      const i = tabs?.pages.indexOf(page) ?? -1;
+      if (i === -1) return;
+      tabs!.pages.splice(i, 1);
+      if (tabs!.active > i || tabs!.active >= tabs!.pages.length) tabs!.active = Math.max(0, tabs!.active - 1);
+    });
   }
 
   reset(kwargs: Record<string, unknown>): Promise<WireObservation> {
@@ -237,13 +261,14 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       context.on('close', () => {
         if (this.context === context) void this.dropContext(LOST_BY_CRASH);
       });
-      // A crashed tab (e.g. its renderer ran out of JS heap) takes the whole context: nothing of an
-      // episode whose page died is worth keeping, and a fresh context is what a reset needs.
-      context.on('page', (p) =>
+      context.on('page', (p) => {
+        // A crashed tab (e.g. its renderer ran out of JS heap) takes the whole context: nothing of an
+        // episode whose page died is worth keeping, and a fresh context is what a reset needs.
         p.on('crash', () => {
           if (this.context === context) void this.dropContext(`${LOST_BY_CRASH}: its page crashed (out of memory, or its renderer was killed)`);
-        }),
-      );
+        });
+        this.countPage(context, p);
+      });
     }
     const context = this.context;
     // One tab again: keep the first open page (navigating it is cheaper than a new one).
@@ -270,7 +295,10 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     }
     if (generation !== this.generation) throw new Error('this browsergym session was closed during its reset');
     this.taskPage = page;
-    this.tabs = { context, pages: [page], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
+    // A page the task page opened while loading is a tab of this episode too.
+    const opened = context.pages().filter((p) => p !== page && !p.isClosed());
+    this.tabs = { context, pages: [page, ...opened], active: 0, chat: [], infeasible: false, timeoutMs: this.opts.actionTimeoutMs };
+    this.tabsRefused = 0;
     return this.observe(0.0, false, '');
   }
 
@@ -325,6 +353,11 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     }
     this.currentUrl = page.url();
     const shot = this.screenshot === false ? null : await screenshot(page, this.screenshot, this.opts.screenshotMaxSide);
+    // Read last: a tab the action opened may be announced only after the action returned.
+    const refused = this.tabsRefused;
+    this.tabsRefused = 0;
+    const note = refused === 0 ? '' : `ValueError: ${refused === 1 ? 'a new tab was' : `${refused} new tabs were`} closed at once: this server allows at most ${MAX_TABS} tabs per session`;
+    const error = [actionError, note].filter((e) => e !== '').join('\n');
     return {
       observation: {
         text: axtree !== '' ? axtree : pruned,
@@ -333,8 +366,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
         goal: this.goal,
         axtree_txt: axtree,
         pruned_html: pruned,
-        error: actionError,
-        last_action_error: actionError !== '',
+        error,
+        last_action_error: error !== '',
       },
       reward,
       done,
