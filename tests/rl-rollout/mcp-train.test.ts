@@ -94,9 +94,10 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
     const ok = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo_message')), tokenizer: tok, rows, envFactory: factory, config: CONFIG, seed: 4 });
     expect(ok.map(toolContents)).toEqual([['hi there'], ['hi there']]);
     expect(ok.map((r) => [r.toolCalls, r.toolFailures])).toEqual([[1, 0], [1, 0]]);
-    // The MCP echo rewards no tool step: the env's own reward is "none" (unscorable), not a made-up 0.
+    // The MCP echo rewards no tool step: an episode that earned no env reward scores 0, as TRL's
+    // examples' `self.reward = 0.0` (not null, which would make every rollout unscorable and train nothing).
     const rewards = task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: ok.map((r) => r.env), trainer_state: { global_step: 0 } });
-    expect(rewards).toEqual([null, null]);
+    expect(rewards).toEqual([0, 0]);
     // A tool the env does not list fails here, as in TRL, without a round trip.
     const bad = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('nope')), tokenizer: tok, rows: rows.slice(0, 1), envFactory: factory, config: CONFIG, seed: 5 });
     expect(toolContents(bad[0]!)).toEqual([`{'error': 'Tool nope not found.'}`]);
