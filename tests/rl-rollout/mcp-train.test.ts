@@ -150,6 +150,18 @@ describe('env errors are named, not trained on', () => {
     expect(stepWarnings({ 'tools/call_frequency': 0, 'tools/failure_frequency': 0 })).toEqual([]);
   });
 
+  it('a step where no rollout earned any reward warns; one reward anywhere, or nothing scored, does not', () => {
+    const [warning, ...rest] = stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'rewards/reward_from_env/mean': 0, 'rewards/reward_from_env/std': 0 });
+    expect(rest).toEqual([]);
+    expect(warning).toContain('no rollout of this step earned any reward');
+    // Several functions: one that scored nothing (NaN, null in JSON) does not hide the others' zeros.
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 0, 'rewards/b/mean': null, 'rewards/b/std': null })).toHaveLength(1);
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 0, 'rewards/b/mean': 0.25, 'rewards/b/std': 0.5 })).toEqual([]);
+    // Mean 0 from +1 and −1 is a reward earned.
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 1 })).toEqual([]);
+    expect(stepWarnings({ 'rewards/a/mean': Number.NaN, 'rewards/a/std': Number.NaN })).toEqual([]);
+  });
+
   it('a step where no tool result fitted the budget carries a warning naming max_completion_length; some fitting, none', () => {
     const [warning, ...rest] = stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 1 });
     expect(rest).toEqual([]);
