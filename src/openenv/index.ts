@@ -6,3 +6,4 @@ export { wsUrl } from './url.ts';
 export type * from './types.ts';
 export { McpToolError, detectProtocol, isCallToolObservation, parseToolList, protocolFromSchema, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool, type McpToolErrorType } from './mcp.ts';
 export { envProtocol, wsMcpProbe } from './protocol.ts';
+export { HttpEpisode, httpBaseUrl, lacksWsRoute } from './http-episode.ts';
