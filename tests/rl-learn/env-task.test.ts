@@ -69,6 +69,15 @@ describe('taskFromMetadata', () => {
     }
   });
 
+  it("a proxied upstream (the app's path) is told by its game through the proxy", async () => {
+    const proxy = await createEnvServer({ port: 0, envs: {}, upstreams: { space: [`${server.url}/envs/wordle`] } });
+    try {
+      expect(await taskFromMetadata(`${proxy.url}/envs/space`)).toBe('wordle');
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('a game named in /metadata is read from there, with no episode', async () => {
     const meta = (game: string) => (async () => new Response(JSON.stringify({ name: 'OpenSpielEnvironment', game_name: game }))) as typeof fetch;
     expect(await taskFromMetadata('http://unreachable.invalid', meta('catch'))).toBe('catch');
