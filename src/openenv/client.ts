@@ -3,8 +3,8 @@
 // order. Frames that arrive unprompted (the connect-time CAPACITY_REACHED refusal, webgrpo's idle
 // timeout) are kept, so the next call reports them even if the server already closed the socket.
 
-import { connectionRefusedMessage, isConnectionRefused, OpenEnvError } from './errors.ts';
-import { parseToolList, toolCallValue, type McpTool } from './mcp.ts';
+import { connectionRefusedMessage, isConnectionRefused, OpenEnvError, serverErrorText } from './errors.ts';
+import { parseToolList, rpcToolResult, toolCallValue, type McpTool } from './mcp.ts';
 import { createSocket, SOCKET_OPEN, type SocketLike } from './socket.ts';
 import type { ErrorFrameData, JsonRpcRequest, JsonRpcResponse, ServerFrame, StepResult } from './types.ts';
 import { wsUrl } from './url.ts';
@@ -62,10 +62,20 @@ export class OpenEnvSession<O = Record<string, unknown>> {
     return this.request({ type: 'mcp', data: request }, 'mcp') as Promise<JsonRpcResponse>;
   }
 
-  /** MCP envs: a `list_tools` step (it counts as a step, as in OpenEnv; Python caches it, callers may too). */
+  /**
+   * MCP envs: a `list_tools` step (it counts as a step, as in OpenEnv; Python caches it, callers may too).
+   * An env whose action class subclasses CallToolAction (finqa) refuses that step with VALIDATION_ERROR;
+   * then, as OpenEnv's MCPToolClient does, the tools come from JSON-RPC `tools/list` on the same socket.
+   */
   async listTools(): Promise<McpTool[]> {
-    const result = await this.step({ type: 'list_tools' });
-    return parseToolList(result.observation);
+    let observation: unknown;
+    try {
+      observation = (await this.step({ type: 'list_tools' })).observation;
+    } catch (err) {
+      if (!(err instanceof OpenEnvError && err.code === 'VALIDATION_ERROR')) throw err;
+      observation = rpcToolResult('tools/list', await this.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 }));
+    }
+    return parseToolList(observation);
   }
 
   /**
@@ -155,8 +165,7 @@ function protocolErrorFrame(message: string): ServerFrame {
 }
 
 function errorFromFrame(data: ErrorFrameData): OpenEnvError {
-  const message = typeof data?.message === 'string' ? data.message : JSON.stringify(data);
-  return new OpenEnvError(data?.code ?? 'PROTOCOL', message, data);
+  return new OpenEnvError(data?.code ?? 'PROTOCOL', serverErrorText(data), data);
 }
 
 /** Opens `<base>/ws`. Resolves once the socket is open (a capacity refusal shows on the first call). */

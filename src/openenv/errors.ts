@@ -37,3 +37,18 @@ export function isConnectionRefused(err: unknown, depth = 0): boolean {
 export function connectionRefusedMessage(baseUrl: string): string {
   return `connection refused — is an env-server running at ${baseUrl.replace(/\/+$/, '')}? (start one with \`npx webgrpo env-server\`)`;
 }
+
+/**
+ * An error frame's text with what the server said about it: a VALIDATION_ERROR's pydantic issues
+ * (`loc: msg [type]`, e.g. `type: Input should be 'call_tool' [literal_error]`) follow the bare
+ * "Invalid message", so the reader sees which field the env's action class refused.
+ */
+export function serverErrorText(data: ErrorFrameData | undefined): string {
+  const message = typeof data?.message === 'string' ? data.message : JSON.stringify(data ?? null);
+  const issues = Array.isArray(data?.errors) ? data.errors : [];
+  const details = issues.map((e) => {
+    const loc = Array.isArray(e?.loc) && e.loc.length > 0 ? `${e.loc.join('.')}: ` : '';
+    return `${loc}${typeof e?.msg === 'string' ? e.msg : JSON.stringify(e)}${typeof e?.type === 'string' ? ` [${e.type}]` : ''}`;
+  });
+  return details.length > 0 ? `${message}: ${details.join('; ')}` : message;
+}

@@ -51,14 +51,19 @@ export function parseToolList(observation: unknown): McpTool[] {
   });
 }
 
+/** A `CallToolObservation` (`tool_name`, `result`, `error`), as opposed to an env's own observation. */
+export function isCallToolObservation(observation: unknown): observation is Record<string, unknown> & { tool_name: unknown } {
+  return isObject(observation) && 'tool_name' in observation;
+}
+
 /**
  * A `call_tool` observation → the value Python's `call_tool` returns (`result.data` when `result` is an
- * object with `data`, else `result`), or a McpToolError when `error` is set.
+ * object with `data`, else `result`), or a McpToolError when `error` is set. An env that overrides `step`
+ * may answer with its own observation (finqa's `submit_answer` gives `{}` and the reward): that
+ * observation is the value, as OpenEnv's MCPToolClient returns it.
  */
 export function toolCallValue(observation: unknown): unknown {
-  if (!isObject(observation) || !('tool_name' in observation)) {
-    throw new Error(`not a call_tool observation (no 'tool_name'): ${JSON.stringify(observation).slice(0, 200)}`);
-  }
+  if (!isCallToolObservation(observation)) return observation;
   const error = observation.error;
   if (error) {
     const e = isObject(error) ? error : {};

@@ -1,8 +1,10 @@
 // Which form an OpenEnv URL speaks (specs/openenv-mcp.md §6), asked once per URL and remembered:
-// GET /schema, and if that does not settle it, one JSON-RPC `tools/list` frame on a fresh `/ws`.
+// GET /schema, and if that does not settle it, one JSON-RPC `tools/list` frame on a fresh `/ws` (or
+// `POST /mcp` on a server with no `/ws` route).
 
 import { connect } from './client.ts';
 import { OpenEnvError } from './errors.ts';
+import { HttpEpisode, lacksWsRoute } from './http-episode.ts';
 import { detectProtocol, type EnvProtocol, type McpProbe } from './mcp.ts';
 
 /** Capacity refusals are retried like an episode's (full jitter, doubling from 200 ms up to 5 s, 5 retries). */
@@ -11,7 +13,14 @@ const PROBE_RETRIES = 5;
 /** Opens `/ws`, sends the `mcp` tools/list frame before any reset, closes. An old server's UNKNOWN_TYPE = unsupported. */
 export const wsMcpProbe: McpProbe = async (baseUrl) => {
   for (let attempt = 0; ; attempt++) {
-    const session = await connect(baseUrl, { timeoutMs: 10_000 });
+    let session;
+    try {
+      session = await connect(baseUrl, { timeoutMs: 10_000 });
+    } catch (err) {
+      // No /ws route (an HTTP-only server): the same tools/list over POST /mcp.
+      if (lacksWsRoute(err)) return new HttpEpisode(baseUrl, 10_000).mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 });
+      throw err;
+    }
     try {
       return await session.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 });
     } catch (err) {

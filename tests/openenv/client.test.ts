@@ -49,7 +49,7 @@ describe('OpenEnvSession', () => {
     const session = await connect(`${server.url}/envs/echo/`);
     const err = await session.step({ msg: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenEnvError);
-    expect(err).toMatchObject({ code: 'VALIDATION_ERROR', message: 'Invalid message (code: VALIDATION_ERROR)' });
+    expect(err).toMatchObject({ code: 'VALIDATION_ERROR', message: 'Invalid message: tool_name: Field required [missing]; msg: Extra inputs are not permitted [extra_forbidden] (code: VALIDATION_ERROR)' });
     expect((err as OpenEnvError).data!.errors!.map((e) => e.type)).toEqual(['missing', 'extra_forbidden']);
     // Still usable after a non-fatal error.
     expect((await session.step({ message: 'ok' })).observation).toMatchObject({ echoed_message: 'ok' });

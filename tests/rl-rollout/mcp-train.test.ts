@@ -94,9 +94,10 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
     const ok = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo_message')), tokenizer: tok, rows, envFactory: factory, config: CONFIG, seed: 4 });
     expect(ok.map(toolContents)).toEqual([['hi there'], ['hi there']]);
     expect(ok.map((r) => [r.toolCalls, r.toolFailures])).toEqual([[1, 0], [1, 0]]);
-    // The MCP echo rewards no tool step: the env's own reward is "none" (unscorable), not a made-up 0.
+    // The MCP echo rewards no tool step: an episode that earned no env reward scores 0, as TRL's
+    // examples' `self.reward = 0.0` (not null, which would make every rollout unscorable and train nothing).
     const rewards = task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: ok.map((r) => r.env), trainer_state: { global_step: 0 } });
-    expect(rewards).toEqual([null, null]);
+    expect(rewards).toEqual([0, 0]);
     // A tool the env does not list fails here, as in TRL, without a round trip.
     const bad = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('nope')), tokenizer: tok, rows: rows.slice(0, 1), envFactory: factory, config: CONFIG, seed: 5 });
     expect(toolContents(bad[0]!)).toEqual([`{'error': 'Tool nope not found.'}`]);
@@ -155,6 +156,18 @@ describe('env errors are named, not trained on', () => {
     expect(warning).toContain('no rollout of this step called a tool (tools/call_frequency 0)');
     expect(warning).toContain('SFT warm-up');
     expect(stepWarnings({ 'tools/call_frequency': 0.25, 'tools/failure_frequency': 0, 'tools/over_budget_frequency': 0 })).toEqual([]);
+  });
+
+  it('a step where no rollout earned any reward warns; one reward anywhere, or nothing scored, does not', () => {
+    const [warning, ...rest] = stepWarnings({ 'tools/call_frequency': 1, 'tools/failure_frequency': 0, 'rewards/reward_from_env/mean': 0, 'rewards/reward_from_env/std': 0 });
+    expect(rest).toEqual([]);
+    expect(warning).toContain('no rollout of this step earned any reward');
+    // Several functions: one that scored nothing (NaN, null in JSON) does not hide the others' zeros.
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 0, 'rewards/b/mean': null, 'rewards/b/std': null })).toHaveLength(1);
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 0, 'rewards/b/mean': 0.25, 'rewards/b/std': 0.5 })).toEqual([]);
+    // Mean 0 from +1 and −1 is a reward earned.
+    expect(stepWarnings({ 'rewards/a/mean': 0, 'rewards/a/std': 1 })).toEqual([]);
+    expect(stepWarnings({ 'rewards/a/mean': Number.NaN, 'rewards/a/std': Number.NaN })).toEqual([]);
   });
 
   it('a step where no tool result fitted the budget carries a warning naming max_completion_length; some fitting, none', () => {

@@ -85,8 +85,9 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
  * Steps that are almost never learning, said on every such step (TRL logs only the numbers): no rollout
  * called a tool (every task here offers tools; without a call the model never acted in the env, and the
  * step trains only on what it said instead), every tool call failed (the env is gone or speaks another
- * protocol), or every completion's tool results were rolled back for the budget (the model calls tools
- * but never reads what they return).
+ * protocol), every completion's tool results were rolled back for the budget (the model calls tools
+ * but never reads what they return), or no rollout earned any reward (every advantage is 0; an env that
+ * never pays scores 0, so this is otherwise silent).
  */
 export function stepWarnings(metrics: Readonly<Record<string, number | null>>): string[] {
   const warnings: string[] = [];
@@ -100,7 +101,19 @@ export function stepWarnings(metrics: Readonly<Record<string, number | null>>): 
   if (calls > 0 && metrics['tools/over_budget_frequency'] === 1) {
     warnings.push('no tool result of this step reached the model (tools/over_budget_frequency 1): each one would have taken its completion past max_completion_length (or the context), so it was rolled back and the episode ended at its call. Raise max_completion_length (or lower max_context_images).');
   }
+  if (noRewardEarned(metrics)) {
+    warnings.push('no rollout of this step earned any reward (every reward function gave 0 or nothing): every advantage is 0, so the step learns nothing. An episode the env never rewards scores 0 (as TRL\'s examples); check that the env pays a reward for what the model does (e.g. an answer or a finished game).');
+  }
   return warnings;
+}
+
+/**
+ * Every value any reward function scored this step is 0 (its `rewards/<name>/mean` and `/std` both 0);
+ * functions that scored nothing (mean NaN, or null once logged as JSON) say nothing either way.
+ */
+function noRewardEarned(metrics: Readonly<Record<string, number | null>>): boolean {
+  const scored = Object.keys(metrics).filter((k) => /^rewards\/.+\/mean$/.test(k) && Number.isFinite(metrics[k]));
+  return scored.length > 0 && scored.every((k) => metrics[k] === 0 && metrics[`${k.slice(0, -'mean'.length)}std`] === 0);
 }
 
 /**

@@ -3,7 +3,7 @@
 // the server rejecting an action (a tool error the model sees, like Python's `Server error: …`) and the
 // env being gone (refused, dropped, timed out: an EnvFailure that makes the rollout unscorable).
 
-import { envProtocol, OpenEnvError, withEpisode, type EnvProtocol, type EpisodeOptions, type JsonRpcRequest, type JsonRpcResponse, type StepResult } from '../../../openenv/index.ts';
+import { envProtocol, HttpEpisode, lacksWsRoute, OpenEnvError, withEpisode, type EnvProtocol, type EpisodeOptions, type JsonRpcRequest, type JsonRpcResponse, type StepResult } from '../../../openenv/index.ts';
 import { EnvFailure } from '../../rollout/env.ts';
 
 export interface EpisodeSession {
@@ -28,10 +28,34 @@ export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): Op
   return (baseUrl, reset) => openEpisode(baseUrl, reset ? { ...options, reset } : options);
 }
 
-/** One episode over `withEpisode` (connect, reset with `options.reset`, retry refusals, close). */
+/** Base URLs whose `/ws` upgrade was refused with a 4xx: their episodes go over the HTTP routes. */
+const httpOnly = new Set<string>();
+
+/**
+ * One episode over `withEpisode` (connect, reset with `options.reset`, retry refusals, close), or over
+ * `POST /reset`, `/step`, `/mcp` for a server with no `/ws` route (OpenEnv's calendar env).
+ */
 export async function openEpisode(baseUrl: string, options: EpisodeOptions = {}): Promise<EpisodeSession> {
   // Asked once per URL (cached): MCP envs are stepped with list_tools / call_tool actions.
   const protocol = await envProtocol(baseUrl);
+  if (httpOnly.has(baseUrl)) return openHttpEpisode(baseUrl, protocol, options);
+  try {
+    return await openWsEpisode(baseUrl, protocol, options);
+  } catch (err) {
+    if (!lacksWsRoute(err)) throw err;
+    httpOnly.add(baseUrl);
+    return openHttpEpisode(baseUrl, protocol, options);
+  }
+}
+
+/** The episode over HTTP: the server keeps the env between requests (there is no session to close). */
+async function openHttpEpisode(baseUrl: string, protocol: EnvProtocol, options: EpisodeOptions): Promise<EpisodeSession> {
+  const http = new HttpEpisode(baseUrl, options.timeoutMs);
+  const first = await http.reset(options.reset ?? {});
+  return { first, protocol, step: (action) => http.step(action), mcp: (request) => http.mcp(request), close: async () => undefined };
+}
+
+function openWsEpisode(baseUrl: string, protocol: EnvProtocol, options: EpisodeOptions): Promise<EpisodeSession> {
   return new Promise<EpisodeSession>((resolve, reject) => {
     let finish!: () => void;
     const finished = new Promise<void>((r) => (finish = r));

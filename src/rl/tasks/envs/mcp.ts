@@ -3,8 +3,8 @@
 // llm_client does, is the function's parameters), every tool call is a `call_tool` step, the reward is
 // the env's own (from each step's envelope), and the prompts come from the user (text or JSONL).
 
-import { parseToolList, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool } from '../../../openenv/index.ts';
-import type { DatasetRow, Tool, ToolEnv } from '../../rollout/env.ts';
+import { isCallToolObservation, parseToolList, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool } from '../../../openenv/index.ts';
+import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../rollout/env.ts';
 import type { JsonSchema, ToolSchema } from '../../rollout/schema.ts';
 import { EpisodeSlot, type OpenEpisode } from './episode-session.ts';
 
@@ -42,8 +42,8 @@ export function mcpToolSchema(tool: McpTool): ToolSchema {
 
 /** One episode of an MCP env: tools as the env lists them, reward = the last reward the env gave. */
 export class McpToolEnv implements ToolEnv {
-  /** The env's last non-null step reward this episode (null: it gave none). */
-  reward: number | null = null;
+  /** The env's last non-null step reward this episode; 0 when it gave none (TRL's examples start `self.reward = 0.0`). */
+  reward = 0;
   readonly tools: Tool[];
   private readonly episode: EpisodeSlot;
 
@@ -69,10 +69,15 @@ export class McpToolEnv implements ToolEnv {
     });
   }
 
-  /** The reset observation, when it says anything, goes after the prompt as JSON on its own line. */
-  async reset(_row: DatasetRow): Promise<string | null> {
-    this.reward = null;
-    const first = await this.episode.reset();
+  /**
+   * Resets with the row's columns other than `prompt` as the reset's kwargs (TRL passes every column to
+   * `reset`; OpenEnv's reset takes `seed`, `episode_id` and the env's own extras). The reset
+   * observation, when it says anything, goes after the prompt as JSON on its own line.
+   */
+  async reset(row: DatasetRow): Promise<string | null> {
+    this.reward = 0;
+    const { prompt: _prompt, ...kwargs } = row;
+    const first = await this.episode.reset(kwargs);
     const observation = first.observation;
     return isObject(observation) && Object.keys(observation).length === 0 ? null : `\n${JSON.stringify(observation)}`;
   }
@@ -86,8 +91,9 @@ export class McpToolEnv implements ToolEnv {
     const step = await this.episode.step({ type: 'call_tool', tool_name: name, arguments: args });
     const reward = typeof step.reward === 'boolean' ? Number(step.reward) : step.reward;
     if (typeof reward === 'number') this.reward = reward;
-    toolCallValue(step.observation); // throws the env's tool error (the model reads it as the result)
-    return toolResultText((step.observation as { result?: unknown }).result);
+    const value = toolCallValue(step.observation); // throws the env's tool error (the model reads it as the result)
+    // An env's own observation (not a CallToolObservation) is the result as it came: its JSON.
+    return isCallToolObservation(step.observation) ? toolResultText(step.observation.result) : JSON.stringify(value);
   }
 
   close(): Promise<void> {
@@ -102,13 +108,30 @@ export async function listEnvTools(baseUrl: string, open: OpenEpisode): Promise<
     await episode.reset();
     const protocol = episode.protocol;
     if (protocol === 'action') throw new Error(`${baseUrl} is not an MCP environment (its /schema and /ws say it takes its own actions)`);
-    const listing = protocol === 'mcp'
-      ? (await episode.step({ type: 'list_tools' })).observation
-      : rpcToolResult('tools/list', await episode.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 }));
+    const listing = protocol === 'mcp' ? await listToolsStep(episode) : await rpcToolList(episode);
     const tools = parseToolList(listing);
     if (tools.length === 0) throw new Error(`${baseUrl} lists no tools: there is nothing for the model to call`);
     return { tools, protocol };
   } finally {
     await episode.close();
+  }
+}
+
+const rpcToolList = async (episode: EpisodeSlot) => rpcToolResult('tools/list', await episode.mcp({ jsonrpc: '2.0', method: 'tools/list', id: 1 }));
+
+/**
+ * A `list_tools` step; an env whose action class subclasses CallToolAction (finqa) refuses it as an
+ * invalid action, and then, as OpenEnv's MCPToolClient, JSON-RPC `tools/list` on the same socket lists the tools.
+ */
+async function listToolsStep(episode: EpisodeSlot): Promise<unknown> {
+  try {
+    return (await episode.step({ type: 'list_tools' })).observation;
+  } catch (err) {
+    if (err instanceof EnvFailure) throw err;
+    try {
+      return await rpcToolList(episode);
+    } catch (rpcErr) {
+      throw new Error(`cannot list the tools: the list_tools step was refused (${(err as Error).message}) and JSON-RPC tools/list failed too (${(rpcErr as Error).message})`);
+    }
   }
 }
