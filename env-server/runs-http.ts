@@ -20,7 +20,6 @@
 // says who may read what). Who may send requests at all (Host, Origin) the server decides for every
 // route before this handler runs (origin-policy.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BodyBudget, BodyBudgetExhausted } from './body-budget.ts';
 import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, sendBeforeBodyEnds, sendBodyTooLarge } from './http-util.ts';
@@ -93,16 +92,31 @@ function queryInt(url: URL, name: string, fallback: number, min: number, max: nu
   return n;
 }
 
+/** Resolves when `res` may take more ('drain'), or is gone ('close'). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /**
- * Writes an export as the store produces it, piece by piece, waiting for the client to take each one
- * and giving the event loop a turn between pieces: a big run's export never holds the server.
+ * Writes an export as the store produces it, one piece at a time, giving the event loop a turn after
+ * each (a loopback socket takes megabytes without pushing back, so waiting for 'drain' alone would
+ * write a whole run in one turn) and waiting for the client when it pushes back. The first piece
+ * (the run itself, or its 404) is made before the headers are sent.
  */
 async function sendExport(res: ServerResponse, pieces: Generator<string>, id: string): Promise<void> {
-  const first = pieces.next();
+  let piece = pieces.next();
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-disposition': `attachment; filename="webgrpo-run-${id}.json"` });
-  for (let piece = first; !piece.done; piece = pieces.next()) {
+  for (; !piece.done; piece = pieces.next()) {
     if (res.destroyed) return;
-    if (!res.write(piece.value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    if (!res.write(piece.value)) await drained(res);
     await nextTurn();
   }
   res.end();

@@ -36,7 +36,7 @@ export interface ImportLimits {
  * the import to stop; between batches the worker sleeps on it, so that request wakes it at once.
  */
 export function importRunText(file: string, text: string, maxJsonDepth: number, limits: ImportLimits, stop: Int32Array): ImportOutcome {
-  const store = new RunStore(file, limits);
+  const store = new RunStore(file, { ...limits, importer: true });
   const pacing: ImportPacing = {
     between(batchMs) {
       // Rest as long as the batch held the lock: other connections' writes get their turn.

@@ -94,6 +94,12 @@ export interface RunStoreOptions {
   maxRolloutsPerStep?: number;
   /** Rollouts one run may keep, all steps together (default 250,000; `--max-rollouts-per-run`). */
   maxRolloutsPerRun?: number;
+  /**
+   * A connection that writes imports only: its commits do not wait for the disk (synchronous=NORMAL;
+   * WAL stays consistent), so each batch holds the write lock for its inserts only. A power loss may
+   * drop its last commits; an import cut short that way stays hidden and is removed as stale.
+   */
+  importer?: boolean;
 }
 
 /** The live tab writes at least every 30 s (src/app/live-run.ts); a hidden tab's timer may lag to a minute. */
@@ -272,6 +278,7 @@ export class RunStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
+    if (options.importer) this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
     this.migrate();
     // The owner's runs list looks runs up by their write token's digest.
@@ -553,25 +560,38 @@ export class RunStore {
       rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step BETWEEN ? AND ? AND idx < ? ORDER BY step, idx LIMIT ? OFFSET ?')
         .all(id, opts.from ?? 0, opts.to ?? Number.MAX_SAFE_INTEGER, perStep, ...page) as typeof rows;
     } else {
-      rows = this.db.prepare(
-        `SELECT step, idx, data FROM rollouts WHERE run_id = ? AND idx < ? AND step IN
-           (SELECT DISTINCT step FROM rollouts WHERE run_id = ? ORDER BY step DESC LIMIT ?)
-         ORDER BY step, idx LIMIT ? OFFSET ?`,
-      ).all(id, perStep, id, opts.lastSteps ?? 5, ...page) as typeof rows;
+      const steps = this.distinctRolloutSteps(id, 'last', opts.lastSteps ?? 5);
+      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND idx < ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step, idx LIMIT ? OFFSET ?')
+        .all(id, perStep, JSON.stringify(steps), ...page) as typeof rows;
     }
     return rows.map((r) => ({ step: r.step, index: r.idx, data: JSON.parse(r.data) }));
   }
 
-  /** How many rollouts each of `steps` kept. */
+  /** How many rollouts each of `steps` kept: its last index + 1 (a step's indexes run 0…n−1), one index lookup each. */
   rolloutCounts(id: string, steps: number[]): Map<number, number> {
-    const rows = this.db.prepare('SELECT step, COUNT(*) AS n FROM rollouts WHERE run_id = ? AND step IN (SELECT value FROM json_each(?)) GROUP BY step').all(id, JSON.stringify(steps)) as { step: number; n: number }[];
-    return new Map(rows.map((r) => [r.step, r.n]));
+    const last = this.db.prepare('SELECT MAX(idx) AS i FROM rollouts WHERE run_id = ? AND step = ?');
+    return new Map(steps.map((step) => [step, ((last.get(id, step) as { i: number | null }).i ?? -1) + 1]));
+  }
+
+  /**
+   * The distinct steps that kept rollouts, first to last (or the last `limit`, last first), one index
+   * lookup per step: a DISTINCT would read every rollout of the run, and a step may keep thousands.
+   */
+  private distinctRolloutSteps(id: string, from: 'first' | 'last', limit = -1): number[] {
+    const [agg, cmp] = from === 'first' ? ['MIN', '>'] : ['MAX', '<'];
+    const rows = this.db.prepare(
+      `WITH RECURSIVE s(step) AS (
+         SELECT ${agg}(step) FROM rollouts WHERE run_id = @id
+         UNION ALL SELECT (SELECT ${agg}(step) FROM rollouts WHERE run_id = @id AND step ${cmp} s.step) FROM s WHERE s.step IS NOT NULL
+       ) SELECT step FROM s WHERE step IS NOT NULL LIMIT @limit`,
+    ).all({ id, limit }) as { step: number }[];
+    return rows.map((r) => r.step);
   }
 
   /** The steps that kept rollouts, in order (the rollout viewer pages through them). */
   rolloutSteps(id: string): number[] {
     this.get(id);
-    return (this.db.prepare('SELECT DISTINCT step FROM rollouts WHERE run_id = ? ORDER BY step').all(id) as { step: number }[]).map((r) => r.step);
+    return this.distinctRolloutSteps(id, 'first');
   }
 
   /**

@@ -121,10 +121,14 @@ const writer = (async () => {
 })();
 
 let reads = 0;
+const readMaxMs: Record<string, number> = {};
 const readers = Array.from({ length: READERS }, async (_, i) => {
   const routes = [`/rollouts?step=0&share=${big.shareToken}`, `/page?share=${big.shareToken}`, `/export?share=${big.shareToken}`];
   while (!done) {
-    await timed(async () => (await fetch(`${url}/api/runs/${big.id}${routes[(reads + i) % routes.length]}`)).arrayBuffer());
+    const route = routes[(reads + i) % routes.length];
+    const ms = await timed(async () => (await fetch(`${url}/api/runs/${big.id}${route}`)).arrayBuffer());
+    const name = route.split('?')[0].slice(1);
+    readMaxMs[name] = Math.max(readMaxMs[name] ?? 0, Math.round(ms));
     reads++;
   }
 });
@@ -154,6 +158,7 @@ console.log(JSON.stringify({
   step_rollouts: ROLLOUTS,
   readers: READERS,
   reads,
+  read_max_ms: readMaxMs,
   health_max_ms: max(healthMs),
   live_write_max_ms: max(writeMs),
   live_write_failures: writeFailures,
