@@ -178,7 +178,7 @@ describe('limits named in their errors', () => {
     const imported = await post('/api/runs/import', exportOf(1, { rollouts: Array.from({ length: 4 }, () => ({ step: 0, data: {} })) }));
     expect(imported.status).toBe(413);
     expect(((await imported.json()) as { detail: string }).detail).toMatch(/--max-rollouts-per-step/);
-  });
+  }, 60_000);
 
   it('refuses run names with NUL, a right-to-left override or 201 characters, on import as on create', async () => {
     for (const name of ['a\u0000b', 'evil\u202etxt.exe', 'x'.repeat(201), 'isolate\u2066x\u2069']) {
@@ -189,7 +189,7 @@ describe('limits named in their errors', () => {
       expect(created.status).toBe(400);
     }
     expect((await post('/api/runs/import', exportOf(1, { name: 'fine — ünïcode' }))).status).toBe(201);
-  });
+  }, 180_000);
 
   it('answers 503, naming the budget, to a body that would pass the in-flight bytes', async () => {
     // Two bodies of (nearly) 1 MiB held open take the 2 MiB budget; a third is turned away while it arrives.
@@ -214,8 +214,8 @@ describe('limits named in their errors', () => {
     expect(JSON.parse(third.body).detail).toMatch(/limit of 2097152 bytes \(--max-inflight-body-bytes\)/);
     for (const req of holders) req.destroy();
     // The held bytes are given back when their requests end.
-    expect(await settles(async () => (await post('/api/runs/import', exportOf(1))).status === 201)).toBe(true);
-  });
+    expect(await settles(async () => (await post('/api/runs/import', exportOf(1))).status === 201, 30_000)).toBe(true);
+  }, 60_000);
 
   it('answers GET /api/runs only to a loopback Host, never to an --allow-host name', async () => {
     const list = (host: string) =>
