@@ -128,7 +128,7 @@ const IMPORT_BATCH_MS = 25;
 /** Rows one delete of a discarded import removes per transaction (same reason). */
 const DELETE_BATCH_ROWS = 5000;
 /** Rows of one read of an export: the export is produced piece by piece, never as one big array. */
-const EXPORT_CHUNK_ROWS = 2000;
+const EXPORT_CHUNK_ROWS = 500;
 
 /** What an importer does between its transactions; false abandons the import (the server is stopping). */
 export interface ImportPacing {
