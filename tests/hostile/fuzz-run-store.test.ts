@@ -37,11 +37,11 @@ afterAll(async () => {
 
 /** Names as they come: plain, unicode, empty, long, with controls, NUL, bidi overrides and isolates. */
 const runName = fc.oneof(
-  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
-  fc.constantFrom('', '  ', 'a\u0000b', 'evil\u202etxt.exe', 'x\u2066y\u2069', '\u0085', 'line\u2028break', 'x'.repeat(200), 'x'.repeat(201), 'tab\there'),
-  fc.jsonValue({ maxDepth: 1 }),
+  { arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), weight: 6 },
+  { arbitrary: fc.constantFrom('', '  ', 'a\u0000b', 'evil\u202etxt.exe', 'x\u2066y\u2069', '\u0085', 'line\u2028break', 'x'.repeat(200), 'x'.repeat(201), 'tab\there'), weight: 2 },
+  { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 },
 );
-const metrics = fc.dictionary(fc.string({ maxLength: 12 }), fc.oneof({ arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }), weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }, { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 }), { maxKeys: 4 });
+const metrics = fc.dictionary(fc.string({ maxLength: 12 }), fc.oneof({ arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }), weight: 16 }, { arbitrary: fc.constant(null), weight: 3 }, { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 }), { maxKeys: 4 });
 const rolloutData = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 });
 /** An export: mostly well formed, steps distinct or not, rollouts within the caps (8 a step, 20 a run) or over. */
 const runExport = fc.record({
@@ -49,13 +49,17 @@ const runExport = fc.record({
   version: fc.oneof({ arbitrary: fc.constant(1), weight: 9 }, { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 }),
   run: fc.record({
     name: runName,
-    status: fc.constantFrom('finished', 'running', 'created', 'failed', 'stopped', 'paused', 'bogus'),
+    status: fc.oneof({ arbitrary: fc.constantFrom('finished', 'running', 'created', 'failed', 'stopped', 'paused'), weight: 9 }, { arbitrary: fc.constant('bogus'), weight: 1 }),
     config: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
     model: fc.constant({ name: 'm' }),
     env: fc.constant({ name: 'echo' }),
   }, { requiredKeys: ['config', 'model', 'env'] }),
-  steps: fc.array(fc.record({ step: fc.oneof(fc.nat({ max: 30 }), fc.integer({ min: -3, max: -1 }), fc.constant(1.5)), metrics }), { maxLength: 12 }),
-  rollouts: fc.array(fc.record({ step: fc.nat({ max: 4 }), index: fc.nat(), data: rolloutData }), { maxLength: 24 }),
+  // Distinct steps mostly; now and then a repeated, negative or fractional one.
+  steps: fc.oneof(
+    { arbitrary: fc.uniqueArray(fc.record({ step: fc.nat({ max: 30 }), metrics }), { maxLength: 12, selector: (s) => s.step }), weight: 6 },
+    { arbitrary: fc.array(fc.record({ step: fc.oneof(fc.nat({ max: 30 }), fc.integer({ min: -3, max: -1 }), fc.constant(1.5)), metrics }), { maxLength: 12 }), weight: 1 },
+  ),
+  rollouts: fc.array(fc.record({ step: fc.nat({ max: 6 }), index: fc.nat(), data: rolloutData }), { maxLength: 16 }),
 });
 /** The text sent: an export, or one cut short, or nested too deep, or anything JSON. */
 const importBody = fc.oneof(
@@ -74,7 +78,7 @@ const upload = fc.record({
   padding: fc.constantFrom(0, 0, 0, 64 * 1024, 3 * MiB),
 });
 const action = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant('import' as const), body: importBody, cutAfter: fc.option(fc.nat({ max: 200 }), { freq: 8 }) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('import' as const), body: importBody, cutAfter: fc.oneof({ arbitrary: fc.constant(null), weight: 8 }, { arbitrary: fc.nat({ max: 200 }), weight: 1 }) }), weight: 3 },
   { arbitrary: fc.record({ kind: fc.constant('upload' as const), upload }), weight: 1 },
 );
 
