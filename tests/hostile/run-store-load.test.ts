@@ -119,19 +119,23 @@ describe('a big import and big reads at once', () => {
 
 describe('SIGTERM in the middle of a 50 MiB import', () => {
   it('stops the server within seconds, and the import leaves nothing behind', async () => {
-    const server = await startServerProcess('start', startArgs('sigterm'));
     // Over 50 MiB: steps with a few metrics each (about 80 bytes a step).
     const metrics = { reward: 0.5, loss: 0.25, kl: 0.125, entropy: 1.5 };
     const body = JSON.stringify({ format: 'webgrpo-run', version: 1, run: { name: 'big', config: {}, model: {}, env: {} }, steps: Array.from({ length: 700_000 }, (_, step) => ({ step, metrics })), rollouts: [] });
     expect(body.length).toBeGreaterThan(50 * MiB);
+    const server = await startServerProcess('start', startArgs('sigterm'));
+    let stoppedAfter = Infinity;
     const importing = fetch(`${server.url}/api/runs/import`, { method: 'POST', headers: json, body }).catch(() => null);
-    // Until the worker is writing: the body is in, then parsing and checking take a few seconds.
-    await new Promise((r) => setTimeout(r, 8000));
-    const gone = new Promise<number>((resolve) => server.proc.once('exit', () => resolve(performance.now())));
-    const signalled = performance.now();
-    server.proc.kill('SIGTERM');
-    const stoppedAfter = await Promise.race([gone.then((t) => t - signalled), new Promise<number>((r) => setTimeout(() => r(Infinity), 30_000))]);
-    if (server.exited() === null) server.proc.kill('SIGKILL');
+    try {
+      // Until the worker is writing: the body is in, then parsing and checking take a few seconds.
+      await new Promise((r) => setTimeout(r, 8000));
+      const gone = new Promise<number>((resolve) => server.proc.once('exit', () => resolve(performance.now())));
+      const signalled = performance.now();
+      server.proc.kill('SIGTERM');
+      stoppedAfter = await Promise.race([gone.then((t) => t - signalled), new Promise<number>((r) => setTimeout(() => r(Infinity), 30_000))]);
+    } finally {
+      if (server.exited() === null) server.proc.kill('SIGKILL');
+    }
     await importing;
     expect(stoppedAfter).toBeLessThan(10_000);
     // Started again on the same file: no run, whole or partial, from the stopped import.
