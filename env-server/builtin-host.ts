@@ -244,14 +244,28 @@ export class BuiltinEnvHost implements EnvHost {
     });
   }
 
+  /**
+   * Slots HTTP-created sessions may hold together: half the pool (at least one). Nothing notices their
+   * client go away, so without this share a few `openenv/session/create` calls hold every slot until
+   * the idle timeout, and no socket session can start meanwhile.
+   */
+  private get maxMcpOnlySessions(): number {
+    return Math.max(1, Math.floor(this.pool.capacity / 2));
+  }
+
   private createMcpOnlySession(): { sessionId: string } | { error: string; data: Record<string, unknown> } {
-    if (!this.pool.tryAcquire()) {
-      const { active, capacity } = this.pool;
+    const { active, capacity } = this.pool;
+    // A full pool answers as OpenEnv does; the HTTP share is this server's own limit below it.
+    if (active >= capacity) return { error: capacityMessage(active, capacity), data: { active_sessions: active, max_sessions: capacity } };
+    const share = this.maxMcpOnlySessions;
+    if (this.mcpOnly.size >= share) {
+      const timeoutSec = this.opts.sessionTimeoutSec ?? this.opts.mcpSessionTimeoutSec;
       return {
-        error: capacityMessage(active, capacity),
-        data: { active_sessions: active, max_sessions: capacity },
+        error: `Sessions opened over HTTP /mcp may hold at most ${share} of the ${capacity} slots of ${this.name} (half, so sockets always find one); close one with openenv/session/close, or an idle one is freed after ${timeoutSec} s (--mcp-session-timeout)`,
+        data: { active_sessions: active, max_sessions: capacity, http_sessions: this.mcpOnly.size, max_http_sessions: share },
       };
     }
+    this.pool.tryAcquire();
     let env: AnyEnvInstance;
     try {
       env = this.def.create();

@@ -83,11 +83,16 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: () => Er
  * never sees the 413); a client that keeps sending long after the answer is cut off.
  */
 export function sendBodyTooLarge(req: IncomingMessage, res: ServerResponse, message: string): void {
+  sendBeforeBodyEnds(req, res, 413, message);
+}
+
+/** Any refusal of a body still arriving (413 too large, 503 busy), sent as sendBodyTooLarge sends its 413. */
+export function sendBeforeBodyEnds(req: IncomingMessage, res: ServerResponse, status: number, message: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  sendJson(res, 413, { detail: message });
+  sendJson(res, status, { detail: message });
   if (!req.complete) {
     req.resume();
     const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);

@@ -9,8 +9,9 @@ import type { ArtifactInfo, RolloutRecord, RunSummary, StepRecord } from './runs
 
 /** Weight bytes (adapter or full model) embedded in the page at most (base64 makes them a third larger). */
 export const EMBED_LIMIT_BYTES = 8 * 1024 * 1024;
-/** Steps whose rollouts the page shows, and characters of one rollout turn. */
+/** Steps whose rollouts the page shows, the first rollouts of each it shows, and characters of one rollout turn. */
 export const PAGE_ROLLOUT_STEPS = 3;
+export const PAGE_ROLLOUTS_PER_STEP = 64;
 const TURN_CHARS = 2000;
 
 const CHARTS: { title: string; metric: string }[] = [
@@ -86,7 +87,10 @@ function rolloutHtml(r: RolloutRecord): string {
 export interface RunPageInput {
   run: RunSummary;
   steps: StepRecord[];
+  /** At most PAGE_ROLLOUTS_PER_STEP of each step. */
   rollouts: RolloutRecord[];
+  /** How many rollouts each of those steps kept, when more than shown (the page says how many it leaves out). */
+  rolloutCounts?: Map<number, number>;
   /** The adapter's files (the bundle as kept), with their bytes when they fit EMBED_LIMIT_BYTES together. */
   adapter: { files: ArtifactInfo[]; bytes: Map<string, Buffer> | null };
   /** A fully fine-tuned run's model files (config.json, model.safetensors, …), zipped when they fit EMBED_LIMIT_BYTES together. */
@@ -118,7 +122,20 @@ function weightsSection(run: RunSummary, adapter: RunPageInput['adapter'], model
   return `<section><h2>Trained adapter (PEFT)</h2>${body}</section>`;
 }
 
-export function renderRunPage({ run, steps, rollouts, adapter, model: modelFiles }: RunPageInput): string {
+/** A step's rollouts as shown, and a line for the ones left out. */
+function stepRolloutsHtml(step: number, shown: RolloutRecord[], kept: number): string {
+  const more = kept - shown.length;
+  return shown.map(rolloutHtml).join('\n') + (more > 0 ? `\n<p class="muted">step ${step + 1} kept ${kept} rollouts; the first ${shown.length} are shown</p>` : '');
+}
+
+export function renderRunPage({ run, steps, rollouts, rolloutCounts, adapter, model: modelFiles }: RunPageInput): string {
+  const byStep = new Map<number, RolloutRecord[]>();
+  for (const r of rollouts) {
+    const list = byStep.get(r.step);
+    if (list) list.push(r);
+    else byStep.set(r.step, [r]);
+  }
+  const rolloutsHtml = [...byStep].map(([step, shown]) => stepRolloutsHtml(step, shown, rolloutCounts?.get(step) ?? shown.length)).join('\n');
   const charts = CHARTS.map((c) => svgChart(c.title, c.metric, steps)).filter((c): c is string => c !== null);
   const config = Object.entries(run.config).sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `<tr><td><code>${escape(k)}</code></td><td>${escape(typeof v === 'string' ? v : JSON.stringify(v))}</td></tr>`).join('');
@@ -143,7 +160,7 @@ ${run.error ? `<p>${escape(run.error)}</p>` : ''}
 <section><h2>Curves</h2><div class="charts">${charts.join('\n') || '<p class="muted">No steps were recorded.</p>'}</div></section>
 ${weightsSection(run, adapter, modelFiles)}
 <section><h2>Config</h2><table data-testid="page-config">${config}</table></section>
-<section><h2>Rollouts of the last steps</h2>${rollouts.map(rolloutHtml).join('\n') || '<p class="muted">None were kept.</p>'}</section>
+<section><h2>Rollouts of the last steps</h2>${rolloutsHtml || '<p class="muted">None were kept.</p>'}</section>
 </body></html>
 `;
 }

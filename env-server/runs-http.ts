@@ -4,7 +4,8 @@
 //   POST /api/runs/list                    {writeTokens, limit?, offset?} → the caller's own runs {runs, total}
 //   GET  /api/runs[?limit=N&offset=M]      every run, newest first → {runs, total} (local tools only)
 //   GET  /api/runs/:id[?after=STEP]        run summary + steps after STEP + its shareToken (polling for live views)
-//   GET  /api/runs/:id/rollouts[?step=S|?from=A&to=B|?last=N] → {rollouts, steps: every step with rollouts}
+//   GET  /api/runs/:id/rollouts[?step=S|?from=A&to=B|?last=N][&offset=K&limit=L]
+//                                          → {rollouts (at most L, from the K-th on), steps: every step with rollouts, next: K+L or null}
 //   POST /api/runs/:id/name                {name}                       (header x-webgrpo-write-token)
 //   DELETE /api/runs/:id                   the run, its steps, rollouts and files (header x-webgrpo-write-token)
 //   GET  /api/runs/:id/export              the whole run as one JSON file
@@ -21,11 +22,13 @@
 // says who may read what). Who may send requests at all (Host, Origin) the server decides for every
 // route before this handler runs (origin-policy.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { zipSync } from 'fflate';
-import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, readBody, sendBodyTooLarge } from './http-util.ts';
+import { BodyBudget, BodyBudgetExhausted } from './body-budget.ts';
+import { BodyTooLargeError, decodePathSegment, isJsonContentType, parseRequestUrl, sendBeforeBodyEnds, sendBodyTooLarge } from './http-util.ts';
 import { DEFAULT_MAX_JSON_DEPTH, parseBoundedJson } from './json-limits.ts';
 import { importRun } from './runs-import.ts';
-import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, renderRunPage } from './run-page.ts';
+import { EMBED_LIMIT_BYTES, PAGE_ROLLOUT_STEPS, PAGE_ROLLOUTS_PER_STEP, renderRunPage } from './run-page.ts';
 import { isLocalTool, readCredentials, shareLink, WRITE_TOKEN_HEADER } from './run-access.ts';
 import { RunStore, RunStoreError } from './runs.ts';
 import type { ArtifactInfo, RunStatus } from './runs-wire.ts';
@@ -39,11 +42,17 @@ export interface RunsHttpOptions {
   maxImportBytes?: number;
   /** Deepest JSON nesting accepted in a body; default 256. */
   maxJsonDepth?: number;
+  /** Bytes of request bodies held at once, all requests together; past it, 503 (default 128 MiB). */
+  maxInflightBodyBytes?: number;
   log?(line: string): void;
 }
 
 export const DEFAULT_RUNS_MAX_BODY_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_IMPORT_BYTES = 64 * 1024 * 1024;
+/** Two imports' worth: one being written, one being received. */
+export const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 128 * 1024 * 1024;
+/** Most rollouts one rollouts response carries (the `limit` default and maximum). */
+export const MAX_ROLLOUTS_PAGE = 1000;
 /** Most steps one rollouts request spans (`from`..`to`): a response stays small however long the run. */
 export const MAX_ROLLOUT_STEP_RANGE = 100;
 /** Most write tokens one owner's list request may present (a browser's runs; the body limit bounds it too). */
@@ -87,15 +96,50 @@ function queryInt(url: URL, name: string, fallback: number, min: number, max: nu
   return n;
 }
 
+/** Resolves when `res` may take more ('drain'), or is gone ('close'). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/**
+ * Writes an export as the store produces it, one piece at a time, giving the event loop a turn after
+ * each (a loopback socket takes megabytes without pushing back, so waiting for 'drain' alone would
+ * write a whole run in one turn) and waiting for the client when it pushes back. The first piece
+ * (the run itself, or its 404) is made before the headers are sent.
+ */
+async function sendExport(res: ServerResponse, pieces: Generator<string>, id: string): Promise<void> {
+  let piece = pieces.next();
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-disposition': `attachment; filename="webgrpo-run-${id}.json"` });
+  for (; !piece.done; piece = pieces.next()) {
+    if (res.destroyed) return;
+    if (!res.write(piece.value)) await drained(res);
+    await nextTurn();
+  }
+  res.end();
+}
+
 export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_RUNS_MAX_BODY_BYTES;
   const maxImportBytes = options.maxImportBytes ?? DEFAULT_MAX_IMPORT_BYTES;
   const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const budget = new BodyBudget(options.maxInflightBodyBytes ?? DEFAULT_MAX_INFLIGHT_BODY_BYTES);
+  if (budget.limit < maxImportBytes) throw new Error(`--max-inflight-body-bytes (${budget.limit}) must be at least --max-import-bytes (${maxImportBytes}), or no import could ever be received`);
+  // An artifact upload is its files as base64 (4 bytes per 3) in JSON: a body past that is refused as it arrives.
+  const maxArtifactBody = Math.min(maxImportBytes, Math.ceil(store.maxArtifactBytes / 3) * 4 + 64 * 1024);
   const log = options.log ?? (() => {});
 
-  // Artifact uploads (an adapter or a checkpoint as base64) may be as large as an import.
-  const readJson = async (req: IncomingMessage, limit = maxBodyBytes, flag = '--max-body-bytes'): Promise<unknown> => {
-    const body = await readBody(req, limit, () => new BodyTooLargeError(limit, flag));
+  const readBody = (req: IncomingMessage, res: ServerResponse, limit: number, flag: string): Promise<Buffer> =>
+    budget.read(req, res, limit, () => new BodyTooLargeError(limit, flag));
+  const readJson = async (req: IncomingMessage, res: ServerResponse, limit = maxBodyBytes, flag = '--max-body-bytes'): Promise<unknown> => {
+    const body = await readBody(req, res, limit, flag);
     const parsed = parseBoundedJson(body.toString('utf8'), maxJsonDepth);
     if (!parsed.ok) throw new RunStoreError(`Request body is not valid JSON: ${parsed.tooDeep ? parsed.message : parsed.error.message}`, 400);
     return parsed.value;
@@ -119,7 +163,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
       // A run's data goes only to a reader who shows its share (or write) token, or to a local tool.
       const readable = (id: string): string => (local ? store.shareTokenOf(id) : store.authorizeRead(id, readCredentials(req, url)));
       if (parts.length === 0 && method === 'POST') {
-        const body = asObject(await readJson(req), 'The run');
+        const body = asObject(await readJson(req, res), 'The run');
         const created = store.create({
           name: typeof body.name === 'string' ? body.name : undefined,
           config: asObject(body.config ?? {}, '"config"'),
@@ -133,14 +177,14 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         if (!local) throw new RunStoreError('The list of every run is only for local tools; a browser lists its own runs with POST /api/runs/list {writeTokens}', 403);
         send(res, 200, store.list({ limit: queryInt(url, 'limit', 50, 1, 200), offset: queryInt(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER) }));
       } else if (parts.length === 1 && parts[0] === 'list' && method === 'POST') {
-        const body = asObject(await readJson(req), 'The list request');
+        const body = asObject(await readJson(req, res), 'The list request');
         const writeTokens = writeTokensOf(body.writeTokens);
         send(res, 200, store.list({ writeTokens, limit: bodyInt(body, 'limit', 50, 1, 200), offset: bodyInt(body, 'offset', 0, 0, Number.MAX_SAFE_INTEGER) }));
       } else if (parts.length === 2 && parts[1] === 'artifacts' && method === 'GET') {
         readable(parts[0]);
         send(res, 200, { artifacts: store.artifacts(parts[0]) });
       } else if (parts.length === 3 && parts[1] === 'artifacts' && method === 'POST') {
-        const body = asObject(await readJson(req, maxImportBytes, '--max-import-bytes'), 'The artifact upload');
+        const body = asObject(await readJson(req, res, maxArtifactBody, `the run store's limit of ${store.maxArtifactBytes} artifact bytes per run, as base64`), 'The artifact upload');
         if (!Array.isArray(body.files)) throw new RunStoreError('"files" must be an array of {name, base64}', 400);
         const files = body.files.map((f: unknown, i: number) => {
           const file = asObject(f, `files[${i}]`);
@@ -156,7 +200,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         res.writeHead(200, { 'content-type': type, 'content-length': data.length, 'content-disposition': `attachment; filename="${parts[3]}"` });
         res.end(data);
       } else if (parts.length === 1 && parts[0] === 'import' && method === 'POST') {
-        const body = await readBody(req, maxImportBytes, () => new BodyTooLargeError(maxImportBytes, '--max-import-bytes'));
+        const body = await readBody(req, res, maxImportBytes, '--max-import-bytes');
         const outcome = await importRun(store, body, maxJsonDepth);
         if (!outcome.ok) throw new RunStoreError(outcome.message, outcome.status);
         send(res, 201, { id: outcome.id, writeToken: outcome.writeToken, shareToken: outcome.shareToken, shareUrl: shareLink(outcome.id, outcome.shareToken) });
@@ -171,12 +215,17 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         const from = url.searchParams.has('from') ? queryInt(url, 'from', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
         const to = url.searchParams.has('to') ? queryInt(url, 'to', 0, 0, Number.MAX_SAFE_INTEGER) : undefined;
         if (from !== undefined && to !== undefined && to - from > MAX_ROLLOUT_STEP_RANGE) throw new RunStoreError(`"from".."to" may span at most ${MAX_ROLLOUT_STEP_RANGE} steps`, 400);
-        send(res, 200, { rollouts: store.rollouts(parts[0], { step, from, to: to ?? (from !== undefined ? from + MAX_ROLLOUT_STEP_RANGE : undefined), lastSteps: last }), steps: store.rolloutSteps(parts[0]) });
+        const offset = queryInt(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+        const limit = queryInt(url, 'limit', MAX_ROLLOUTS_PAGE, 1, MAX_ROLLOUTS_PAGE);
+        // One more than asked tells whether there is a next page.
+        const rollouts = store.rollouts(parts[0], { step, from, to: to ?? (from !== undefined ? from + MAX_ROLLOUT_STEP_RANGE : undefined), lastSteps: last, offset, limit: limit + 1 });
+        const next = rollouts.length > limit ? offset + limit : null;
+        send(res, 200, { rollouts: rollouts.slice(0, limit), steps: store.rolloutSteps(parts[0]), next });
       } else if (parts.length === 1 && method === 'DELETE') {
         store.delete(parts[0], token);
         send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'name' && method === 'POST') {
-        const body = asObject(await readJson(req), 'The rename');
+        const body = asObject(await readJson(req, res), 'The rename');
         store.rename(parts[0], token, body.name);
         send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'page' && method === 'GET') {
@@ -187,10 +236,12 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         const fits = (files: ArtifactInfo[]) => files.reduce((n, f) => n + f.bytes, 0) <= EMBED_LIMIT_BYTES;
         const files = bundle('adapter');
         const modelFiles = bundle('model');
+        const rollouts = store.rollouts(id, { lastSteps: PAGE_ROLLOUT_STEPS, perStep: PAGE_ROLLOUTS_PER_STEP });
         const html = renderRunPage({
           run: store.get(id),
           steps: store.steps(id),
-          rollouts: store.rollouts(id, { lastSteps: PAGE_ROLLOUT_STEPS }),
+          rollouts,
+          rolloutCounts: store.rolloutCounts(id, [...new Set(rollouts.map((r) => r.step))]),
           adapter: { files, bytes: fits(files) ? new Map(files.map((f) => [f.name, store.artifact(id, 'adapter', f.name)])) : null },
           // One zip (stored, not deflated: safetensors barely compress), as the app's model download.
           model: { files: modelFiles, zip: fits(modelFiles) ? Buffer.from(zipSync(Object.fromEntries(modelFiles.map((f) => [f.name, store.artifact(id, 'model', f.name)])), { level: 0 })) : null },
@@ -199,10 +250,9 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         res.end(html);
       } else if (parts.length === 2 && parts[1] === 'export' && method === 'GET') {
         readable(parts[0]);
-        const data = store.export(parts[0]);
-        send(res, 200, data, { 'content-disposition': `attachment; filename="webgrpo-run-${parts[0]}.json"` });
+        await sendExport(res, store.exportText(parts[0]), parts[0]);
       } else if (parts.length === 2 && parts[1] === 'steps' && method === 'POST') {
-        const body = asObject(await readJson(req), 'The step');
+        const body = asObject(await readJson(req, res), 'The step');
         store.appendStep(parts[0], token, {
           step: body.step as number,
           metrics: asObject(body.metrics, '"metrics"'),
@@ -210,7 +260,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
         });
         send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'status' && method === 'POST') {
-        const body = asObject(await readJson(req), 'The status');
+        const body = asObject(await readJson(req, res), 'The status');
         store.setStatus(parts[0], token, body.status as RunStatus, typeof body.error === 'string' ? body.error : undefined);
         send(res, 200, { ok: true });
       } else {
@@ -218,6 +268,7 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
       }
     } catch (err) {
       if (err instanceof BodyTooLargeError) sendBodyTooLarge(req, res, err.message);
+      else if (err instanceof BodyBudgetExhausted) sendBeforeBodyEnds(req, res, 503, err.message);
       else if (res.headersSent) res.destroy();
       else if (err instanceof RunStoreError) send(res, err.status, { detail: err.message });
       else {

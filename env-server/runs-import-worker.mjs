@@ -6,4 +6,5 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { importRunText } = await import('./runs-import.ts');
-parentPort.postMessage(importRunText(workerData.file, workerData.text, workerData.maxJsonDepth));
+const { file, text, maxJsonDepth, limits, stop } = workerData;
+parentPort.postMessage(importRunText(file, text, maxJsonDepth, limits, stop));

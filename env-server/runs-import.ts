@@ -1,55 +1,90 @@
 // Importing an exported run from its JSON text, off the main thread (runs-import-worker.mjs), so a
 // 50 MB import costs the server's event loop nothing: JSON.parse, the checks and the SQLite inserts
-// all run in a worker with its own connection. An in-memory store has no file to share and imports
-// on the caller's thread.
+// all run in a worker with its own connection. The worker writes in short transactions and rests
+// between them as long as each took, so the server's own writes (a live run's steps) get the write
+// lock within one batch. Shutdown asks every worker to stop (it checks between batches) and ends
+// those that do not within a grace period. An in-memory store has no file to share and imports on
+// the caller's thread.
 import { Worker } from 'node:worker_threads';
 import { parseBoundedJson } from './json-limits.ts';
-import { RunStore, RunStoreError } from './runs.ts';
+import { RunStore, RunStoreError, type ImportPacing } from './runs.ts';
 import type { CreatedRun } from './runs-wire.ts';
 
 export type ImportOutcome = ({ ok: true } & CreatedRun) | { ok: false; status: number; message: string };
 
 /** Parses `text` (depth-limited) and imports it into `store`; every failure becomes an outcome. */
-export function importRunTextInto(store: RunStore, text: string, maxJsonDepth: number): ImportOutcome {
+export function importRunTextInto(store: RunStore, text: string, maxJsonDepth: number, pacing?: ImportPacing): ImportOutcome {
   const parsed = parseBoundedJson(text, maxJsonDepth);
   if (!parsed.ok) {
     return { ok: false, status: 400, message: `Request body is not valid JSON: ${parsed.tooDeep ? parsed.message : parsed.error.message}` };
   }
   try {
-    return { ok: true, ...store.import(parsed.value) };
+    return { ok: true, ...store.import(parsed.value, pacing) };
   } catch (err) {
     if (err instanceof RunStoreError) return { ok: false, status: err.status, message: err.message };
     return { ok: false, status: 500, message: `Run store failure: ${(err as Error).message}` };
   }
 }
 
-/** Worker side: opens its own connection to `file`. */
-export function importRunText(file: string, text: string, maxJsonDepth: number): ImportOutcome {
-  const store = new RunStore(file);
+/** The rollout limits an import is checked against (the server's flags), as the worker receives them. */
+export interface ImportLimits {
+  maxRolloutsPerStep: number;
+  maxRolloutsPerRun: number;
+}
+
+/**
+ * Worker side: opens its own connection to `file`. `stop` is shared with the server: non-zero asks
+ * the import to stop; between batches the worker sleeps on it, so that request wakes it at once.
+ */
+export function importRunText(file: string, text: string, maxJsonDepth: number, limits: ImportLimits, stop: Int32Array): ImportOutcome {
+  const store = new RunStore(file, { ...limits, importer: true });
+  const pacing: ImportPacing = {
+    between(batchMs) {
+      // Rest as long as the batch held the lock: other connections' writes get their turn.
+      Atomics.wait(stop, 0, 0, Math.max(batchMs, 2));
+      return Atomics.load(stop, 0) === 0;
+    },
+  };
   try {
-    return importRunTextInto(store, text, maxJsonDepth);
+    return importRunTextInto(store, text, maxJsonDepth, pacing);
   } finally {
     store.close();
   }
 }
 
+/** How long a worker asked to stop may take before it is ended. */
+const STOP_GRACE_MS = 3000;
+
+interface RunningImport {
+  worker: Worker;
+  stop: Int32Array;
+  exited: Promise<void>;
+}
+
 /** The import in progress per store: imports run one at a time, so at most one worker's memory is in use. */
-const running = new WeakMap<RunStore, Promise<unknown>>();
+const queues = new WeakMap<RunStore, Promise<unknown>>();
+const running = new Set<RunningImport>();
+let stopping = false;
 
 /** Imports `body` into `store` without blocking this thread (a worker), or inline for ':memory:'. */
 export function importRun(store: RunStore, body: Buffer, maxJsonDepth: number): Promise<ImportOutcome> {
   const text = body.toString('utf8');
   if (store.file === ':memory:') return Promise.resolve(importRunTextInto(store, text, maxJsonDepth));
-  const previous = running.get(store) ?? Promise.resolve();
-  const outcome = previous.then(() => importInWorker(store.file, text, maxJsonDepth));
-  running.set(store, outcome);
+  const limits: ImportLimits = { maxRolloutsPerStep: store.maxRolloutsPerStep, maxRolloutsPerRun: store.maxRolloutsPerRun };
+  const previous = queues.get(store) ?? Promise.resolve();
+  const outcome = previous.then(() => importInWorker(store.file, text, maxJsonDepth, limits));
+  queues.set(store, outcome);
   return outcome;
 }
 
-function importInWorker(file: string, text: string, maxJsonDepth: number): Promise<ImportOutcome> {
+const STOPPED: ImportOutcome = { ok: false, status: 503, message: 'The import was abandoned: the server is stopping' };
+
+function importInWorker(file: string, text: string, maxJsonDepth: number, limits: ImportLimits): Promise<ImportOutcome> {
+  if (stopping) return Promise.resolve(STOPPED);
   return new Promise((resolve) => {
+    const stop = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(new URL('./runs-import-worker.mjs', import.meta.url), {
-      workerData: { file, text, maxJsonDepth },
+      workerData: { file, text, maxJsonDepth, limits, stop },
       // A hostile import may fail, but only its own worker.
       resourceLimits: { maxOldGenerationSizeMb: 1024 },
     });
@@ -59,8 +94,32 @@ function importInWorker(file: string, text: string, maxJsonDepth: number): Promi
       settled = true;
       resolve(outcome);
     };
+    const job: RunningImport = { worker, stop, exited: new Promise((r) => worker.once('exit', () => r())) };
+    running.add(job);
     worker.once('message', (outcome: ImportOutcome) => settle(outcome));
     worker.once('error', (err) => settle({ ok: false, status: 500, message: `Run store failure: import worker: ${err.message}` }));
-    worker.once('exit', (code) => settle({ ok: false, status: 500, message: `Run store failure: import worker exited with code ${code}` }));
+    worker.once('exit', (code) => {
+      running.delete(job);
+      settle(stopping ? STOPPED : { ok: false, status: 500, message: `Run store failure: import worker exited with code ${code}` });
+    });
   });
+}
+
+/**
+ * Stops every import (server shutdown): each worker is asked to stop and does so after its current
+ * batch, removing what it wrote; one still running after STOP_GRACE_MS is ended (its rows stay
+ * hidden, and the next store to open the file removes them). Later imports are refused.
+ */
+export async function stopImports(): Promise<void> {
+  stopping = true;
+  const jobs = [...running];
+  for (const job of jobs) {
+    Atomics.store(job.stop, 0, 1);
+    Atomics.notify(job.stop, 0);
+  }
+  await Promise.all(jobs.map(async (job) => {
+    const grace = setTimeout(() => void job.worker.terminate(), STOP_GRACE_MS);
+    await job.exited;
+    clearTimeout(grace);
+  }));
 }

@@ -10,6 +10,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ARTIFACT_BUNDLES, RUN_STATUSES, type ArtifactBundle, type ArtifactInfo, type CreatedRun, type RolloutRecord, type RunExport, type RunListEntry, type RunStatus, type RunSummary, type StepRecord } from './runs-wire.ts';
+import { checkRunName } from './run-name.ts';
+
+export { MAX_NAME_LENGTH } from './run-name.ts';
 
 /** What a reader presents: a share token (share link) or the owner's write token. */
 export interface ReadCredentials {
@@ -24,13 +27,50 @@ export interface RunStoreOptions {
   staleAfterMs?: number;
   /** Bytes of artifacts one run may keep, all bundles together (default 40 MiB: as base64 JSON it fits one request body). */
   maxArtifactBytes?: number;
+  /** Rollouts one step may keep (default 4,096; `--max-rollouts-per-step`). */
+  maxRolloutsPerStep?: number;
+  /** Rollouts one run may keep, all steps together (default 250,000; `--max-rollouts-per-run`). */
+  maxRolloutsPerRun?: number;
+  /**
+   * A connection that writes imports only: its commits do not wait for the disk (synchronous=NORMAL;
+   * WAL stays consistent), so each batch holds the write lock for its inserts only. A power loss may
+   * drop its last commits; an import cut short that way stays hidden and is removed as stale.
+   */
+  importer?: boolean;
 }
 
 /** The live tab writes at least every 30 s (src/app/live-run.ts); a hidden tab's timer may lag to a minute. */
 export const DEFAULT_STALE_AFTER_MS = 3 * 60_000;
-/** Longest run name a rename accepts. */
-export const MAX_NAME_LENGTH = 200;
 export const DEFAULT_MAX_ARTIFACT_BYTES = 40 * 1024 * 1024;
+/**
+ * The app keeps every rollout of a step (num_generations × prompts: tens, a few hundred at most); these
+ * bound what one run costs to read, render and export, whoever wrote it.
+ */
+export const DEFAULT_MAX_ROLLOUTS_PER_STEP = 4096;
+export const DEFAULT_MAX_ROLLOUTS_PER_RUN = 250_000;
+
+/**
+ * The status of a run whose import is still being written: no read, list or write sees it until the
+ * import flips it to its real status at the end, and a failed import removes it. Not a RunStatus.
+ */
+const IMPORTING = 'importing';
+/** An import renews its run's updated_at every batch; one silent this long died with its process. */
+const IMPORT_LEASE_MS = 60_000;
+/**
+ * One import transaction writes at most this many rows, for at most this long: the write lock is
+ * held that long at most, so the server's own writes (a live run's steps) wait that long at most.
+ */
+const IMPORT_BATCH_ROWS = 2000;
+const IMPORT_BATCH_MS = 25;
+/** Rows one delete of a discarded import removes per transaction (same reason). */
+const DELETE_BATCH_ROWS = 5000;
+/** Rows of one read of an export: the export is produced piece by piece, never as one big array. */
+const EXPORT_CHUNK_ROWS = 500;
+
+/** What an importer does between its transactions; false abandons the import (the server is stopping). */
+export interface ImportPacing {
+  between(batchMs: number): boolean;
+}
 
 export class RunStoreError extends Error {
   constructor(message: string, readonly status: number) {
@@ -113,6 +153,16 @@ function ownerOnlyFile(file: string): void {
   }
 }
 
+/** Rows of runs anyone may see: every run but an import still being written. */
+const VISIBLE = `status != '${IMPORTING}'`;
+
+/** A run name by the one rule (run-name.ts), or a 400 naming the field. */
+function checkedName(name: unknown, field: string): string {
+  const checked = checkRunName(name);
+  if (!checked.ok) throw new RunStoreError(`${field} ${checked.problem}`, 400);
+  return checked.name;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON cannot carry NaN/Infinity; metrics keep them as null (the charts show a gap). */
@@ -129,7 +179,9 @@ function finiteMetrics(metrics: Record<string, unknown>, where: string): Record<
 export class RunStore {
   private db: Database.Database;
   private readonly staleAfterMs: number;
-  private readonly maxArtifactBytes: number;
+  readonly maxArtifactBytes: number;
+  readonly maxRolloutsPerStep: number;
+  readonly maxRolloutsPerRun: number;
   /** When this store opened (ms): live statuses written before it belong to a writer of an earlier server. */
   private readonly openedAt = Date.now();
 
@@ -137,15 +189,26 @@ export class RunStore {
   constructor(readonly file: string, options: RunStoreOptions = {}) {
     this.staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
     this.maxArtifactBytes = options.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
+    this.maxRolloutsPerStep = options.maxRolloutsPerStep ?? DEFAULT_MAX_ROLLOUTS_PER_STEP;
+    this.maxRolloutsPerRun = options.maxRolloutsPerRun ?? DEFAULT_MAX_ROLLOUTS_PER_RUN;
     if (file !== ':memory:') ownerOnlyFile(file);
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
+    if (options.importer) this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
     this.migrate();
     // The owner's runs list looks runs up by their write token's digest.
     this.db.exec('CREATE INDEX IF NOT EXISTS runs_by_write_token ON runs (write_token)');
+    this.removeStaleImports();
+  }
+
+  /** Imports whose writer died (server killed mid-import): nobody ever saw them; their rows go. */
+  private removeStaleImports(): void {
+    const cutoff = new Date(Date.now() - IMPORT_LEASE_MS).toISOString();
+    const stale = this.db.prepare('SELECT id FROM runs WHERE status = ? AND updated_at < ?').all(IMPORTING, cutoff) as { id: string }[];
+    for (const { id } of stale) this.discardImport(id);
   }
 
   /**
@@ -171,14 +234,16 @@ export class RunStore {
     this.db.close();
   }
 
-  create(input: { name?: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown> }): CreatedRun {
+  /** A new run; `status` is for the importer only (its run stays hidden until written). */
+  create(input: { name?: string; config: Record<string, unknown>; model: Record<string, unknown>; env: Record<string, unknown>; status?: typeof IMPORTING }): CreatedRun {
     const id = newId();
     const writeToken = newId();
     const shareToken = newId();
     const now = new Date().toISOString();
+    const name = input.name === undefined ? 'untitled run' : checkedName(input.name, '"name"');
     this.db.prepare(
       'INSERT INTO runs (id, write_token, share_token, name, status, created_at, updated_at, config, model, env, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
-    ).run(id, tokenDigest(writeToken), shareToken, input.name ?? 'untitled run', 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
+    ).run(id, tokenDigest(writeToken), shareToken, name, input.status ?? 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));
     return { id, writeToken, shareToken };
   }
 
@@ -187,7 +252,7 @@ export class RunStore {
    * naming what is missing otherwise. Returns the share token (the owner builds share links with it).
    */
   authorizeRead(id: string, given: ReadCredentials): string {
-    const row = this.db.prepare('SELECT write_token, share_token FROM runs WHERE id = ?').get(id) as { write_token: string; share_token: string } | undefined;
+    const row = this.db.prepare(`SELECT write_token, share_token FROM runs WHERE id = ? AND ${VISIBLE}`).get(id) as { write_token: string; share_token: string } | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
     // Both compared, always: which one matched (or that neither did) takes the same time.
     const share = sameSecret(given.shareToken, tokenDigest(row.share_token));
@@ -198,7 +263,7 @@ export class RunStore {
   }
 
   get(id: string): RunSummary {
-    const row = this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as Record<string, string | null> | undefined;
+    const row = this.db.prepare(`SELECT * FROM runs WHERE id = ? AND ${VISIBLE}`).get(id) as Record<string, string | null> | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
     const last = this.db.prepare('SELECT MAX(step) AS s FROM steps WHERE run_id = ?').get(id) as { s: number | null };
     return {
@@ -237,7 +302,7 @@ export class RunStore {
   /** Records the run a fork started from (the parent must exist; it stays readable by its own id). */
   setParent(id: string, token: string | undefined, parent: unknown): void {
     this.authorize(id, token);
-    if (typeof parent !== 'string' || !this.db.prepare('SELECT 1 FROM runs WHERE id = ?').get(parent)) {
+    if (typeof parent !== 'string' || !this.db.prepare(`SELECT 1 FROM runs WHERE id = ? AND ${VISIBLE}`).get(parent)) {
       throw new RunStoreError(`"parent" must be the id of a stored run, got ${JSON.stringify(parent)}`, 400);
     }
     this.db.prepare('INSERT OR REPLACE INTO run_parents (run_id, parent_id) VALUES (?, ?)').run(id, parent);
@@ -249,7 +314,7 @@ export class RunStore {
    */
   list(opts: { limit: number; offset: number; writeTokens?: readonly string[] }): { runs: RunListEntry[]; total: number } {
     const owned = opts.writeTokens === undefined ? null : JSON.stringify(opts.writeTokens.map(tokenDigest));
-    const where = owned === null ? '' : 'WHERE r.write_token IN (SELECT value FROM json_each(?))';
+    const where = `WHERE r.${VISIBLE}${owned === null ? '' : ' AND r.write_token IN (SELECT value FROM json_each(?))'}`;
     const params = owned === null ? [] : [owned];
     const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM runs r ${where}`).get(...params) as { n: number }).n;
     const rows = this.db.prepare(
@@ -322,13 +387,13 @@ export class RunStore {
 
   /** The run's share token, for a caller already let in (a local tool). */
   shareTokenOf(id: string): string {
-    const row = this.db.prepare('SELECT share_token FROM runs WHERE id = ?').get(id) as { share_token: string } | undefined;
+    const row = this.db.prepare(`SELECT share_token FROM runs WHERE id = ? AND ${VISIBLE}`).get(id) as { share_token: string } | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
     return row.share_token;
   }
 
   private authorize(id: string, token: string | undefined): void {
-    const row = this.db.prepare('SELECT write_token FROM runs WHERE id = ?').get(id) as { write_token: string } | undefined;
+    const row = this.db.prepare(`SELECT write_token FROM runs WHERE id = ? AND ${VISIBLE}`).get(id) as { write_token: string } | undefined;
     if (!row) throw new RunStoreError(`Run not found: ${id}`, 404);
     if (!sameSecret(token, row.write_token)) throw new RunStoreError('This run is read-only here: a valid write token is required', 403);
   }
@@ -345,6 +410,9 @@ export class RunStore {
     const metrics = finiteMetrics(record.metrics, `step ${record.step}`);
     const rollouts = record.rollouts ?? [];
     if (!Array.isArray(rollouts) || !rollouts.every(isObject)) throw new RunStoreError('rollouts must be an array of objects', 400);
+    this.checkStepRollouts(record.step, rollouts.length);
+    const others = (this.db.prepare('SELECT COUNT(*) AS n FROM rollouts WHERE run_id = ? AND step != ?').get(id, record.step) as { n: number }).n;
+    this.checkRunRollouts(others + rollouts.length);
     this.db.transaction(() => {
       this.db.prepare('INSERT OR REPLACE INTO steps (run_id, step, metrics) VALUES (?, ?, ?)').run(id, record.step, JSON.stringify(metrics));
       this.db.prepare('DELETE FROM rollouts WHERE run_id = ? AND step = ?').run(id, record.step);
@@ -355,19 +423,28 @@ export class RunStore {
     })();
   }
 
+  private checkStepRollouts(step: number, count: number): void {
+    if (count > this.maxRolloutsPerStep) {
+      throw new RunStoreError(`step ${step} has ${count} rollouts, over the run store's limit of ${this.maxRolloutsPerStep} rollouts per step (--max-rollouts-per-step)`, 413);
+    }
+  }
+
+  private checkRunRollouts(count: number): void {
+    if (count > this.maxRolloutsPerRun) {
+      throw new RunStoreError(`the run would keep ${count} rollouts, over the run store's limit of ${this.maxRolloutsPerRun} rollouts per run (--max-rollouts-per-run)`, 413);
+    }
+  }
+
   setStatus(id: string, token: string | undefined, status: RunStatus, error?: string): void {
     this.authorize(id, token);
     if (!RUN_STATUSES.includes(status)) throw new RunStoreError(`Unknown status '${status}'; expected one of ${RUN_STATUSES.join(', ')}`, 400);
     this.db.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?').run(status, error ?? null, new Date().toISOString(), id);
   }
 
-  /** Renames the run (owner only): 1 to 200 characters, no control characters, trimmed. */
+  /** Renames the run (owner only), by the one name rule (run-name.ts): trimmed, 1 to 200 characters, no control characters or bidi overrides. */
   rename(id: string, token: string | undefined, name: unknown): void {
     this.authorize(id, token);
-    const text = typeof name === 'string' ? name.trim() : '';
-    if (text.length === 0 || text.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(text)) {
-      throw new RunStoreError(`"name" must be a string of 1 to ${MAX_NAME_LENGTH} characters without control characters, got ${JSON.stringify(name)?.slice(0, 80)}`, 400);
-    }
+    const text = checkedName(name, '"name"');
     // Not a write of the trainer: updated_at (which tells a live run from an interrupted one) stays.
     this.db.prepare('UPDATE runs SET name = ? WHERE id = ?').run(text, id);
   }
@@ -384,47 +461,144 @@ export class RunStore {
     return rows.map((r) => ({ step: r.step, metrics: JSON.parse(r.metrics) }));
   }
 
-  /** Rollouts of one step, of the steps in [from, to], or of the last `lastSteps` steps that have any. */
-  rollouts(id: string, opts: { step?: number; from?: number; to?: number; lastSteps?: number } = {}): RolloutRecord[] {
+  /**
+   * Rollouts of one step, of the steps in [from, to], or of the last `lastSteps` steps that have any;
+   * at most `limit` of them from `offset` on (a step may keep thousands: callers page through them).
+   * `perStep` keeps only the first that many of each step (the exported page).
+   */
+  rollouts(id: string, opts: { step?: number; from?: number; to?: number; lastSteps?: number; limit?: number; offset?: number; perStep?: number } = {}): RolloutRecord[] {
     this.get(id);
+    // SQLite reads LIMIT -1 as no limit.
+    const page = [opts.limit ?? -1, opts.offset ?? 0];
+    const perStep = opts.perStep ?? Number.MAX_SAFE_INTEGER;
     let rows: { step: number; idx: number; data: string }[];
     if (opts.step !== undefined) {
-      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step = ? ORDER BY idx').all(id, opts.step) as typeof rows;
+      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step = ? AND idx < ? ORDER BY idx LIMIT ? OFFSET ?').all(id, opts.step, perStep, ...page) as typeof rows;
     } else if (opts.from !== undefined || opts.to !== undefined) {
-      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step BETWEEN ? AND ? ORDER BY step, idx')
-        .all(id, opts.from ?? 0, opts.to ?? Number.MAX_SAFE_INTEGER) as typeof rows;
+      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step BETWEEN ? AND ? AND idx < ? ORDER BY step, idx LIMIT ? OFFSET ?')
+        .all(id, opts.from ?? 0, opts.to ?? Number.MAX_SAFE_INTEGER, perStep, ...page) as typeof rows;
     } else {
-      const n = opts.lastSteps ?? 5;
-      rows = this.db.prepare(
-        `SELECT step, idx, data FROM rollouts WHERE run_id = ? AND step IN
-           (SELECT DISTINCT step FROM rollouts WHERE run_id = ? ORDER BY step DESC LIMIT ?)
-         ORDER BY step, idx`,
-      ).all(id, id, n) as typeof rows;
+      const steps = this.distinctRolloutSteps(id, 'last', opts.lastSteps ?? 5);
+      rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND idx < ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step, idx LIMIT ? OFFSET ?')
+        .all(id, perStep, JSON.stringify(steps), ...page) as typeof rows;
     }
     return rows.map((r) => ({ step: r.step, index: r.idx, data: JSON.parse(r.data) }));
+  }
+
+  /** How many rollouts each of `steps` kept: its last index + 1 (a step's indexes run 0…n−1), one index lookup each. */
+  rolloutCounts(id: string, steps: number[]): Map<number, number> {
+    const last = this.db.prepare('SELECT MAX(idx) AS i FROM rollouts WHERE run_id = ? AND step = ?');
+    return new Map(steps.map((step) => [step, ((last.get(id, step) as { i: number | null }).i ?? -1) + 1]));
+  }
+
+  /**
+   * The distinct steps that kept rollouts, first to last (or the last `limit`, last first), one index
+   * lookup per step: a DISTINCT would read every rollout of the run, and a step may keep thousands.
+   */
+  private distinctRolloutSteps(id: string, from: 'first' | 'last', limit = -1): number[] {
+    const [agg, cmp] = from === 'first' ? ['MIN', '>'] : ['MAX', '<'];
+    const rows = this.db.prepare(
+      `WITH RECURSIVE s(step) AS (
+         SELECT ${agg}(step) FROM rollouts WHERE run_id = @id
+         UNION ALL SELECT (SELECT ${agg}(step) FROM rollouts WHERE run_id = @id AND step ${cmp} s.step) FROM s WHERE s.step IS NOT NULL
+       ) SELECT step FROM s WHERE step IS NOT NULL LIMIT @limit`,
+    ).all({ id, limit }) as { step: number }[];
+    return rows.map((r) => r.step);
   }
 
   /** The steps that kept rollouts, in order (the rollout viewer pages through them). */
   rolloutSteps(id: string): number[] {
     this.get(id);
-    return (this.db.prepare('SELECT DISTINCT step FROM rollouts WHERE run_id = ? ORDER BY step').all(id) as { step: number }[]).map((r) => r.step);
+    return this.distinctRolloutSteps(id, 'first');
+  }
+
+  /**
+   * The run as one export file, in pieces of at most EXPORT_CHUNK_ROWS rows each: a caller writes each
+   * piece out before asking for the next, so neither the rows nor the text are ever all in memory,
+   * and nothing holds the connection between pieces (each is its own query, resumed after the last
+   * row it returned).
+   */
+  *exportText(id: string): Generator<string> {
+    const { id: _id, lastStep: _last, interrupted: _interrupted, parent: _parent, ...run } = this.get(id);
+    yield `{"format":"webgrpo-run","version":1,"run":${JSON.stringify(run)},"steps":[`;
+    const steps = this.db.prepare('SELECT step, metrics FROM steps WHERE run_id = ? AND step > ? ORDER BY step LIMIT ?');
+    let sep = '';
+    for (let after = -1; ;) {
+      const rows = steps.all(id, after, EXPORT_CHUNK_ROWS) as { step: number; metrics: string }[];
+      if (rows.length === 0) break;
+      yield sep + rows.map((r) => `{"step":${r.step},"metrics":${r.metrics}}`).join(',');
+      sep = ',';
+      after = rows[rows.length - 1].step;
+    }
+    yield '],"rollouts":[';
+    const rollouts = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? AND (step, idx) > (?, ?) ORDER BY step, idx LIMIT ?');
+    sep = '';
+    for (let after = [-1, -1]; ;) {
+      const rows = rollouts.all(id, after[0], after[1], EXPORT_CHUNK_ROWS) as { step: number; idx: number; data: string }[];
+      if (rows.length === 0) break;
+      yield sep + rows.map((r) => `{"step":${r.step},"index":${r.idx},"data":${r.data}}`).join(',');
+      sep = ',';
+      after = [rows[rows.length - 1].step, rows[rows.length - 1].idx];
+    }
+    yield ']}';
   }
 
   export(id: string): RunExport {
-    const { id: _id, lastStep: _last, interrupted: _interrupted, parent: _parent, ...run } = this.get(id);
-    const rows = this.db.prepare('SELECT step, idx, data FROM rollouts WHERE run_id = ? ORDER BY step, idx').all(id) as { step: number; idx: number; data: string }[];
-    return {
-      format: 'webgrpo-run',
-      version: 1,
-      run,
-      steps: this.steps(id),
-      rollouts: rows.map((r) => ({ step: r.step, index: r.idx, data: JSON.parse(r.data) })),
-    };
+    return JSON.parse([...this.exportText(id)].join('')) as RunExport;
   }
 
-  /** Imports an exported run as a new run (new id and token); rejects malformed files with the reason. */
-  import(data: unknown): CreatedRun {
-    const bad = (why: string): never => { throw new RunStoreError(`Not a webgrpo run export: ${why}`, 400); };
+  /**
+   * Imports an exported run as a new run (new id and tokens); rejects a malformed file with the reason,
+   * before writing anything. The rows are then written in short transactions (IMPORT_BATCH_ROWS rows,
+   * IMPORT_BATCH_MS at most) under a hidden status, `pacing.between` running after each; the run appears,
+   * whole, only when the last one flips its status. A failure removes what was written.
+   */
+  import(data: unknown, pacing?: ImportPacing): CreatedRun {
+    const run = this.checkExport(data);
+    const created = this.create({ name: run.name, config: run.config, model: run.model, env: run.env, status: IMPORTING });
+    try {
+      const rows = importRows(run);
+      const insStep = this.db.prepare('INSERT INTO steps (run_id, step, metrics) VALUES (?, ?, ?)');
+      const insRollout = this.db.prepare('INSERT INTO rollouts (run_id, step, idx, data) VALUES (?, ?, ?, ?)');
+      const batch = this.db.transaction(() => {
+        const started = performance.now();
+        let written = 0;
+        for (let next = rows.next(); !next.done; next = rows.next()) {
+          const row = next.value;
+          if (row.kind === 'step') insStep.run(created.id, row.step, JSON.stringify(row.metrics));
+          else insRollout.run(created.id, row.step, row.index, JSON.stringify(row.data));
+          if (++written >= IMPORT_BATCH_ROWS || performance.now() - started >= IMPORT_BATCH_MS) break;
+        }
+        this.touch(created.id);
+        return written;
+      });
+      for (;;) {
+        const started = performance.now();
+        if (batch() === 0) break;
+        if (pacing && !pacing.between(performance.now() - started)) throw new RunStoreError('The import was abandoned: the server is stopping', 503);
+      }
+      // An imported run is a record, not a live run: "running" would never finish.
+      const status = run.status === 'running' || run.status === 'created' ? 'stopped' : run.status;
+      this.db.prepare('UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?').run(status, run.error, new Date().toISOString(), created.id);
+    } catch (err) {
+      this.discardImport(created.id);
+      throw err;
+    }
+    return created;
+  }
+
+  /** Removes a hidden import's rows a batch at a time (never one long transaction), then the run. */
+  private discardImport(id: string): void {
+    for (const table of ['rollouts', 'steps']) {
+      const del = this.db.prepare(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE run_id = ? LIMIT ?)`);
+      while (del.run(id, DELETE_BATCH_ROWS).changes > 0);
+    }
+    this.db.prepare('DELETE FROM runs WHERE id = ? AND status = ?').run(id, IMPORTING);
+  }
+
+  /** An export file, checked whole (shape, names, metrics, the rollout limits) before anything is written. */
+  private checkExport(data: unknown): CheckedExport {
+    const bad = (why: string, status = 400): never => { throw new RunStoreError(`Not a webgrpo run export: ${why}`, status); };
     if (!isObject(data)) bad('expected a JSON object');
     const d = data as Record<string, unknown>;
     if (d.format !== 'webgrpo-run') bad(`"format" must be "webgrpo-run", got ${JSON.stringify(d.format)}`);
@@ -433,46 +607,78 @@ export class RunStore {
     const run = d.run as Record<string, unknown>;
     for (const k of ['config', 'model', 'env'] as const) if (!isObject(run[k])) bad(`"run.${k}" must be an object`);
     if (run.status !== undefined && !RUN_STATUSES.includes(run.status as RunStatus)) bad(`"run.status" ${JSON.stringify(run.status)} is not a run status`);
+    let name = 'imported run';
+    if (run.name !== undefined) {
+      const checked = checkRunName(run.name);
+      if (!checked.ok) bad(`"run.name" ${checked.problem}`);
+      else name = checked.name;
+    }
     if (!Array.isArray(d.steps)) bad('"steps" must be an array');
     if (!Array.isArray(d.rollouts)) bad('"rollouts" must be an array');
-    const steps = d.steps as unknown[];
+    const steps: StepRecord[] = [];
     const seen = new Set<number>();
-    steps.forEach((s, i) => {
+    (d.steps as unknown[]).forEach((s, i) => {
       if (!isObject(s) || !Number.isInteger(s.step) || !isObject(s.metrics)) bad(`steps[${i}] must be {step: integer, metrics: object}`);
       const step = (s as { step: number }).step;
       // A second record for a step would silently replace the first and drop its rollouts.
       if (seen.has(step)) bad(`steps[${i}] repeats step ${step}`);
+      if (step < 0) bad(`steps[${i}].step must be ≥ 0, got ${step}`);
       seen.add(step);
+      steps.push({ step, metrics: finiteMetrics((s as { metrics: Record<string, unknown> }).metrics, `steps[${i}]`) });
     });
     const rollouts = d.rollouts as unknown[];
+    const byStep = new Map<number, Record<string, unknown>[]>();
     rollouts.forEach((r, i) => {
       if (!isObject(r) || !Number.isInteger(r.step) || !isObject(r.data)) bad(`rollouts[${i}] must be {step: integer, index, data: object}`);
+      const { step, data: rollout } = r as { step: number; data: Record<string, unknown> };
+      const list = byStep.get(step);
+      if (list) list.push(rollout);
+      else byStep.set(step, [rollout]);
     });
-    let created!: CreatedRun;
-    this.db.transaction(() => {
-      created = this.create({
-        name: typeof run.name === 'string' ? run.name : 'imported run',
-        config: run.config as Record<string, unknown>,
-        model: run.model as Record<string, unknown>,
-        env: run.env as Record<string, unknown>,
-      });
-      const byStep = new Map<number, Record<string, unknown>[]>();
-      for (const r of rollouts as RolloutRecord[]) {
-        const list = byStep.get(r.step);
-        if (list) list.push(r.data);
-        else byStep.set(r.step, [r.data]);
-      }
-      for (const s of steps as StepRecord[]) {
-        this.appendStep(created.id, created.writeToken, { step: s.step, metrics: s.metrics, rollouts: byStep.get(s.step) });
-        byStep.delete(s.step);
-      }
-      const ins = this.db.prepare('INSERT INTO rollouts (run_id, step, idx, data) VALUES (?, ?, ?, ?)');
-      for (const [step, list] of byStep) list.forEach((r, i) => ins.run(created.id, step, i, JSON.stringify(r)));
-      const status = (run.status as RunStatus | undefined) ?? 'finished';
-      // An imported run is a record, not a live run: "running" would never finish.
-      this.setStatus(created.id, created.writeToken, status === 'running' || status === 'created' ? 'stopped' : status,
-        typeof run.error === 'string' ? run.error : undefined);
-    })();
-    return created;
+    try {
+      for (const [step, list] of byStep) this.checkStepRollouts(step, list.length);
+      this.checkRunRollouts(rollouts.length);
+    } catch (err) {
+      bad((err as RunStoreError).message, 413);
+    }
+    return {
+      name,
+      config: run.config as Record<string, unknown>,
+      model: run.model as Record<string, unknown>,
+      env: run.env as Record<string, unknown>,
+      status: (run.status as RunStatus | undefined) ?? 'finished',
+      error: typeof run.error === 'string' ? run.error : null,
+      steps,
+      rollouts: byStep,
+    };
+  }
+}
+
+/** An export file as checked: what the importer writes. */
+interface CheckedExport {
+  name: string;
+  config: Record<string, unknown>;
+  model: Record<string, unknown>;
+  env: Record<string, unknown>;
+  status: RunStatus;
+  error: string | null;
+  steps: StepRecord[];
+  /** Rollouts by step, in file order (their index within the step is their place in this list). */
+  rollouts: Map<number, Record<string, unknown>[]>;
+}
+
+type ImportRow = { kind: 'step'; step: number; metrics: Record<string, number | null> } | { kind: 'rollout'; step: number; index: number; data: Record<string, unknown> };
+
+/** The rows an import writes, in order: each step with its rollouts, then rollouts of steps the file has no record of. */
+function* importRows(run: CheckedExport): Generator<ImportRow> {
+  const recorded = new Set<number>();
+  for (const s of run.steps) {
+    recorded.add(s.step);
+    yield { kind: 'step', step: s.step, metrics: s.metrics };
+    for (const [index, data] of (run.rollouts.get(s.step) ?? []).entries()) yield { kind: 'rollout', step: s.step, index, data };
+  }
+  for (const [step, list] of run.rollouts) {
+    if (recorded.has(step)) continue;
+    for (const [index, data] of list.entries()) yield { kind: 'rollout', step, index, data };
   }
 }

@@ -47,7 +47,7 @@ export interface EnvServerOptions {
   maxReplyBacklogBytes?: number;
   /** Deepest nesting accepted in client JSON (default 256); deeper is refused before parsing. */
   maxJsonDepth?: number;
-  /** Idle timeout for sessions made by `openenv/session/create` over HTTP `/mcp`, in s (default 600). */
+  /** Idle timeout for sessions made by `openenv/session/create` over HTTP `/mcp`, in s (default 60: no socket tells when their client is gone). */
   mcpSessionTimeoutSec?: number;
   /** Remote OpenEnv servers: name → replica base URLs, served at `/envs/<name>`. */
   upstreams?: Record<string, string[]>;
@@ -143,7 +143,7 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
     replyBacklog: new ReplyBacklog(positiveInt(options.maxReplyBacklogBytes ?? DEFAULT_MAX_REPLY_BACKLOG_BYTES, 'maxReplyBacklogBytes')),
   };
   const maxJsonDepth = positiveInt(options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH, 'maxJsonDepth');
-  const mcpSessionTimeoutSec = positiveNumber(options.mcpSessionTimeoutSec ?? 600, 'mcpSessionTimeoutSec');
+  const mcpSessionTimeoutSec = positiveNumber(options.mcpSessionTimeoutSec ?? 60, 'mcpSessionTimeoutSec');
   const queueTimeoutMs = positiveNumber(options.queueTimeoutMs ?? 30_000, 'queueTimeoutMs');
   const sessionTimeoutSec = options.sessionTimeoutSec == null ? null : positiveNumber(options.sessionTimeoutSec, 'sessionTimeoutSec');
   const proxySessionTimeoutSec =

@@ -31,7 +31,8 @@ options:
                               upstream; past it the socket gets SESSION_ERROR (default 1048576)
   --max-json-depth N          deepest nesting accepted in client JSON (default 256)
   --mcp-session-timeout S     idle timeout for sessions opened by openenv/session/create over
-                              HTTP /mcp, seconds (default 600; --session-timeout overrides)
+                              HTTP /mcp, seconds (default 60; --session-timeout overrides);
+                              such sessions hold at most half of each env's slots
   --upstream NAME=URL[,URL…]  proxy a remote OpenEnv server (replicas: least loaded first);
                               repeatable. Each replica's /health and /metadata are probed at
                               startup: a malformed URL is an error, an unreachable one a warning

@@ -47,6 +47,11 @@ Serves the app, the run store and the built-in environments (echo, catch, wordle
   --verbose              one line per env session opened and closed (default: warnings only)
   --max-body-bytes N     largest run store write (create, steps, status) (default 16777216)
   --max-import-bytes N   largest run import (default 67108864)
+  --max-inflight-body-bytes N
+                         run store request bodies held at once, all requests together; past it
+                         a request gets 503 (default 134217728)
+  --max-rollouts-per-step N  rollouts one step may keep (default 4096)
+  --max-rollouts-per-run N   rollouts one run may keep (default 250000)
 Every \`webgrpo env-server\` option works too (--port, which must then be free, --host, --max-concurrent-envs, --queue,
 --upstream NAME=URL[,URL…], --allow-host, --allow-origin, …): see \`webgrpo env-server --help\`.`;
 
@@ -59,6 +64,9 @@ export async function run(argv: string[]): Promise<number> {
     dist: { type: 'string' },
     'max-body-bytes': { type: 'string' },
     'max-import-bytes': { type: 'string' },
+    'max-inflight-body-bytes': { type: 'string' },
+    'max-rollouts-per-step': { type: 'string' },
+    'max-rollouts-per-run': { type: 'string' },
   });
   if (p.help) {
     console.log(HELP);
@@ -75,12 +83,14 @@ export async function run(argv: string[]): Promise<number> {
     if (value.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new Error(`--${flag}: expected an integer ≥ 1, got '${value}'`);
     return n;
   };
-  const runsOptions = { maxBodyBytes: byteCount('max-body-bytes'), maxImportBytes: byteCount('max-import-bytes') };
+  const runsOptions = { maxBodyBytes: byteCount('max-body-bytes'), maxImportBytes: byteCount('max-import-bytes'), maxInflightBodyBytes: byteCount('max-inflight-body-bytes') };
+  const storeOptions = { maxRolloutsPerStep: byteCount('max-rollouts-per-step'), maxRolloutsPerRun: byteCount('max-rollouts-per-run') };
   const parsed = { options: envServerOptions(p) };
   if (p.values.rebuild === true || (dist === null && distIsStale())) await buildApp(dist ?? DIST);
 
   const { RunStore } = await import('../../env-server/runs.ts');
   const { runsHandler } = await import('../../env-server/runs-http.ts');
+  const { stopImports } = await import('../../env-server/runs-import.ts');
   const { staticHandler } = await import('../../env-server/static.ts');
   const { createEnvServer } = await import('../../env-server/server.ts');
   const log = (line: string) => console.error(line);
@@ -92,16 +102,17 @@ export async function run(argv: string[]): Promise<number> {
     if (free !== parsed.options.port) log(`webgrpo: port ${parsed.options.port} is in use, using ${free} instead`);
     parsed.options.port = free;
   }
-  const store = new RunStore(path.join(dataDir, 'runs.db'));
+  const store = new RunStore(path.join(dataDir, 'runs.db'), storeOptions);
   let server: Awaited<ReturnType<typeof createEnvServer>>;
   try {
+    const runs = runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log });
     server = await createEnvServer({
       logger: log,
       // A training run opens a session per episode: those lines only with --verbose.
       logSessions: false,
       ...parsed.options,
       envs: await browsergymEnvs(p),
-      extraHandlers: [runsHandler(store, { ...runsOptions, maxJsonDepth: parsed.options.maxJsonDepth, log }), staticHandler(dist ?? DIST, log)],
+      extraHandlers: [runs, staticHandler(dist ?? DIST, log)],
     });
   } catch (err) {
     store.close();
@@ -114,6 +125,8 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+  // Imports first: a worker mid-import would keep the process alive after everything else closed.
+  await stopImports();
   await server.close();
   store.close();
   return 0;
