@@ -118,8 +118,8 @@ describe('the browsergym task over a folder (train --env browsergym:click-test,e
     } finally {
       await env.close?.();
     }
-    // The CLI names the folder's tasks when --env asks for another (before any model is loaded).
-    await expect(train(['--model', '/nonexistent', '--env', 'browsergym:book-flight', '--miniwob', FOLDER])).rejects.toThrow(
+    // The CLI names the folder's tasks when --env asks for another (before any weight is loaded).
+    await expect(train(['--model', 'models/demo', '--env', 'browsergym:book-flight', '--miniwob', FOLDER])).rejects.toThrow(
       "browsergym: unknown task 'book-flight' (have click-test, enter-text, or mix)",
     );
   }, 60_000);

@@ -51,7 +51,8 @@ describe('openCheckpoint', () => {
     for (const [what, broken, message] of cases) {
       await expect(openCheckpoint(broken), what).rejects.toThrow(message);
     }
-    await expect(openCheckpoint('/definitely/not/here')).rejects.toThrow(/cannot open checkpoint '\/definitely\/not\/here': not a local folder, an http\(s\) URL or a Hub repo id/);
+    // A path is never sent to the Hub: a missing folder is named as one.
+    await expect(openCheckpoint('/definitely/not/here')).rejects.toThrow(/^no model folder \/definitely\/not\/here$/);
   });
 });
 
