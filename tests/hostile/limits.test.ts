@@ -73,6 +73,7 @@ beforeAll(async () => {
     '--upstream', `dead=http://127.0.0.1:${await closedPort()}`,
     '--mcp-session-timeout', '1',
     '--max-concurrent-envs', '4',
+    '--verbose', // session close lines, which name a dropped slow reader
   ]);
   queued = await startServerProcess('start', [...startArgs('queued'), '--max-concurrent-envs', '1', '--queue', '--queue-timeout', '20']);
 }, 90_000);
