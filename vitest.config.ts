@@ -103,7 +103,8 @@ export default defineConfig({
       gpuProject('lavapipe'),
       { extends: true, test: { name: 'learning', include: LEARNING_TESTS, env: { WEBGPU_ADAPTER: 'lavapipe' } } },
       { extends: true, test: { name: 'browser', include: BROWSER_TESTS } },
-      { extends: true, test: { name: 'serial', include: SERIAL_TESTS, maxWorkers: 1 } },
+      // One file at a time, and only after every other project (groupOrder 1): they measure the machine.
+      { extends: true, test: { name: 'serial', include: SERIAL_TESTS, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },
 });
