@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { parseCli } from '../../src/cli/args.ts';
 import { run as webgrpo } from '../../src/cli/main.ts';
 import { stepsPlanned } from '../../src/cli/train.ts';
-import { editDistance } from '../../src/model/closest-name.ts';
+import { closestName } from '../../src/model/closest-name.ts';
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { isLocalModelFolder } from '../../src/model/node-files.ts';
 import { connect } from '../../src/openenv/client.ts';
@@ -111,11 +111,12 @@ describe('unknown flags', () => {
     });
   });
 
-  it('edit distance: insertions, deletions, substitutions; capped', () => {
-    expect(editDistance('kitten', 'sitting')).toBe(3);
-    expect(editDistance('', 'abc')).toBe(3);
-    expect(editDistance('maxstep', 'maxsteps')).toBe(1);
-    expect(editDistance('abcdef', 'uvwxyz', 2)).toBe(3);
+  it('the nearest name within a typo budget that grows with the name, the first on a tie', () => {
+    expect(closestName('maxstep', ['lr', 'maxsteps', 'max_steps'])).toBe('maxsteps');
+    expect(closestName('lerning_rate', ['learning_rate', 'beta'])).toBe('learning_rate');
+    expect(closestName('abcdef', ['uvwxyz'])).toBeNull(); // 6 edits, budget 2
+    expect(closestName('demoo', ['demo', 'demos'])).toBe('demo');
+    expect(closestName('ab', ['xy'])).toBeNull(); // a 2-letter name allows 1 edit
   });
 });
 
