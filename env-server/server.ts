@@ -253,9 +253,16 @@ export async function createEnvServer(options: EnvServerOptions): Promise<EnvSer
     });
   });
 
+  // A tick that comes late means this process's event loop was blocked (a trainer in the same process
+  // running a long GPU step, a big synchronous job): the pongs of the last pings may be waiting unread in
+  // the sockets, so such a tick judges nobody and only pings again; the next tick on time does.
+  let lastBeat = Date.now();
   const heartbeat = setInterval(() => {
+    const now = Date.now();
+    const late = now - lastBeat > heartbeatMs * 1.5;
+    lastBeat = now;
     for (const down of liveSockets) {
-      if (!down.alive) {
+      if (!down.alive && !late) {
         down.terminate('client went away (no pong: dead peer)');
         continue;
       }

@@ -217,6 +217,32 @@ describe('heartbeat', () => {
     await next.waitClosed();
     await expectNoLeaks(server);
   });
+
+  it('keeps a live peer whose process was busy: a late tick judges nobody (a trainer blocking its own in-process server)', async () => {
+    const server = await servers.start({ heartbeatMs: 100 });
+    const ws = new WebSocket(wsBase(server, 'echo'));
+    let closedCode: number | null = null;
+    ws.on('close', (code) => (closedCode = code));
+    await new Promise((resolve) => ws.once('open', resolve));
+    let blocks = 0;
+    // ws answers each ping with a pong before it emits 'ping'; blocking here keeps that pong unread by the
+    // server (same process) until after its next, overdue tick — what a long synchronous step does.
+    ws.on('ping', () => {
+      if (blocks >= 3) return;
+      blocks++;
+      const until = Date.now() + 400;
+      while (Date.now() < until) {
+        // busy: the event loop is held
+      }
+    });
+    await eventually(() => blocks === 3, 'three pings answered while the process was busy');
+    await new Promise((resolve) => setTimeout(resolve, 400)); // two ticks on time after the last block
+    expect(closedCode).toBeNull();
+    ws.send(JSON.stringify({ type: 'reset' }));
+    const reply = await new Promise<string>((resolve) => ws.once('message', (d) => resolve(String(d))));
+    expect(JSON.parse(reply).type).toBe('observation');
+    ws.close();
+  });
 });
 
 describe('MAX_CONCURRENT_ENVS', () => {
