@@ -5,6 +5,7 @@
 // quoting the server's body.
 
 import { OpenEnvError } from './errors.ts';
+import { replyText } from './http-reply.ts';
 import type { JsonRpcRequest, JsonRpcResponse, StepResult } from './types.ts';
 
 /** A failed reply whose body is quoted up to this many characters. */
@@ -62,7 +63,7 @@ export class HttpEpisode {
       const cause = (err as { cause?: { message?: unknown } }).cause?.message;
       throw new OpenEnvError(timedOut ? 'TIMEOUT' : 'CONNECT_FAILED', timedOut ? `No reply to ${where} within ${this.timeoutMs} ms` : `Cannot reach ${where}: ${(err as Error).message}${typeof cause === 'string' ? ` (${cause})` : ''}`);
     }
-    const text = await res.text();
+    const text = await replyText(res, where);
     if (!res.ok) {
       const code = res.status === 422 ? 'VALIDATION_ERROR' : res.status >= 500 ? 'EXECUTION_ERROR' : 'PROTOCOL';
       throw new OpenEnvError(code, `HTTP ${res.status} from ${where}: ${text.slice(0, QUOTE_CHARS)}`);

@@ -2,6 +2,7 @@
 // env from an action env by what the server says, reading `list_tools` / `call_tool` observations the
 // way the Python MCPToolClient does, and turning a tool step into model-visible text.
 
+import { replyText } from './http-reply.ts';
 import type { JsonRpcResponse } from './types.ts';
 
 /** A tool as `list_tools` names it; the input schema is the tool's JSON Schema for its arguments. */
@@ -121,7 +122,7 @@ export async function detectProtocol(baseUrl: string, probe: McpProbe, fetchImpl
   let schema: unknown = null;
   try {
     const res = await fetchImpl(`${httpBase(baseUrl)}/schema`);
-    if (res.ok) schema = await res.json();
+    if (res.ok) schema = JSON.parse(await replyText(res, `GET ${httpBase(baseUrl)}/schema`));
   } catch {
     schema = null; // no /schema route: decide by the probe
   }

@@ -6,6 +6,7 @@
 import { withEpisode } from '../../openenv/index.ts';
 
 import { connectionRefusedMessage, isConnectionRefused } from '../../openenv/errors.ts';
+import { replyText } from '../../openenv/http-reply.ts';
 
 export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 
@@ -60,7 +61,7 @@ export async function taskFromMetadata(baseUrl: string, fetchImpl: typeof fetch 
   try {
     const res = await fetchImpl(url);
     if (!res.ok) throw new Error(`HTTP ${res.status}${await serverSaid(res)}`);
-    meta = (await res.json()) as Record<string, unknown>;
+    meta = JSON.parse(await replyText(res, `GET ${url}`)) as Record<string, unknown>;
   } catch (err) {
     if (isConnectionRefused(err)) throw new Error(connectionRefusedMessage(baseUrl));
     throw new Error(`Cannot read ${url} to tell which environment this is: ${(err as Error).message}`);
