@@ -2,7 +2,7 @@
 // and runLimitErrors are pure) from the loaded model's config and the adapter's limits, so the plan
 // and the errors beside the fields follow every keystroke.
 import { planMemory, towerPlan, type MemoryPlan } from '../engine/memory-plan.ts';
-import { MAX_BINDING_BYTES } from '../engine/params.ts';
+import { bindingLimit } from '../engine/params.ts';
 import type { GRPOConfig } from '../rl/config.ts';
 import { plannedWorkload, runLimitErrors, type AdapterLimits, type RunLimitErrors } from '../rl/run-limits.ts';
 import type { ModelInfo, ProbeResult } from '../../workers/api.ts';
@@ -36,7 +36,7 @@ export function setupMemoryPlan(model: ModelInfo | null, probe: ProbeResult | nu
   const plan = planMemory({
     ...planned,
     ...plannedWorkload(config),
-    limits: { ...limits, maxStorageBufferBindingSize: Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES) },
+    limits: { ...limits, maxStorageBufferBindingSize: bindingLimit(limits) },
     // The worker loads a vision-language checkpoint with its tower (trainer-service.ts).
     ...towerPlan(model.config),
   });

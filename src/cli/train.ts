@@ -6,18 +6,17 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/types.ts';
-import { loadCheckpointTokenizer } from '../model/tokenizer.ts';
 import { latestCheckpointFolder } from '../rl/grpo/checkpoint.ts';
-import { BOOL_KEYS, CONFIG_KEYS, configFromObject, configFromText, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
+import { BOOL_KEYS, CONFIG_KEYS, ConfigError, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
 import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
-import { adapterFiles, plannedWorkload, Run, type RunEvent } from '../rl/run.ts';
+import { adapterFiles, Run, type RunEvent } from '../rl/run.ts';
 import { folderRunCheckpoints, readRunCheckpointFolder, type RunCheckpoint, type RunCheckpointStore } from '../rl/run-checkpoint.ts';
 import { RunControl } from '../rl/run-control.ts';
-import { runLimitErrors, runLimitMessage } from '../rl/run-limits.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
-import { bindTask, builtinEnvUrls, resolveTask, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
+import { builtinEnvUrls, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
+import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, type ConfigLayer, type RunModel, type RunRequest } from '../rl/launch.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
@@ -26,14 +25,7 @@ import { TrainProgress } from './train-progress.ts';
 import { ADAPTER_HELP, announceAdapter } from './adapter-line.ts';
 import { stepPlan } from '../rl/grpo/trainer.ts';
 import { fullModelFolder } from './full-model-folder.ts';
-import { modelTierOf, presetConfig, type ModelTier } from '../rl/tasks/presets.ts';
-import { parseConfigText } from '../model/config.ts';
-import { isDirectory, isLocalModelFolder, nodeFolderFiles } from '../model/node-files.ts';
-import { readTextCapped } from '../model/files.ts';
-import { REPO_ID } from '../model/checkpoint.ts';
-import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
-import type { ModelConfig } from '../model/types.ts';
-import { checkpointVision } from '../rl/rollout/checkpoint-vision.ts';
+import { modelLocationName, type ModelLocation } from '../model/checkpoint.ts';
 import { trainedChat, trainedChatMetadata, type TrainedChat } from '../export/trained-chat.ts';
 
 const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNAME value …]
@@ -144,85 +136,36 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
   };
 }
 
-/** Warm-up steps when transcripts are given but sft_steps is not. */
-const DEFAULT_SFT_STEPS = 50;
-
-/** config.json of --model alone (a local folder's, or downloaded by itself): no weights are read. */
-async function readModelConfig(model: string): Promise<ModelConfig> {
-  const { fetchRemoteConfig } = await import('../model/hub.ts');
-  if (/^https?:\/\//.test(model)) return fetchRemoteConfig({ baseUrl: model });
-  if (await isLocalModelFolder(model)) {
-    const text = await readTextCapped(nodeFolderFiles(model), 'config.json');
-    if (text === null) throw new Error(`${join(model, 'config.json')}: no such file`);
-    return parseConfigText(text, join(model, 'config.json'));
-  }
-  if (REPO_ID.test(model)) return fetchRemoteConfig({ repo: model });
-  throw new Error('not a local folder, an http(s) URL or a Hub repo id');
-}
-
-interface ModelSize {
-  tier: ModelTier;
-  params: number | null;
-  /** Why the tier is a guess (config.json could not be read). */
-  unknown?: string;
-}
-
-/**
- * The tier of --model for the presets, from its config.json (parameter count). One that cannot be read
- * counts as full-size: the open step reports real problems.
- */
-async function modelSizeOf(model: string): Promise<ModelSize> {
+/** A --config file's keys; an unreadable file or bad JSON is named. */
+async function readConfigFile(file: string): Promise<Record<string, unknown>> {
+  const text = await readFile(file, 'utf8').catch(() => {
+    throw new Error(`--config: cannot read ${file}`);
+  });
   try {
-    const config = await readModelConfig(model);
-    return { tier: modelTierOf(config), params: qwen3ParamCount(config) };
+    return JSON.parse(text);
   } catch (err) {
-    return { tier: 'full-size', params: null, unknown: (err as Error).message };
+    throw new Error(`--config ${file}: not valid JSON (${(err as Error).message})`);
   }
 }
 
 /**
- * The built-in task's preset (the app's, src/rl/tasks/presets.ts) or, for others, the example script's
- * settings. The app's presets turn log_completions on for its rollout viewer; on stdout TRL's default
- * (off) holds, so each line stays a line of metrics unless --log_completions asks for the completions.
+ * The launcher's request from the arguments: the task's preset ← run.json ← flags ← --output, and
+ * transcripts given (--sft, --sft-solver) make a warm-up of DEFAULT_SFT_STEPS when sft_steps is 0.
  */
-function taskDefaults(task: ResolvedTask, tier: ModelTier): Record<string, unknown> {
-  const { log_completions: _appOnly, ...defaults } = task.preset ? presetConfig(task.preset, tier) : task.task.config;
-  return defaults;
-}
-
-/** DEFAULT ← the task's preset (same as the app's) ← run.json ← flags, and where each value came from. */
-async function buildConfig(task: ResolvedTask, args: Args, tier: ModelTier): Promise<{ config: GRPOConfig; from: ConfigSources }> {
-  const from: ConfigSources = {};
-  const mark = (obj: Record<string, unknown>, label: string) => {
-    for (const k of Object.keys(obj)) from[k as keyof GRPOConfig] = label;
+async function runRequest(args: Args, more: Pick<RunRequest, 'prompts' | 'miniwobNames' | 'resume'> = {}): Promise<RunRequest> {
+  const config: ConfigLayer[] = [];
+  if (args.config) config.push({ source: '--config', values: await readConfigFile(args.config) });
+  config.push({ source: 'flag', text: args.configFlags });
+  if (args.output) config.push({ source: '--output', values: { output_dir: args.output } });
+  const warmUpGiven = args.sft ? '--sft given' : args.sftSolver ? '--sft-solver given' : undefined;
+  return {
+    env: args.env,
+    ...(args.envUrl !== undefined ? { envUrl: args.envUrl.replace(/\/+$/, '') } : {}),
+    preset: true,
+    config,
+    ...(warmUpGiven ? { warmUpGiven } : {}),
+    ...more,
   };
-  const defaults = taskDefaults(task, tier);
-  let config = configFromObject(defaults);
-  mark(defaults, task.preset ? 'preset' : 'task');
-  if (args.config) {
-    const text = await readFile(args.config, 'utf8').catch(() => {
-      throw new Error(`--config: cannot read ${args.config}`);
-    });
-    let obj: Record<string, unknown>;
-    try {
-      obj = JSON.parse(text);
-    } catch (err) {
-      throw new Error(`--config ${args.config}: not valid JSON (${(err as Error).message})`);
-    }
-    config = configFromObject(obj, config);
-    mark(obj, '--config');
-  }
-  const withFlags = configFromText(args.configFlags, config);
-  mark(args.configFlags, 'flag');
-  if (args.output) {
-    withFlags.output_dir = args.output;
-    from.output_dir = '--output';
-  }
-  if ((args.sft || args.sftSolver) && withFlags.sft_steps === 0) {
-    withFlags.sft_steps = DEFAULT_SFT_STEPS;
-    from.sft_steps = args.sft ? '--sft given' : '--sft-solver given';
-  }
-  return { config: withFlags, from };
 }
 
 /** `train --help`, with the values that apply to the --model / --env given (if both are). */
@@ -233,27 +176,28 @@ values that would apply instead (TRL's defaults, then the task's preset for the 
 --config and the flags):
 ${configHelp()}`;
   }
-  const size = await modelSizeOf(args.model);
+  const size = await locateRunModel(args.model).catch((err: Error): Pick<RunModel, 'config' | 'tier' | 'params' | 'unknown'> => ({ config: null, tier: 'full-size', params: null, unknown: err.message }));
+  const request = await runRequest(args, { miniwobNames: (await miniwobOption(args.miniwob))?.names });
   let resolved;
   try {
-    resolved = await resolveTask({ env: args.env, tier: size.tier, miniwobNames: (await miniwobOption(args.miniwob))?.names });
+    resolved = await resolveRun(request, size.config);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     return `${HELP}\n\n--env ${args.env}: ${(err as Error).message}; GRPOConfig flags with TRL's defaults:\n${configHelp()}`;
   }
-  const applied = await buildConfig(resolved, args, size.tier);
-  const preset = resolved.preset;
+  const preset = resolved.task.preset;
   const model = size.unknown
     ? `${args.model} (its config.json could not be read: ${size.unknown}; taken as full-size)`
     : `${args.model} (${size.params!.toLocaleString('en-US')} parameters: ${size.tier} tier)`;
   const layers = [
     "TRL's defaults",
-    preset ? `the ${preset} preset for ${size.tier} models (marked preset)` : `the ${resolved.name} task's settings (marked task)`,
+    preset ? `the ${preset} preset for ${size.tier} models (marked preset)` : `the ${resolved.task.name} task's settings (marked task)`,
     ...(args.config ? [`--config ${args.config}`] : []),
     'the flags given',
   ];
   return `${HELP}\n\nGRPOConfig flags (TRL names), with the values that apply to --model ${model} --env ${args.env}:
 ${layers.join(', then ')}.
-${configHelp(applied)}`;
+${configHelp(resolved)}`;
 }
 
 function printEvent(e: RunEvent, logCompletions: boolean): void {
@@ -277,15 +221,15 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
  * base_model_name_or_path of the adapter: a local folder as an absolute path (so the adapter loads from
  * any working directory, as PEFT's from_pretrained resolves it), a Hub id or URL as given.
  */
-async function baseModelName(model: string): Promise<string> {
-  return (await isDirectory(model)) ? resolve(model) : model;
+function baseModelName(model: ModelLocation): string {
+  return 'folder' in model ? resolve(model.folder) : modelLocationName(model);
 }
 
-async function exportAdapter(engine: Engine, model: string, dir: string, chat: TrainedChat): Promise<string> {
+async function exportAdapter(engine: Engine, model: ModelLocation, dir: string, chat: TrainedChat): Promise<string> {
   const target = join(dir, 'adapter');
   await mkdir(target, { recursive: true });
   // The same files (and safetensors metadata, the run's chat among it) as the app's export: src/rl/run.ts adapterFiles.
-  for (const f of await adapterFiles(engine, await baseModelName(model), trainedChatMetadata(chat))) await writeFile(join(target, f.name), f.bytes);
+  for (const f of await adapterFiles(engine, baseModelName(model), trainedChatMetadata(chat))) await writeFile(join(target, f.name), f.bytes);
   return target;
 }
 
@@ -293,10 +237,10 @@ async function exportAdapter(engine: Engine, model: string, dir: string, chat: T
  * The run's steps and where a warm-up comes from, for the first line: a preset's SFT steps are steps the
  * user did not ask for (`--max_steps 1` runs 11 steps under the browsergym preset), so they are said first.
  */
-export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: ConfigSources, task: Pick<ResolvedTask, 'name' | 'preset'>, grpoSteps: number, resume?: Pick<RunCheckpoint, 'sftSteps' | 'runStep'>): string {
+export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: ConfigSources, task: Pick<ResolvedTask, 'name' | 'preset'>, grpoSteps: number, resume?: Pick<RunCheckpoint, 'runStep'>): string {
   const steps = (n: number, what: string) => `${n.toLocaleString('en-US')} ${what} step${n === 1 ? '' : 's'}`;
-  const sft = resume?.sftSteps ?? config.sft_steps;
-  const source = from.sft_steps === 'preset' ? `preset ${task.preset}` : from.sft_steps === 'task' ? `task ${task.name}` : from.sft_steps === 'flag' ? '--sft_steps' : from.sft_steps;
+  const sft = config.sft_steps;
+  const source = from.sft_steps === 'preset' ? `preset ${task.preset}` : from.sft_steps === 'task' ? `task ${task.name}` : from.sft_steps === 'flag' ? '--sft_steps' : from.sft_steps === RESUMED_SFT_SOURCE ? "the checkpoint's" : from.sft_steps;
   const plan = sft > 0 ? `${steps(sft, 'SFT warm-up')}${source ? ` (${source})` : ''} + ${steps(grpoSteps, 'GRPO')}` : steps(grpoSteps, 'GRPO');
   return resume ? `${plan}, resuming after step ${resume.runStep}` : plan;
 }
@@ -336,19 +280,9 @@ export async function run(argv: string[]): Promise<number> {
   ];
   if (args.miniwob !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--miniwob is for the in-process browsergym env; a remote env serves its own tasks');
   const miniwob = await miniwobOption(args.miniwob);
-  // A mistyped local folder fails here, by name, before any env, download or GPU work.
-  if (!/^https?:\/\//.test(args.model)) await isLocalModelFolder(args.model);
-  const tier = (await modelSizeOf(args.model)).tier;
+  // --model read once: a mistyped folder fails here, by name, before any env, download or GPU work.
+  const model = await locateRunModel(args.model);
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
-  const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
-  if (resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
-    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
-  }
-  if (args.sftSolver && args.sftSolver !== resolved.solver) {
-    throw new Error(`--sft-solver ${args.sftSolver}: the '${resolved.name}' task's scripted solver is ${resolved.solver ?? 'none'}`);
-  }
-  const { config, from } = await buildConfig(resolved, args, tier);
-  const sftSolver = warmUpSolver(resolved.solver, args, config.sft_steps);
 
   let resume: RunCheckpoint | undefined;
   if (args.resume) {
@@ -356,16 +290,24 @@ export async function run(argv: string[]): Promise<number> {
     if (!dir) throw new Error(`--resume latest: no checkpoint-<step> folder under ${args.output ?? '(no --output given)'}`);
     resume = await readRunCheckpointFolder(dir);
   }
+  const resolved = await resolveRun(await runRequest(args, { prompts, ...(args.envUrl === undefined && miniwob ? { miniwobNames: miniwob.names } : {}), ...(resume ? { resume } : {}) }), model.config);
+  const { config, from, task: resolvedTask } = resolved;
+  if (resolvedTask.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolvedTask.name}' task, which has its own prompts`);
+  }
+  if (args.sftSolver && args.sftSolver !== resolvedTask.solver) {
+    throw new Error(`--sft-solver ${args.sftSolver}: the '${resolvedTask.name}' task's scripted solver is ${resolvedTask.solver ?? 'none'}`);
+  }
+  const sftSolver = warmUpSolver(resolvedTask.solver, args, config.sft_steps);
 
   let transcripts: Transcript[] = [];
   if (args.sft) transcripts = parseTranscripts(await readFile(args.sft, 'utf8'), args.sft);
-  const grpoSteps = stepPlan(config, resolved.task.dataset(args.datasetSize).length).totalSteps;
-  await announceAdapter('train', stepsPlanned(config, from, resolved, grpoSteps, resume));
+  const grpoSteps = stepPlan(config, resolvedTask.task.dataset(args.datasetSize).length).totalSteps;
+  await announceAdapter('train', stepsPlanned(config, from, resolvedTask, grpoSteps, resume));
 
   // Heavy modules load only now, so `train --help` and argument errors stay instant.
-  const { openCheckpoint } = await import('../model/checkpoint.ts');
-  const { loadEngine } = await import('../engine/engine.ts');
-  const server = resolved.url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob, axtree: args.axtree }) });
+  const { prepareRun } = await import('../rl/launch-model.ts');
+  const server = resolvedTask.url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob, axtree: args.axtree }) });
   const progress = new Progress();
   const watch = new TrainProgress(progress);
   const control = new RunControl();
@@ -387,18 +329,33 @@ export async function run(argv: string[]): Promise<number> {
   let engine: Engine | null = null;
   try {
     let download: ProgressTask | null = null;
-    const ckpt = await openCheckpoint(args.model, {
-      onProgress: (pr) => {
+    let upload: ProgressTask | null = null;
+    const prepared = await prepareRun(model, resolved, {
+      weightDtype: args.weightDtype,
+      softwareMemoryBytes: totalmem(),
+      ...(server ? { builtinUrls: builtinEnvUrls(server.url) } : {}),
+      ...(args.datasetSize !== undefined ? { datasetSize: args.datasetSize } : {}),
+      onDownload: (pr) => {
         if (pr.phase !== 'download') return;
         download ??= progress.task(`downloading ${args.model}`, pr.totalBytes, formatBytes);
         download.update(pr.loadedBytes, undefined, pr.totalBytes);
       },
+      onUpload: (pr) => {
+        if (!upload) {
+          (download as ProgressTask | null)?.end();
+          upload = progress.task('loading the model onto the GPU', pr.totalBytes, formatBytes);
+        }
+        upload.update(pr.loadedBytes);
+      },
     });
-    (download as ProgressTask | null)?.end();
-    const tokenizer = await loadCheckpointTokenizer(ckpt, args.model);
-    // A vision-language checkpoint trains with its vision tower: screenshots are embedded, not dropped.
-    const vision = await checkpointVision(ckpt, 'train');
-    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, datasetSize: args.datasetSize, readsImages: vision !== undefined, ...(ckpt.config.visionError ? { visionError: ckpt.config.visionError } : {}) });
+    engine = prepared.engine;
+    const { checkpoint: ckpt, tokenizer, vision, task } = prepared;
+    (upload as ProgressTask | null)?.end(`${formatBytes(ckpt.totalTensorBytes)}, ${prepared.engine.weightDtype} weights`);
+    console.log(JSON.stringify({ phase: 'load', ...prepared.engine.report() }));
+    if (control.request === 'stop') {
+      progress.line('webgrpo train: stopped before training started; nothing to save');
+      return SIGNAL_EXIT[stoppedBy!];
+    }
     if (sftSolver) {
       progress.line(`SFT warm-up transcripts: the ${sftSolver} solver plays ${args.sftEpisodes} episodes${args.sftSolver ? '' : ` (sft_steps ${config.sft_steps}, no --sft given)`}…`);
       transcripts = [...transcripts, ...(await solverTranscripts(task, args.sftEpisodes, config.seed))];
@@ -407,31 +364,14 @@ export async function run(argv: string[]): Promise<number> {
         await writeFile(join(args.output, 'transcripts.jsonl'), transcriptsToJsonl(transcripts));
       }
     }
-    const weightDtype = config.train_mode === 'full' ? 'f32' : args.weightDtype;
-    // The config against the adapter's limits before any weight is uploaded (the setup page's check; a software adapter's memory is RAM).
-    const limits = await (await import('../engine/gpu.ts')).adapterLimits();
-    const tooBig = limits && runLimitMessage(runLimitErrors(config, { config: ckpt.config, weightDtype: weightDtype === 'f16' ? 'f16' : 'f32' }, { ...limits, ...(limits.software ? { budgetBytes: totalmem() } : {}) }));
-    if (tooBig) throw new Error(tooBig);
-    const upload = progress.task('loading the model onto the GPU', ckpt.totalTensorBytes, formatBytes);
-    // The memory plan is checked for one generation batch; its sequence count caps every decode batch.
-    const plan = plannedWorkload(config);
-    const loaded = await loadEngine(ckpt, { weightDtype, plan, vision: vision !== undefined, onProgress: (pr) => upload.update(pr.loadedBytes) });
-    engine = loaded;
-    upload.end(`${formatBytes(ckpt.totalTensorBytes)}, ${loaded.weightDtype} weights`);
-    console.log(JSON.stringify({ phase: 'load', ...loaded.report() }));
-    if (control.request === 'stop') {
-      progress.line('webgrpo train: stopped before training started; nothing to save');
-      return SIGNAL_EXIT[stoppedBy!];
-    }
     const chat = trainedChat(config, task);
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output, chat) : null;
     const folder = args.output ? folderRunCheckpoints(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
     const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
     watch.start();
-    const sftSteps = resume?.sftSteps ?? config.sft_steps;
     const sftDone = resume?.sftStepsDone ?? 0;
-    if (sftDone < sftSteps) watch.sftStarting(sftSteps, sftDone);
+    if (sftDone < config.sft_steps) watch.sftStarting(config.sft_steps, sftDone);
     else watch.grpoStarting(run.totalSteps, (resume?.runStep ?? 0) + 1);
     // A run where every tool call failed trained on env errors, and one where no tool result fitted never
     // read one: neither may look like success.
@@ -447,19 +387,19 @@ export async function run(argv: string[]): Promise<number> {
     if (stoppedBy) {
       const saved: string[] = [];
       if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
-      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, args.model, args.output, chat)}`);
+      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, model.location, args.output, chat)}`);
       if (fullModel) saved.push(`model ${await fullModel.finish()}`);
       if (!store?.last && args.output) saved.push('no checkpoint (stopped before the first one)');
       progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
       return SIGNAL_EXIT[stoppedBy];
     }
     if (args.output && config.train_mode === 'lora') {
-      const adapter = await exportAdapter(engine, args.model, args.output, chat);
+      const adapter = await exportAdapter(engine, model.location, args.output, chat);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));
     if (tally.everyCallFailed) {
-      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${resolved.url ?? resolved.name} never gave the model a result.`);
+      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${resolvedTask.url ?? resolvedTask.name} never gave the model a result.`);
       return 1;
     }
     if (tally.everyResultOverBudget) {

@@ -60,6 +60,37 @@ export interface LoadEngineOptions {
    * (ScoreSequence.images). Off by default: text-only use does not pay for its weights.
    */
   vision?: boolean;
+  /**
+   * The weight precision and memory plan planLoad decided for this checkpoint and GPU, by a caller that
+   * showed them before loading (the app's model card): used as they are, not decided again.
+   */
+  decided?: LoadPlan;
+}
+
+/** How loadEngine will store the weights and what it will allocate: decided before anything is. */
+export interface LoadPlan {
+  precision: WeightPrecision;
+  memory: MemoryPlan;
+}
+
+/**
+ * The weight precision (weight-precision.ts) and the memory plan of loading `ckpt` on `gpu` for
+ * `opts.plan`'s workload, under the engine's own binding limit (params.ts bindingLimit).
+ */
+export function planLoad(ckpt: Checkpoint, gpu: Pick<Gpu, 'limits' | 'f16'>, opts: Pick<LoadEngineOptions, 'weightDtype' | 'plan' | 'vision' | 'maxBindingBytes'> = {}): LoadPlan {
+  const cfg = ckpt.config;
+  const visionConfig = opts.vision ? cfg.vision : null;
+  const planFor = (weightDtype: GpuDtype) => planMemory({
+    config: cfg,
+    weightDtype,
+    mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
+    numSequences: opts.plan?.numSequences ?? 1,
+    maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
+    limits: { maxStorageBufferBindingSize: bindingLimit(gpu.limits, opts.maxBindingBytes), maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
+    ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
+  });
+  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
+  return { precision, memory: planFor(precision.stored) };
 }
 
 /** The train side's part of Engine (src/engine/train). */
@@ -262,18 +293,8 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error(cfg.visionError ? `vision: the vision tower cannot be used: ${cfg.visionError}` : 'vision: config.json has no vision_config (not a vision-language checkpoint)');
   }
-  const planFor = (weightDtype: GpuDtype) => planMemory({
-    config: cfg,
-    weightDtype,
-    mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
-    numSequences: opts.plan?.numSequences ?? 1,
-    maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
-    limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
-    ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
-  });
-  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
+  const { precision, memory: memoryPlan } = opts.decided ?? planLoad(ckpt, gpu, opts);
   const matrixDtype = precision.stored;
-  const memoryPlan = planFor(matrixDtype);
   if (!memoryPlan.fits) {
     if (ownsGpu) gpu.device.destroy();
     throw new Error(`model does not fit this GPU: ${memoryPlan.message}`);

@@ -12,7 +12,8 @@ export const F16_MAX = 65504;
  */
 export const MAX_BINDING_BYTES = 1024 * 1024 * 1024 - 4 * 1024 * 1024;
 
-export function bindingLimit(limits: GPUSupportedLimits, override?: number): number {
+/** The largest storage binding the engine makes on an adapter with `limits` (`override`: a lower cap). */
+export function bindingLimit(limits: Pick<GPUSupportedLimits, 'maxStorageBufferBindingSize' | 'maxBufferSize'>, override?: number): number {
   const hw = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES);
   return override ? Math.min(override, hw) : hw;
 }

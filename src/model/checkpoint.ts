@@ -8,7 +8,8 @@ import { canonicalTensorName } from './qwen3-tensors.ts';
 import { VISION_PREFIX } from './qwen3_5-vision-tensors.ts';
 import { browserFiles, memoryFiles, readTextCapped, type CheckpointFiles } from './files.ts';
 import { decodeToFloat32, parseHeader, readHeaderLength, type SafetensorsEntry } from './safetensors.ts';
-import type { Checkpoint, TensorInfo } from './types.ts';
+import type { RemoteLocation } from './hub.ts';
+import type { Checkpoint, ModelConfig, TensorInfo } from './types.ts';
 
 export { parseWeightIndex, type OpenCheckpointOptions } from './checkpoint-options.ts';
 
@@ -34,12 +35,23 @@ export interface OpenedCheckpoint extends Checkpoint {
   files: CheckpointFiles;
 }
 
+/**
+ * Where a model named by one string lives: a local folder (Node), an `http(s)://` base URL whose files
+ * are `{url}/{file}`, or a Hub repo id. locateModel reads such a string, once; everything that opens
+ * or inspects that model takes the location.
+ */
+export type ModelLocation = { folder: string } | RemoteLocation;
+
 /** Anything a checkpoint can be opened from; see openCheckpoint. */
-export type CheckpointSource = string | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;
+export type CheckpointSource = string | ModelLocation | CheckpointFiles | ReadonlyMap<string, Uint8Array> | Iterable<File>;
 
 
 function isCheckpointFiles(x: unknown): x is CheckpointFiles {
   return typeof x === 'object' && x !== null && typeof (x as CheckpointFiles).read === 'function' && typeof (x as CheckpointFiles).size === 'function';
+}
+
+function isModelLocation(x: unknown): x is ModelLocation {
+  return typeof x === 'object' && x !== null && ('folder' in x || 'baseUrl' in x || 'repo' in x);
 }
 
 /** A Hub repo id: `owner/name` (letters, digits, '-', '_', '.'). */
@@ -48,10 +60,28 @@ export const REPO_ID = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
 /**
+ * The one reading of a model string (`--model`): an http(s) URL; else, in Node, a local folder (a
+ * mistyped one fails here, by name, with the folder it was probably meant to be); else a Hub repo id.
+ */
+export async function locateModel(source: string): Promise<ModelLocation> {
+  if (/^https?:\/\//.test(source)) return { baseUrl: source };
+  if (isNode) {
+    const { isLocalModelFolder } = await import('./node-files.ts');
+    if (await isLocalModelFolder(source)) return { folder: source };
+  }
+  if (REPO_ID.test(source)) return { repo: source };
+  throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
+}
+
+/** How a location is named in messages and in an adapter's base_model_name_or_path: as the user wrote it. */
+export function modelLocationName(location: ModelLocation): string {
+  return 'folder' in location ? location.folder : 'baseUrl' in location ? location.baseUrl : location.repo;
+}
+
+/**
  * Opens a checkpoint from:
- * - a local folder path (Node);
- * - an `http(s)://` base URL whose files are `{url}/{file}`;
- * - a Hub repo id like `Qwen/Qwen3-0.6B` (`{endpoint}/{repo}/resolve/{revision}/{file}`), downloaded
+ * - a model string (see locateModel) or its location: a local folder (Node), an `http(s)://` base URL,
+ *   or a Hub repo id like `Qwen/Qwen3-0.6B` (`{endpoint}/{repo}/resolve/{revision}/{file}`), downloaded
  *   into the cache with progress and resume, then read locally;
  * - browser `File`s (a picked folder), a Map of in-memory files, or any CheckpointFiles.
  */
@@ -62,20 +92,33 @@ export async function openCheckpoint(source: CheckpointSource, options: OpenChec
 async function resolveSource(source: CheckpointSource, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
   if (isCheckpointFiles(source)) return source;
   if (source instanceof Map) return memoryFiles(source);
-  if (typeof source !== 'string') return browserFiles(source as Iterable<File>);
-  if (/^https?:\/\//.test(source)) {
-    const { remoteCheckpointFiles } = await import('./hub.ts');
-    return remoteCheckpointFiles({ baseUrl: source }, options);
+  if (typeof source === 'string') return locationFiles(await locateModel(source), options);
+  if (isModelLocation(source)) return locationFiles(source, options);
+  return browserFiles(source as Iterable<File>);
+}
+
+async function locationFiles(location: ModelLocation, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
+  if ('folder' in location) {
+    const { nodeFolderFiles } = await import('./node-files.ts');
+    return nodeFolderFiles(location.folder);
   }
-  if (isNode) {
-    const { isLocalModelFolder, nodeFolderFiles } = await import('./node-files.ts');
-    if (await isLocalModelFolder(source)) return nodeFolderFiles(source);
+  const { remoteCheckpointFiles } = await import('./hub.ts');
+  return remoteCheckpointFiles(location, options);
+}
+
+/**
+ * config.json of the model at `location` alone (a folder's, or downloaded by itself into the cache):
+ * no weights are read, so the run can be sized before a download.
+ */
+export async function readModelConfig(location: ModelLocation, options: OpenCheckpointOptions = {}): Promise<ModelConfig> {
+  if ('folder' in location) {
+    const files = await locationFiles(location, options);
+    const text = await readTextCapped(files, 'config.json');
+    if (text === null) throw new Error(`${files.location}/config.json: no such file`);
+    return parseConfigText(text, `${files.location}/config.json`);
   }
-  if (REPO_ID.test(source)) {
-    const { remoteCheckpointFiles } = await import('./hub.ts');
-    return remoteCheckpointFiles({ repo: source }, options);
-  }
-  throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
+  const { fetchRemoteConfig } = await import('./hub.ts');
+  return fetchRemoteConfig(location, options);
 }
 
 /**

@@ -15,7 +15,7 @@
 // An error names the buffer, its size and the limit, and the largest value of the field that fits.
 
 import { backwardBufferPlan, DEFAULT_IMAGE_PATCHES, formatBytes, kvBytesPerToken, planMemory, towerPlan, type GpuDtype, type TrainingMode } from '../engine/memory-plan.ts';
-import { MAX_BINDING_BYTES } from '../engine/params.ts';
+import { bindingLimit } from '../engine/params.ts';
 import type { ModelConfig } from '../model/types.ts';
 import { generationBatchSize, type GRPOConfig } from './config.ts';
 
@@ -63,7 +63,7 @@ function overflow(planned: PlannedModel, mode: TrainingMode, limits: AdapterLimi
   const model = planned.config;
   const loraR = mode.kind === 'lora' ? mode.r : 0;
   // kv-cache.ts and params.ts keep one binding below bindingLimit; scratch and backward buffers below both limits.
-  const kvLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize, MAX_BINDING_BYTES);
+  const kvLimit = bindingLimit(limits);
   const bufferLimit = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   // One layer's row: kvBytesPerToken counts the attention layers only (Qwen3.5's others keep a state).
   const attentionLayers = model.layerTypes.filter((t) => t === 'full_attention').length;

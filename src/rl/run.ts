@@ -52,7 +52,7 @@ export interface RunSpec {
   tokenizer: TextTokenizer;
   /** A vision-language model's images (its engine loaded with the vision tower): rollouts expand them, scoring and training embed them. */
   vision?: RolloutVision;
-  /** The run's config; sft_steps is its warm-up length (a resumed run keeps its checkpoint's). */
+  /** The run's config; sft_steps is its warm-up length (the launcher sets a resumed run's to its checkpoint's). */
   config: GRPOConfig;
   task: RunTask;
   /** The warm-up transcripts, asked for only when a warm-up runs. */
@@ -106,7 +106,7 @@ export async function resetOptimizer(engine: Engine): Promise<void> {
 
 export class Run {
   private readonly c: GRPOConfig;
-  /** SFT steps of the run: the config's, or the checkpoint's when resuming. */
+  /** SFT steps of the run: config.sft_steps, the one field that says it. */
   private readonly sftSteps: number;
   private readonly grpoSteps: number;
   /** The newest checkpoint's files: a GRPO segment after a pause continues from them. */
@@ -117,7 +117,11 @@ export class Run {
 
   constructor(private readonly spec: RunSpec) {
     this.c = spec.config;
-    this.sftSteps = spec.resume?.sftSteps ?? spec.config.sft_steps;
+    this.sftSteps = spec.config.sft_steps;
+    // A resumed run's numbering is its checkpoint's: another warm-up length would redo steps it did, or skip some.
+    if (spec.resume && spec.resume.sftSteps !== this.sftSteps) {
+      throw new Error(`Run: the checkpoint is of a run with ${spec.resume.sftSteps} SFT steps, the config says sft_steps ${this.sftSteps} (src/rl/launch.ts resolveRun sets a resumed run's from its checkpoint)`);
+    }
     this.grpoSteps = stepPlan(this.c, spec.task.dataset.length).totalSteps;
   }
 

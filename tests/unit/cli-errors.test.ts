@@ -126,6 +126,7 @@ describe("train's first line", () => {
     expect(stepsPlanned({ sft_steps: 10 }, { sft_steps: 'preset' }, browsergym, 1)).toBe('10 SFT warm-up steps (preset browsergym) + 1 GRPO step');
     expect(stepsPlanned({ sft_steps: 0 }, {}, { name: 'echo', preset: 'echo' }, 2)).toBe('2 GRPO steps');
     expect(stepsPlanned({ sft_steps: 30 }, { sft_steps: 'flag' }, { name: 'catch-compact', preset: null }, 2)).toBe('30 SFT warm-up steps (--sft_steps) + 2 GRPO steps');
-    expect(stepsPlanned({ sft_steps: 50 }, { sft_steps: '--sft given' }, browsergym, 5, { sftSteps: 10, runStep: 12 })).toBe('10 SFT warm-up steps (--sft given) + 5 GRPO steps, resuming after step 12');
+    // A resume's warm-up length is its checkpoint's (the launcher sets sft_steps from it).
+    expect(stepsPlanned({ sft_steps: 10 }, { sft_steps: 'checkpoint' }, browsergym, 5, { runStep: 12 })).toBe("10 SFT warm-up steps (the checkpoint's) + 5 GRPO steps, resuming after step 12");
   });
 });
