@@ -93,18 +93,23 @@ export interface RolloutView {
   overBudget?: { tokens: number; budget: number };
 }
 
+/**
+ * A run the page starts or resumes: the launcher's request (src/rl/launch.ts RunRequest) as
+ * structured-clone data, the trainer service turns it into one.
+ */
 export interface RunOptions {
   runId: string;
-  /** TRL-named config (GRPOConfig fields + webgrpo's lora_* keys). */
+  /**
+   * TRL-named config (GRPOConfig fields + webgrpo's lora_* keys), the preset merged in by the page.
+   * Its sft_steps is the warm-up's length (0 = none); a resumed run keeps its checkpoint's.
+   */
   config: Record<string, unknown>;
   /** Base URL of the environment (built-in or proxied), e.g. http://127.0.0.1:8000/envs/catch */
   envUrl: string;
   /** The task: a TRL example's env name, or 'mcp' (the user's `prompts` on an MCP env's tools). */
   envName: string;
   prompts?: DatasetRow[];
-  /** SFT warm-up steps on transcripts from the built-in scripted solver (0 = none). */
-  sftSteps: number;
-  /** Uploaded SFT transcripts (JSONL of message lists), used instead of the solver's when given. */
+  /** Uploaded SFT transcripts (JSONL of message lists), used instead of the scripted solver's when given. */
   sftJsonl?: string;
   /** Continue from the checkpoint kept for this run (after a reload or crash). */
   resume: boolean;

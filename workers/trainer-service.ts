@@ -4,24 +4,25 @@
 // warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
-import { loadEngine } from '../src/engine/engine.ts';
+import type { LoadPlan } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
-import { planMemory, towerPlan, type MemoryPlan } from '../src/engine/memory-plan.ts';
-import { chooseWeightPrecision, matrixDtypeOf } from '../src/engine/weight-precision.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
-import { configFromObject, DEFAULT_CONFIG, type GRPOConfig } from '../src/rl/config.ts';
+import { configFromObject, type GRPOConfig } from '../src/rl/config.ts';
+import { bindRun, resolveRun, type ConfigLayer, type RunRequest } from '../src/rl/launch.ts';
+import { layerConfig } from '../src/rl/launch-config.ts';
+import { loadModelEngine, planModelLoad } from '../src/rl/launch-model.ts';
 import { jsonSafe } from '../src/rl/grpo/metrics.ts';
 import { rewardWeights } from '../src/rl/grpo/rewards.ts';
 import { parseTranscripts } from '../src/rl/grpo/sft.ts';
-import { adapterFiles, plannedWorkload, Run, trainableMode, type RunEvent } from '../src/rl/run.ts';
+import { adapterFiles, Run, trainableMode, type RunEvent } from '../src/rl/run.ts';
 import { RunControl } from '../src/rl/run-control.ts';
 import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { checkpointVision } from '../src/rl/rollout/checkpoint-vision.ts';
 import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
-import { bindTask, resolveTask, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
+import { solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
@@ -45,8 +46,8 @@ export interface TrainerServiceOptions {
 interface ReadyModel {
   loaded: LoadedModel;
   engine: Engine;
-  /** The weight storage the engine was loaded with (a reload uses the same). */
-  weightDtype: 'f16' | 'f32';
+  /** The weight precision and memory plan the engine was loaded with, decided once (a reload uses the same). */
+  plan: LoadPlan;
   /** A vision-language checkpoint's images (its engine loaded with the vision tower); undefined for a text model. */
   vision: RolloutVision | undefined;
   /**
@@ -61,17 +62,6 @@ interface ReadyModel {
 /** The run shape the memory plan is shown for when a model loads: the setup page's default preset for this model. */
 function defaultRunConfig(model: LoadedModel): GRPOConfig {
   return configFromObject(presetConfig('catch', modelTierOf(model.checkpoint.config)));
-}
-
-function memoryPlanFor(model: LoadedModel, gpu: Gpu, weightDtype: 'f16' | 'f32', config: GRPOConfig): MemoryPlan {
-  return planMemory({
-    config: model.checkpoint.config,
-    weightDtype,
-    ...plannedWorkload(config),
-    limits: { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize },
-    // loadModel uploads a vision-language checkpoint's tower too: the plan counts it.
-    ...towerPlan(model.checkpoint.config),
-  });
 }
 
 function parameterCount(model: LoadedModel): number {
@@ -127,14 +117,12 @@ export class TrainerService implements TrainerWorkerApi {
     };
     const loaded = await loadModelChoice(choice, onProgress);
     if (choice.weightDtype === 'f16' && !gpu.f16) throw new Error('f16 weights need the shader-f16 feature, which this GPU adapter does not have: choose auto or f32');
-    const planned = defaultRunConfig(loaded);
-    // The CLI's rule (weight-precision.ts): the checkpoint's own precision, f16 only where the plan needs it.
-    const precision = chooseWeightPrecision({
-      wanted: choice.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(loaded.checkpoint.tensors.values()), f16: gpu.f16,
-      fits: (d) => memoryPlanFor(loaded, gpu, d, planned).fits,
-    });
-    const plannedDtype = precision.stored;
-    const plan = memoryPlanFor(loaded, gpu, plannedDtype, planned);
+    // A vision-language checkpoint loads with its tower and processor, so its runs read screenshots
+    // (a vision_config that cannot be used, config.visionError, leaves a text model without one).
+    const vision = await checkpointVision(loaded.checkpoint, loaded.name);
+    // The precision (weight-precision.ts: the checkpoint's own, f16 only where the plan needs it) and the
+    // memory plan, for the setup page's default run on this model: decided once, shown, and loaded with.
+    const plan = await planModelLoad(loaded.checkpoint, gpu, { wanted: choice.weightDtype ?? 'auto', config: defaultRunConfig(loaded), vision: vision !== undefined });
     const cfg = loaded.checkpoint.config;
     const info: ModelInfo = {
       name: loaded.name,
@@ -142,26 +130,23 @@ export class TrainerService implements TrainerWorkerApi {
       hidden: cfg.hiddenSize,
       vocab: cfg.vocabSize,
       params: parameterCount(loaded),
-      weightDtype: plannedDtype,
-      weightPrecision: precision.reason,
-      memory: plan.items.map((i) => ({ name: i.name, bytes: i.bytes })),
-      totalBytes: plan.totalBytes,
-      fits: plan.fits,
-      message: plan.message,
+      weightDtype: plan.precision.stored,
+      weightPrecision: plan.precision.reason,
+      memory: plan.memory.items.map((i) => ({ name: i.name, bytes: i.bytes })),
+      totalBytes: plan.memory.totalBytes,
+      fits: plan.memory.fits,
+      message: plan.memory.message,
       config: cfg,
     };
     this.model?.engine.destroy();
     this.model = null;
     // A model that cannot fit is described but not uploaded: allocating it would only lose the device.
-    if (!plan.fits) {
+    if (!plan.memory.fits) {
       await delivered;
       return info;
     }
-    // A vision-language checkpoint loads with its tower and processor, so its runs read screenshots
-    // (a vision_config that cannot be used, config.visionError, leaves a text model without one).
-    const vision = await checkpointVision(loaded.checkpoint, loaded.name);
-    const engine = await loadEngine(loaded.checkpoint, { gpu, onProgress, weightDtype: plannedDtype, vision: vision !== undefined });
-    this.model = { loaded, engine, weightDtype: plannedDtype, vision, baseTrained: false, chat: null };
+    const engine = await loadModelEngine(loaded.checkpoint, gpu, plan, { vision: vision !== undefined, onProgress });
+    this.model = { loaded, engine, plan, vision, baseTrained: false, chat: null };
     await delivered;
     return { ...info, weightDtype: engine.weightDtype };
   }
@@ -198,7 +183,7 @@ export class TrainerService implements TrainerWorkerApi {
     if (model.baseTrained) {
       model.engine.destroy();
       try {
-        model.engine = await loadEngine(model.loaded.checkpoint, { gpu: await this.gpu(), weightDtype: model.weightDtype, vision: model.vision !== undefined });
+        model.engine = await loadModelEngine(model.loaded.checkpoint, await this.gpu(), model.plan, { vision: model.vision !== undefined });
       } catch (err) {
         this.model = null;
         throw new Error(`Could not upload the weights of ${model.loaded.name} again for the new run (${(err as Error).message}): load the model again on the setup page`);
@@ -214,13 +199,12 @@ export class TrainerService implements TrainerWorkerApi {
     if (this.control) throw new Error('A run is already training in this tab');
     const control = (this.control = new RunControl());
     try {
-      if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
-      const config = configFromObject({ ...withoutUnknownKeys(opts.config), sft_steps: opts.sftSteps });
-      const { tokenizer } = model.loaded;
-      const resolved = await resolveTask({ env: opts.envName, url: opts.envUrl, tier: modelTierOf(model.loaded.checkpoint.config), prompts: async () => opts.prompts ?? [] });
-      const task = bindTask(resolved, { tokenizer, readsImages: model.vision !== undefined, ...visionErrorOf(model) });
       const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
       if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
+      const { tokenizer, checkpoint } = model.loaded;
+      const resolved = await resolveRun(runRequest(opts, resume), checkpoint.config);
+      const { config } = resolved;
+      const task = bindRun(resolved, { tokenizer, model: checkpoint.config, ...(model.vision ? { vision: model.vision } : {}) });
       await this.startingPoint(model, trainableMode(config));
       model.chat = trainedChat(config, task);
       // A checkpoint must never get ahead of the steps the page holds: the trainer saves step k's
@@ -303,7 +287,7 @@ export class TrainerService implements TrainerWorkerApi {
     const model = this.ready();
     const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
-    const config = configFromObject(withoutUnknownKeys(opts.config));
+    const { config } = layerConfig([runConfigLayer(opts.config)]);
     return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
 }
@@ -314,9 +298,21 @@ function visionErrorOf(model: ReadyModel): { visionError?: string } {
   return why ? { visionError: why } : {};
 }
 
-/** A stored run config may carry keys of a newer or older webgrpo; the trainer only takes its own. */
-function withoutUnknownKeys(config: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(config).filter(([k]) => k in DEFAULT_CONFIG));
+/** The run's config as the page stored it, the preset merged in: a newer or older webgrpo's keys are dropped. */
+function runConfigLayer(config: Record<string, unknown>): ConfigLayer {
+  return { source: 'run config', values: config, dropUnknown: true };
+}
+
+/** The launcher's request of a run the page starts or resumes (its warm-up length is config.sft_steps). */
+function runRequest(opts: RunOptions, resume: RunCheckpoint | undefined): RunRequest {
+  return {
+    env: opts.envName,
+    envUrl: opts.envUrl,
+    prompts: async () => opts.prompts ?? [],
+    preset: false,
+    config: [runConfigLayer(opts.config)],
+    ...(resume ? { resume } : {}),
+  };
 }
 
 /**

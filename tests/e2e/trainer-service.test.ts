@@ -53,7 +53,6 @@ describe('trainer worker API (Node)', () => {
     config: { ...E2E_RUN_CONFIG },
     envUrl: `${server.url}/envs/catch`,
     envName: 'catch',
-    sftSteps: Number(E2E_RUN_CONFIG.sft_steps),
     resume: false,
     ...extra,
   });
@@ -121,7 +120,7 @@ describe('trainer worker API (Node)', () => {
     const r = recorder((e) => {
       if (e.step === 0) service.pause();
     });
-    const training = service.train(run('run-b', { sftSteps: 0 }), r.events);
+    const training = service.train(run('run-b', { config: { ...E2E_RUN_CONFIG, sft_steps: 0 } }), r.events);
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     expect(await service.checkpointStep('run-b')).toBe(1);
     // A paused run leaves the GPU idle: the page may evaluate meanwhile.
@@ -147,8 +146,8 @@ describe('trainer worker API (Node)', () => {
     const reloaded = new TrainerService({ checkpoints });
     await reloaded.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     const again = recorder();
-    // The page resumes without knowing the warm-up; the checkpoint keeps the run's step numbering.
-    await reloaded.train(run('run-c', { sftSteps: 0, resume: true }), again.events);
+    // The page resumes with the run's stored config; the checkpoint keeps the run's step numbering.
+    await reloaded.train(run('run-c', { resume: true }), again.events);
     expect(again.statuses).toEqual(['running', 'finished']);
     expect(again.steps.map((s) => [s.step, s.phase, s.totalSteps])).toEqual([[2, 'grpo', 3]]);
     await expect(reloaded.train(run('unknown-run', { resume: true }), recorder().events)).rejects.toThrow(/No checkpoint is kept/);
@@ -156,9 +155,9 @@ describe('trainer worker API (Node)', () => {
 
   it('stops in the middle of a generation within a decode step, keeping the last checkpoint for a resume', async () => {
     // Long completions: the first generation decodes for many seconds (about 14 s here on SwiftShader).
-    const long = { ...E2E_RUN_CONFIG, max_steps: 1, max_completion_length: 400 };
+    const long = { ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1, max_completion_length: 400 };
     const r = recorder();
-    const training = service.train(run('run-stop', { sftSteps: 0, config: long }), r.events);
+    const training = service.train(run('run-stop', { config: long }), r.events);
     await expect.poll(() => r.statuses.at(-1), { timeout: 60_000, interval: 20 }).toBe('running');
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const t0 = performance.now();
@@ -171,7 +170,7 @@ describe('trainer worker API (Node)', () => {
     expect(r.steps).toEqual([]);
     expect(await service.checkpointStep('run-stop')).toBe(0);
     const again = recorder();
-    await service.train(run('run-stop', { sftSteps: 0, resume: true, config: { ...long, max_completion_length: 24 } }), again.events);
+    await service.train(run('run-stop', { resume: true, config: { ...long, max_completion_length: 24 } }), again.events);
     expect(again.statuses).toEqual(['running', 'finished']);
     expect(again.steps.map((s) => s.step)).toEqual([0]);
   });
@@ -181,14 +180,16 @@ describe('trainer worker API (Node)', () => {
     const r = recorder((e) => {
       if (e.step === 0) service.stop();
     });
-    await service.train(run('run-sft', { sftSteps: 2, config }), r.events);
+    await service.train(run('run-sft', { config: { ...config, sft_steps: 2 } }), r.events);
     expect(r.statuses).toEqual(['running', 'stopped']);
     expect(await service.checkpointStep('run-sft')).toBe(1);
 
     const reloaded = new TrainerService({ checkpoints });
     await reloaded.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     const again = recorder();
-    await reloaded.train(run('run-sft', { sftSteps: 0, resume: true, config }), again.events);
+    // The stored config says sft_steps 1 (edited since, or of an older webgrpo): the checkpoint's 2 hold,
+    // so the one warm-up step done is not done again and the one left is.
+    await reloaded.train(run('run-sft', { resume: true, config }), again.events);
     expect(again.steps.map((s) => [s.step, s.phase, s.totalSteps])).toEqual([[1, 'sft', 3], [2, 'grpo', 3]]);
     expect(again.statuses).toEqual(['running', 'finished']);
   });

@@ -26,10 +26,9 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
     const statuses: string[] = [];
     await service.train({
       runId: 'full-ft',
-      config: { ...E2E_RUN_CONFIG, train_mode: 'full', max_steps: 1, learning_rate: 1e-4 },
+      config: { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 1, learning_rate: 1e-4 },
       envUrl: `${server.url}/envs/catch`,
       envName: 'catch',
-      sftSteps: 0,
       resume: false,
     }, { onProgress: () => undefined, onStep: (e) => steps.push(e), onStatus: (s) => statuses.push(s.status) });
     expect(statuses).toEqual(['running', 'finished']);
