@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LoadEngineOptions, WebGpuEngine } from '../engine/engine.ts';
 import { ADAPTER_CONFIG_FILE } from '../engine/peft-adapter.ts';
+import type { Engine } from '../engine/types.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import { latestCheckpointFolder, readCheckpointFolder, TRAINER_STATE_FILE, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
 import { trainableMode } from '../rl/run.ts';
@@ -25,7 +26,6 @@ export const MODEL_HELP = `  --model DIR|REPO       checkpoint folder (Hugging F
                          --output folder: its newest checkpoint)
   --weights f32|f16|auto weight storage on the GPU (default auto)`;
 
-/** What was put on the base model, for the JSON output. */
 /** What the JSON output names of the trained weights (`adapter` there is the GPU adapter). */
 export type Trained = { lora_adapter: string } | { checkpoint: string; step: number } | null;
 
@@ -73,24 +73,32 @@ export async function modelArgs(p: Parsed, help: string): Promise<ModelArgs> {
   return { model, adapter, checkpoint, weights };
 }
 
+/**
+ * Puts --adapter or --checkpoint on a loaded engine (one the launcher loaded, src/rl/launch-model.ts, or
+ * loadTrainedEngine's), so what was trained is what runs.
+ */
+export async function applyTrained(engine: Engine, args: Pick<ModelArgs, 'adapter' | 'checkpoint'>): Promise<Trained> {
+  if (args.adapter) {
+    await engine.loadAdapter(args.adapter);
+    return { lora_adapter: args.adapter };
+  }
+  if (args.checkpoint) {
+    const { dir, ckpt: state } = args.checkpoint;
+    engine.setTrainable(trainableMode(state.config));
+    await engine.loadState(state.engine).catch((err: Error) => {
+      throw new Error(`--checkpoint ${dir} does not fit this model: ${err.message}`);
+    });
+    return { checkpoint: dir, step: state.counters.step };
+  }
+  return null;
+}
+
 /** Loads the engine on `ckpt` and applies --adapter / --checkpoint. */
 export async function loadTrainedEngine(ckpt: OpenedCheckpoint, args: ModelArgs, opts: LoadEngineOptions = {}): Promise<{ engine: WebGpuEngine; trained: Trained }> {
   const { loadEngine } = await import('../engine/engine.ts');
   const engine = await loadEngine(ckpt, { weightDtype: args.weights, ...opts });
   try {
-    if (args.adapter) {
-      await engine.loadAdapter(args.adapter);
-      return { engine, trained: { lora_adapter: args.adapter } };
-    }
-    if (args.checkpoint) {
-      const { dir, ckpt: state } = args.checkpoint;
-      engine.setTrainable(trainableMode(state.config));
-      await engine.loadState(state.engine).catch((err: Error) => {
-        throw new Error(`--checkpoint ${dir} does not fit this model: ${err.message}`);
-      });
-      return { engine, trained: { checkpoint: dir, step: state.counters.step } };
-    }
-    return { engine, trained: null };
+    return { engine, trained: await applyTrained(engine, args) };
   } catch (err) {
     engine.destroy();
     throw err;

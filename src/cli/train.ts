@@ -387,14 +387,14 @@ export async function run(argv: string[]): Promise<number> {
     if (stoppedBy) {
       const saved: string[] = [];
       if (store?.last) saved.push(`checkpoint ${store.last} (continue with --resume ${store.last})`);
-      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, model.location, args.output, chat)}`);
+      if (args.output && config.train_mode === 'lora') saved.push(`adapter ${await exportAdapter(engine, prepared.location, args.output, chat)}`);
       if (fullModel) saved.push(`model ${await fullModel.finish()}`);
       if (!store?.last && args.output) saved.push('no checkpoint (stopped before the first one)');
       progress.line(`webgrpo train: stopped by ${stoppedBy}; ${saved.length > 0 ? `saved ${saved.join(' and ')}` : 'nothing saved (no --output)'}`);
       return SIGNAL_EXIT[stoppedBy];
     }
     if (args.output && config.train_mode === 'lora') {
-      const adapter = await exportAdapter(engine, model.location, args.output, chat);
+      const adapter = await exportAdapter(engine, prepared.location, args.output, chat);
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));

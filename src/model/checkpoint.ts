@@ -59,6 +59,9 @@ export const REPO_ID = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/;
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
+/** A model string that is no local folder, no http(s) URL and no Hub repo id. */
+export class UnknownModelError extends Error {}
+
 /**
  * The one reading of a model string (`--model`): an http(s) URL; else, in Node, a local folder (a
  * mistyped one fails here, by name, with the folder it was probably meant to be); else a Hub repo id.
@@ -70,7 +73,7 @@ export async function locateModel(source: string): Promise<ModelLocation> {
     if (await isLocalModelFolder(source)) return { folder: source };
   }
   if (REPO_ID.test(source)) return { repo: source };
-  throw new Error(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
+  throw new UnknownModelError(`cannot open checkpoint '${source}': not a local folder, an http(s) URL or a Hub repo id (owner/name)`);
 }
 
 /** How a location is named in messages and in an adapter's base_model_name_or_path: as the user wrote it. */

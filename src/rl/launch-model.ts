@@ -7,7 +7,7 @@
 import type { Gpu } from '../engine/gpu.ts';
 import type { LoadPlan, WebGpuEngine } from '../engine/engine.ts';
 import type { WeightChoice } from '../engine/weight-precision.ts';
-import { modelLocationName, openCheckpoint, type OpenedCheckpoint } from '../model/checkpoint.ts';
+import { modelLocationName, openCheckpoint, type ModelLocation, type OpenedCheckpoint } from '../model/checkpoint.ts';
 import { loadCheckpointTokenizer, type TextTokenizer } from '../model/tokenizer.ts';
 import type { LoadProgress } from '../model/types.ts';
 import type { GRPOConfig } from './config.ts';
@@ -28,7 +28,9 @@ export function runWeightChoice(config: Pick<GRPOConfig, 'train_mode'>, wanted: 
  */
 export async function planModelLoad(ckpt: OpenedCheckpoint, gpu: Pick<Gpu, 'limits' | 'f16'>, o: { wanted: WeightChoice; config: GRPOConfig; vision: boolean }): Promise<LoadPlan> {
   const { planLoad } = await import('../engine/engine.ts');
-  return planLoad(ckpt, gpu, { weightDtype: runWeightChoice(o.config, o.wanted), plan: plannedWorkload(o.config), vision: o.vision });
+  // The weights as asked, not runWeightChoice's: a loaded model serves many runs, and full fine-tuning
+  // promotes f16 weights to f32 masters when it starts.
+  return planLoad(ckpt, gpu, { weightDtype: o.wanted, plan: plannedWorkload(o.config), vision: o.vision });
 }
 
 /** Loads `ckpt` with the plan planModelLoad decided (a plan that does not fit is refused by loadEngine). */
@@ -50,6 +52,8 @@ export interface PrepareOptions extends Pick<RunBinding, 'builtinUrls' | 'datase
 
 /** A run ready to train or evaluate: the resolved request with its model loaded and its task bound. */
 export interface PreparedRun extends Omit<ResolvedRun, 'task'> {
+  /** Where the model was opened from. */
+  location: ModelLocation;
   /** The task as resolved (name, preset, solver, URL); `task` is it bound to the model and env URLs. */
   resolvedTask: ResolvedTask;
   checkpoint: OpenedCheckpoint;
@@ -62,8 +66,10 @@ export interface PreparedRun extends Omit<ResolvedRun, 'task'> {
 
 /** Opens `model`, binds `run`'s task to it, and loads the engine for `run`'s config. */
 export async function prepareRun(model: RunModel, run: ResolvedRun, o: PrepareOptions): Promise<PreparedRun> {
-  const checkpoint = await openCheckpoint(model.location, o.onDownload ? { onProgress: o.onDownload } : {});
-  const tokenizer = await loadCheckpointTokenizer(checkpoint, modelLocationName(model.location));
+  const { location } = model;
+  if (!location) throw new Error(model.unknown);
+  const checkpoint = await openCheckpoint(location, o.onDownload ? { onProgress: o.onDownload } : {});
+  const tokenizer = await loadCheckpointTokenizer(checkpoint, modelLocationName(location));
   // A vision-language checkpoint trains with its vision tower: screenshots are embedded, not dropped.
   const vision = await checkpointVision(checkpoint, 'train');
   const task = bindRun(run, { tokenizer, model: checkpoint.config, ...(vision ? { vision } : {}), ...(o.builtinUrls ? { builtinUrls: o.builtinUrls } : {}), ...(o.datasetSize !== undefined ? { datasetSize: o.datasetSize } : {}) });
@@ -76,7 +82,7 @@ export async function prepareRun(model: RunModel, run: ResolvedRun, o: PrepareOp
   const { loadEngine } = await import('../engine/engine.ts');
   // The memory plan is checked for one generation batch; its sequence count caps every decode batch.
   const engine = await loadEngine(checkpoint, { weightDtype, plan: plannedWorkload(run.config), vision: vision !== undefined, ...(o.onUpload ? { onProgress: o.onUpload } : {}) });
-  return { ...run, resolvedTask: run.task, checkpoint, tokenizer, ...(vision ? { vision } : {}), task, engine };
+  return { ...run, location, resolvedTask: run.task, checkpoint, tokenizer, ...(vision ? { vision } : {}), task, engine };
 }
 
 /** All of it from a model string: for a front end with nothing to do between (`webgrpo eval`). */

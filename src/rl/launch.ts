@@ -12,7 +12,7 @@
 // at once); the app's worker (workers/trainer-service.ts) holds its model already loaded and calls
 // resolveRun with that model's config, then bindRun.
 
-import { locateModel, modelLocationName, readModelConfig, type ModelLocation } from '../model/checkpoint.ts';
+import { locateModel, readModelConfig, UnknownModelError, type ModelLocation } from '../model/checkpoint.ts';
 import { qwen3ParamCount } from '../model/qwen3-tensors.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { ModelConfig } from '../model/types.ts';
@@ -33,7 +33,8 @@ export const RESUMED_SFT_SOURCE = 'checkpoint';
 
 /** A model named by one string, read once: where it is and how big (for the presets' tier). */
 export interface RunModel {
-  location: ModelLocation;
+  /** Null for a string that names no model: opening it fails with `unknown` (after the other arguments are checked). */
+  location: ModelLocation | null;
   /** Its config.json, or null when that could not be read before opening (then `unknown` says why). */
   config: ModelConfig | null;
   tier: ModelTier;
@@ -42,11 +43,17 @@ export interface RunModel {
 }
 
 /**
- * `--model` read once: a mistyped folder or a string that names nothing fails here, by name. A
- * config.json that cannot be fetched yet (no network) counts as full-size: opening reports it.
+ * `--model` read once: a mistyped folder fails here, by name. A string that names no model, or a
+ * config.json that cannot be fetched yet (no network), counts as full-size: opening reports it.
  */
 export async function locateRunModel(model: string): Promise<RunModel> {
-  const location = await locateModel(model);
+  let location: ModelLocation;
+  try {
+    location = await locateModel(model);
+  } catch (err) {
+    if (!(err instanceof UnknownModelError)) throw err;
+    return { location: null, config: null, tier: 'full-size', params: null, unknown: err.message };
+  }
   try {
     const config = await readModelConfig(location);
     return { location, config, tier: modelTierOf(config), params: qwen3ParamCount(config) };
@@ -140,7 +147,3 @@ export function bindRun(run: ResolvedRun, b: RunBinding): RunTask {
   });
 }
 
-/** The name of a located model in messages and as an adapter's base model. */
-export function runModelName(model: RunModel): string {
-  return modelLocationName(model.location);
-}

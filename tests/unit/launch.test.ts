@@ -16,6 +16,7 @@ import type { ModelConfig } from '../../src/model/types.ts';
 import { DEFAULT_CONFIG } from '../../src/rl/config.ts';
 import { DEFAULT_SFT_STEPS, locateRunModel, resolveRun, type RunRequest } from '../../src/rl/launch.ts';
 import { layerConfig } from '../../src/rl/launch-config.ts';
+import { prepareRun } from '../../src/rl/launch-model.ts';
 import { RunControl } from '../../src/rl/run-control.ts';
 import type { RunCheckpoint } from '../../src/rl/run-checkpoint.ts';
 import { Run } from '../../src/rl/run.ts';
@@ -146,7 +147,10 @@ describe('--model, read once', () => {
 
   it('bad input fails as it did: a mistyped folder by name, a string that names nothing, a bad key or env', async () => {
     await expect(locateRunModel('models/demoo')).rejects.toThrow(/^no model folder models\/demoo \(did you mean models\/demo\?\)$/);
-    await expect(locateRunModel('not a model')).rejects.toThrow("cannot open checkpoint 'not a model': not a local folder, an http(s) URL or a Hub repo id (owner/name)");
+    // A string that names no model fails when opened, after the env and the config were checked (as before).
+    const nothing = await locateRunModel('not a model');
+    expect(nothing).toMatchObject({ location: null, tier: 'full-size' });
+    await expect(prepareRun(nothing, await resolveRun(request(), nothing.config), { weightDtype: 'auto' })).rejects.toThrow("cannot open checkpoint 'not a model': not a local folder, an http(s) URL or a Hub repo id (owner/name)");
     await expect(resolveRun(request({ config: [{ source: 'flag', text: { learning_rat: '1' } }] }), fullSize)).rejects.toThrow("unknown config key 'learning_rat'");
     await expect(resolveRun(request({ config: [{ source: '--config', values: [] as unknown as Record<string, unknown> }] }), fullSize)).rejects.toThrow('config: expected a JSON object');
     await expect(resolveRun(request({ env: 'chess' }), fullSize)).rejects.toThrow(/^unknown env 'chess': no tool environment of that name/);
