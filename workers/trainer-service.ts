@@ -1,7 +1,8 @@
 // The trainer worker's API (workers/api.ts) as a plain class, so Node tests can drive it
 // without a browser: comlink's target (workers/trainer.worker.ts), the model and engine it holds,
-// per-run checkpoint storage, and the run's events mapped to the page's. The run itself — task,
-// warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
+// per-run checkpoint storage, and the run's events mapped to the page's. What a run is — its config,
+// task, weight precision and memory plan — the launcher decides (src/rl/launch.ts, launch-model.ts);
+// the run itself — warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
 import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
 import type { LoadPlan } from '../src/engine/engine.ts';

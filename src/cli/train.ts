@@ -1,6 +1,7 @@
 // `webgrpo train --model DIR --env NAME|URL [--sft FILE] [--config run.json] [--TRLNAME value …] [--output DIR]`:
 // GRPO (after an optional SFT warm-up) on one of TRL's example tasks, one JSON line of metrics per
-// step on stdout. With a built-in env name an env-server runs in-process on 127.0.0.1.
+// step on stdout. With a built-in env name an env-server runs in-process on 127.0.0.1. The arguments
+// become the launcher's request (src/rl/launch.ts); this file keeps argv, stdout/stderr and signals.
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
