@@ -217,7 +217,7 @@ export class TrainerService implements TrainerWorkerApi {
       if (!Number.isInteger(opts.sftSteps) || opts.sftSteps < 0) throw new Error(`sftSteps must be a non-negative integer, got ${opts.sftSteps}`);
       const config = configFromObject({ ...withoutUnknownKeys(opts.config), sft_steps: opts.sftSteps });
       const { tokenizer } = model.loaded;
-      const resolved = await resolveTask({ env: opts.envName, url: opts.envUrl, tier: modelTierOf(model.loaded.checkpoint.config), prompts: async () => opts.prompts ?? [] });
+      const resolved = await resolveTask({ env: opts.task, url: opts.envUrl, tier: modelTierOf(model.loaded.checkpoint.config), prompts: async () => opts.prompts ?? [] });
       const task = bindTask(resolved, { tokenizer, readsImages: model.vision !== undefined, ...visionErrorOf(model) });
       const resume = opts.resume ? await this.options.checkpoints.load(opts.runId) : undefined;
       if (resume === null) throw new Error(`No checkpoint is kept in this browser for run ${opts.runId}: it cannot be resumed here`);
@@ -304,7 +304,7 @@ export class TrainerService implements TrainerWorkerApi {
     const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const config = configFromObject(withoutUnknownKeys(opts.config));
-    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, task: opts.task, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
 }
 

@@ -45,7 +45,7 @@ describe('one Run, two front ends', () => {
     const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     const worker: UiStepEvent[] = [];
     await service.train(
-      { runId: 'parity', config: { ...config }, envUrl: `${server.url}/envs/catch`, envName: 'catch', sftSteps: config.sft_steps, resume: false },
+      { runId: 'parity', config: { ...config }, envUrl: `${server.url}/envs/catch`, task: 'catch', sftSteps: config.sft_steps, resume: false },
       { onProgress: () => undefined, onStep: (e) => worker.push(e), onStatus: () => undefined },
     );
 

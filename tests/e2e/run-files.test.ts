@@ -26,7 +26,7 @@ describe('files kept with a run', { timeout: 300_000 }, () => {
     server = await createEnvServer({});
     await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     await service.train(
-      { runId: 'full-1', config: { ...E2E_RUN_CONFIG, sft_steps: 1, max_steps: 1, train_mode: 'full' }, envUrl: `${server.url}/envs/catch`, envName: 'catch', sftSteps: 1, resume: false },
+      { runId: 'full-1', config: { ...E2E_RUN_CONFIG, sft_steps: 1, max_steps: 1, train_mode: 'full' }, envUrl: `${server.url}/envs/catch`, task: 'catch', sftSteps: 1, resume: false },
       quiet,
     );
   }, 300_000); // one SFT and one GRPO step of the tiny model on SwiftShader

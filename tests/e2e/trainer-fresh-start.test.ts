@@ -24,7 +24,7 @@ describe('a run starts from its model, not from the previous run of the tab', ()
     runId,
     config: { ...E2E_RUN_CONFIG, train_mode, sft_steps: 0, max_steps: 1 },
     envUrl: `${server.url}/envs/${env}`,
-    envName: env,
+    task: env,
     sftSteps: 0,
     resume: false,
     ...extra,

@@ -52,7 +52,7 @@ describe('trainer worker API (Node)', () => {
     runId,
     config: { ...E2E_RUN_CONFIG },
     envUrl: `${server.url}/envs/catch`,
-    envName: 'catch',
+    task: 'catch',
     sftSteps: Number(E2E_RUN_CONFIG.sft_steps),
     resume: false,
     ...extra,
@@ -125,7 +125,7 @@ describe('trainer worker API (Node)', () => {
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     expect(await service.checkpointStep('run-b')).toBe(1);
     // A paused run leaves the GPU idle: the page may evaluate meanwhile.
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
     expect(rows.map((x) => x.episodes)).toEqual([1, 1]);
     service.resume();
     await training;
@@ -203,7 +203,7 @@ describe('trainer worker API (Node)', () => {
     const header = parseSafetensors(files[1]!.bytes, 'adapter_model.safetensors');
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
     expect(rows.map((x) => x.policy)).toEqual(['base', 'trained']);
     for (const row of rows) {
       expect(row.episodes).toBe(2);
@@ -211,11 +211,11 @@ describe('trainer worker API (Node)', () => {
       expect(row.successRate).toBeLessThanOrEqual(1);
     }
     // Greedy decoding on the same seeded episodes: evaluating again gives the same table.
-    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
+    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {
-    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
+    await expect(service.train(run('run-d', { task: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
     await expect(service.loadModel({ kind: 'hub', repo: 'not a repo', revision: 'main' }, { onProgress: () => undefined })).rejects.toThrow(/not a Hugging Face model id/);
   });
 });

@@ -28,7 +28,7 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
       runId: 'full-ft',
       config: { ...E2E_RUN_CONFIG, train_mode: 'full', max_steps: 1, learning_rate: 1e-4 },
       envUrl: `${server.url}/envs/catch`,
-      envName: 'catch',
+      task: 'catch',
       sftSteps: 0,
       resume: false,
     }, { onProgress: () => undefined, onStep: (e) => steps.push(e), onStatus: (s) => statuses.push(s.status) });
