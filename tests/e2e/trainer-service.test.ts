@@ -6,7 +6,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, UiStepEvent, WorkerEvents } from '../../workers/api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
-import { memoryRunCheckpoints, type RunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates, type RunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
@@ -38,10 +38,10 @@ function recorder(onStep?: (e: UiStepEvent) => void): Recorded {
 describe('trainer worker API (Node)', () => {
   let server: EnvServer;
   let service: TrainerService;
-  const memory = memoryRunCheckpoints();
+  const memory = memoryRunStates();
   /** Checkpoint writes and the steps the page took, in the order they happened. */
   const order: string[] = [];
-  const checkpoints: RunCheckpoints = {
+  const checkpoints: RunStates = {
     save: async (runId, ckpt) => {
       order.push(`${runId} checkpoint ${ckpt.runStep}`);
       await memory.save(runId, ckpt);
