@@ -8,6 +8,7 @@ import path from 'node:path';
 import { parseCli, str, type OptionTable } from '../src/cli/args.ts';
 import { ADAPTER_HELP, announceAdapter } from '../src/cli/adapter-line.ts';
 
+/** A benchmark over its options as split once here (parseCli): flag → text, a bare boolean flag → 'true'. */
 type Bench = (opts: Record<string, string>) => Promise<unknown>;
 
 /** The engine benches' model options (bench/engine/common.ts benchCheckpoint): a folder, a named shape, or a generated shape. */
@@ -19,18 +20,18 @@ const stringOptions = (keys: string[]): OptionTable => Object.fromEntries(keys.m
 const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; options: OptionTable; gpu?: true }> = {
   'env-server': {
     load: async () => {
-      const { benchEnvServer, parseBenchEnvServerArgs } = await import('./env-server/run.ts');
-      return (opts) => benchEnvServer(parseBenchEnvServerArgs(Object.entries(opts).flatMap(([k, v]) => (v === 'true' ? [`--${k}`] : [`--${k}`, v]))));
+      const { benchEnvServer, parseBenchEnvServerOptions } = await import('./env-server/run.ts');
+      return (opts) => benchEnvServer(parseBenchEnvServerOptions(opts));
     },
     help: 'N concurrent sessions × M echo steps on loopback: steps/s, p50/p99 latency, leaks',
     options: { sessions: { type: 'string' }, steps: { type: 'string' }, cap: { type: 'string' }, env: { type: 'string' }, queue: { type: 'boolean' }, 'no-queue': { type: 'boolean' } },
   },
   browsergym: {
     load: async () => {
-      const { benchBrowserGym, parseBenchBrowserGymArgs } = await import('./env-server/browsergym.ts');
+      const { benchBrowserGym, parseBenchBrowserGymOptions } = await import('./env-server/browsergym.ts');
       const { benchBrowserGymTasks, parseBenchBrowserGymTasksArgs } = await import('./env-server/browsergym-tasks.ts');
       return ({ 'per-task': perTask, ...opts }) =>
-        perTask === 'true' ? benchBrowserGymTasks(parseBenchBrowserGymTasksArgs(opts)) : benchBrowserGym(parseBenchBrowserGymArgs(Object.entries(opts).flatMap(([k, v]) => [`--${k}`, v])));
+        perTask === 'true' ? benchBrowserGymTasks(parseBenchBrowserGymTasksArgs(opts)) : benchBrowserGym(parseBenchBrowserGymOptions(opts));
     },
     help: 'browsergym sessions at the cap: resets/s, steps/s, p50/p99, Chromium RSS per session, leaked contexts; --per-task [--tasks a,b] [--miniwob DIR|URL] [--rounds N]: per task at 1 and 8 sessions, reset/step p50/p99 and reply bytes',
     options: { sessions: { type: 'string' }, cap: { type: 'string' }, steps: { type: 'string' }, 'per-task': { type: 'boolean' }, tasks: { type: 'string' }, miniwob: { type: 'string' }, rounds: { type: 'string' } },

@@ -106,8 +106,12 @@ export interface RunOptions {
   config: Record<string, unknown>;
   /** Base URL of the environment (built-in or proxied), e.g. http://127.0.0.1:8000/envs/catch */
   envUrl: string;
-  /** The task: a TRL example's env name, or 'mcp' (the user's `prompts` on an MCP env's tools). */
-  envName: string;
+  /**
+   * What the run trains on (src/rl/tasks/resolve-task.ts): a built-in task's name (echo, catch, wordle,
+   * browsergym:TASK, browsergym-vlm, …) or 'mcp' (the user's `prompts` on an MCP env's tools). The env
+   * that plays it is the server at envUrl.
+   */
+  task: string;
   prompts?: DatasetRow[];
   /** Uploaded SFT transcripts (JSONL of message lists), used instead of the scripted solver's when given. */
   sftJsonl?: string;
@@ -157,5 +161,5 @@ export interface TrainerWorkerApi {
   exportCheckpoint(runId: string): Promise<{ name: string; bytes: Uint8Array }[] | null>;
   /** Keeps a packed trainer checkpoint (e.g. from the run store) for this run, so it can resume here. */
   importCheckpoint(runId: string, files: { name: string; bytes: Uint8Array }[]): Promise<number>;
-  evaluate(opts: { envUrl: string; envName: string; prompts?: DatasetRow[]; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
+  evaluate(opts: { envUrl: string; task: string; prompts?: DatasetRow[]; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
 }

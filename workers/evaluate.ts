@@ -26,9 +26,10 @@ export interface EvaluateInput {
   /** The model's size (tiny models play catch in its compact form, as in training). */
   tier: ModelTier;
   config: GRPOConfig;
-  envName: string;
+  /** The task evaluated (RunOptions.task: a built-in task's name, or 'mcp'); its env is the server at envUrl. */
+  task: string;
   envUrl: string;
-  /** envName 'mcp': the run's prompts. */
+  /** task 'mcp': the run's prompts. */
   prompts?: DatasetRow[];
   episodes: number;
 }
@@ -46,7 +47,7 @@ function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
 
 async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
   // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
-  const resolved = await resolveTask({ env: input.envName, url: input.envUrl, tier: input.tier, prompts: async () => input.prompts ?? [] });
+  const resolved = await resolveTask({ env: input.task, url: input.envUrl, tier: input.tier, prompts: async () => input.prompts ?? [] });
   const task = bindTask(resolved, { tokenizer: input.tokenizer, readsImages: input.vision !== undefined, ...(input.visionError ? { visionError: input.visionError } : {}) });
   task.episodes.reseed(EVAL_SEED_BASE);
   const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);

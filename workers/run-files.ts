@@ -8,7 +8,7 @@ import { exportOnnx } from '../src/export/onnx/export.ts';
 import { fullModelFiles } from '../src/export/full-model.ts';
 import type { TrainedChat } from '../src/export/trained-chat.ts';
 import type { LoadedModel } from './load-model.ts';
-import type { StoredCheckpoint } from './run-checkpoints.ts';
+import type { RunState } from '../src/rl/run-state.ts';
 
 export interface NamedFile {
   name: string;
@@ -41,12 +41,12 @@ export async function exportTransformersJs(engine: Engine, model: LoadedModel, c
   return exportOnnx(checkpoint, { adapter, chat });
 }
 
-export function packCheckpoint(ckpt: StoredCheckpoint): NamedFile[] {
+export function packRunState(ckpt: RunState): NamedFile[] {
   const meta = Object.fromEntries(META_KEYS.map((k) => [k, ckpt[k]]));
   return [{ name: CHECKPOINT_META_FILE, bytes: new TextEncoder().encode(JSON.stringify(meta)) }, ...[...ckpt.files].map(([name, bytes]) => ({ name, bytes }))];
 }
 
-export function unpackCheckpoint(files: readonly NamedFile[]): StoredCheckpoint {
+export function unpackRunState(files: readonly NamedFile[]): RunState {
   const metaFile = files.find((f) => f.name === CHECKPOINT_META_FILE);
   if (!metaFile) throw new Error(`Not a packed run checkpoint: ${CHECKPOINT_META_FILE} is missing`);
   const meta = JSON.parse(new TextDecoder().decode(metaFile.bytes)) as Record<string, unknown>;

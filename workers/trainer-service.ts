@@ -28,18 +28,18 @@ import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
-import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
-import type { RunCheckpoints } from './run-checkpoints.ts';
+import type { RunState } from '../src/rl/run-state.ts';
+import type { RunStates } from './run-states.ts';
 import { rolloutViews } from './rollout-views.ts';
 import { stepProgressReporter } from './step-progress.ts';
 import { ScreenshotBudget } from './stored-screenshots.ts';
 import { trainedChat, trainedChatMetadata, type TrainedChat } from '../src/export/trained-chat.ts';
-import { exportFullModel, exportTransformersJs, packCheckpoint, unpackCheckpoint, type NamedFile } from './run-files.ts';
+import { exportFullModel, exportTransformersJs, packRunState, unpackRunState, type NamedFile } from './run-files.ts';
 
 const MIB = 1024 * 1024;
 
 export interface TrainerServiceOptions {
-  checkpoints: RunCheckpoints;
+  checkpoints: RunStates;
   /** The WebGPU device (default: getGpu()). */
   gpu?: () => Promise<Gpu>;
 }
@@ -213,7 +213,7 @@ export class TrainerService implements TrainerWorkerApi {
       // run store never got (stored steps [0, 2]). So a checkpoint past the last step the page has
       // taken (`delivered`, run numbering) waits here and is written once the page has that step.
       let delivered = resume?.runStep ?? 0;
-      const held: { ckpt: RunCheckpoint | null } = { ckpt: null };
+      const held: { ckpt: RunState | null } = { ckpt: null };
       const run = new Run({
         engine: model.engine,
         tokenizer,
@@ -275,11 +275,11 @@ export class TrainerService implements TrainerWorkerApi {
 
   async exportCheckpoint(runId: string): Promise<NamedFile[] | null> {
     const stored = await this.options.checkpoints.load(runId);
-    return stored ? packCheckpoint(stored) : null;
+    return stored ? packRunState(stored) : null;
   }
 
   async importCheckpoint(runId: string, files: NamedFile[]): Promise<number> {
-    const ckpt = unpackCheckpoint(files);
+    const ckpt = unpackRunState(files);
     await this.options.checkpoints.save(runId, ckpt);
     return ckpt.runStep;
   }
@@ -289,7 +289,7 @@ export class TrainerService implements TrainerWorkerApi {
     const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
     const { config } = layerConfig([runConfigLayer(opts.config)]);
-    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, envName: opts.envName, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, task: opts.task, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
   }
 }
 
@@ -305,9 +305,9 @@ function runConfigLayer(config: Record<string, unknown>): ConfigLayer {
 }
 
 /** The launcher's request of a run the page starts or resumes (its warm-up length is config.sft_steps). */
-function runRequest(opts: RunOptions, resume: RunCheckpoint | undefined): RunRequest {
+function runRequest(opts: RunOptions, resume: RunState | undefined): RunRequest {
   return {
-    env: opts.envName,
+    env: opts.task,
     envUrl: opts.envUrl,
     prompts: async () => opts.prompts ?? [],
     preset: false,

@@ -3,8 +3,8 @@
 // contract; checkpoints go to IndexedDB so a reloaded tab can resume its run.
 import * as Comlink from 'comlink';
 import type { TrainerWorkerApi } from './api.ts';
-import { indexedDbRunCheckpoints } from './run-checkpoints.ts';
+import { indexedDbRunStates } from './run-states.ts';
 import { TrainerService } from './trainer-service.ts';
 
-const api: TrainerWorkerApi = new TrainerService({ checkpoints: indexedDbRunCheckpoints() });
+const api: TrainerWorkerApi = new TrainerService({ checkpoints: indexedDbRunStates() });
 Comlink.expose(api);

@@ -13,7 +13,7 @@ import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { plannedWorkload, Run } from '../../src/rl/run.ts';
-import { folderRunCheckpoints } from '../../src/rl/run-checkpoint.ts';
+import { folderRunStates } from '../../src/rl/run-state.ts';
 import { RunControl } from '../../src/rl/run-control.ts';
 import { bindTask, builtinEnvUrls, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
@@ -79,7 +79,7 @@ try {
   const transcripts = await compactCatchTranscripts({ baseUrl: catchUrl, episodes: 48, seed });
   const catchRates: number[] = [];
   const task = bindTask(await resolveTask({ env: 'catch-compact' }), { builtinUrls: builtinEnvUrls(server.url), tokenizer });
-  const run = new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, store: folderRunCheckpoints(out), control: new RunControl() });
+  const run = new Run({ engine, tokenizer, config, task, sftTranscripts: async () => transcripts, store: folderRunStates(out), control: new RunControl() });
   for await (const e of run.events()) {
     if (e.phase === 'status') continue;
     if (e.phase === 'sft') {

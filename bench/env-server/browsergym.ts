@@ -5,7 +5,7 @@
 // RSS with `cap` contexts open, minus the RSS with none, over `cap`), and the browser contexts still
 // open after every session ended (must be 0).
 //
-//   npx tsx bench/env-server/browsergym.ts [--sessions 64] [--cap 8] [--steps 4]
+//   webgrpo bench browsergym [--sessions 64] [--cap 8] [--steps 4]
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { createBrowserGymEnv } from '../../env-server/envs/browsergym/index.ts';
@@ -158,18 +158,14 @@ export async function benchBrowserGym(opts: { sessions?: number; cap?: number; s
   }
 }
 
-export function parseBenchBrowserGymArgs(argv: string[]): { sessions?: number; cap?: number; steps?: number } {
+/** The options as `webgrpo bench browsergym` split them (bench/main.ts: flag → text). */
+export function parseBenchBrowserGymOptions(opts: Readonly<Record<string, string>>): { sessions?: number; cap?: number; steps?: number } {
   const out: Record<string, number> = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    const key = argv[i]!.replace(/^--/, '');
-    if (!['sessions', 'cap', 'steps'].includes(key)) throw new Error(`bench browsergym: unknown option ${argv[i]}`);
-    const n = Number(argv[i + 1]);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`bench browsergym: --${key} needs a positive integer, got '${argv[i + 1]}'`);
+  for (const [key, value] of Object.entries(opts)) {
+    if (!['sessions', 'cap', 'steps'].includes(key)) throw new Error(`bench browsergym: unknown option --${key}`);
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`bench browsergym: --${key} needs a positive integer, got '${value}'`);
     out[key] = n;
   }
   return out;
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(JSON.stringify(await benchBrowserGym(parseBenchBrowserGymArgs(process.argv.slice(2))), null, 2));
 }

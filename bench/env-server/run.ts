@@ -2,7 +2,7 @@
 // OpenEnv client, against `webgrpo env-server` in its own process (so client and server do not
 // share an event loop). Reports steps/s, step round-trip latency percentiles, and leaked sessions.
 //
-//   npx tsx bench/env-server/run.ts [--sessions 256] [--steps 50] [--cap 64] [--no-queue] [--env echo]
+//   webgrpo bench env-server [--sessions 256] [--steps 50] [--cap 64] [--no-queue] [--env echo]
 
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -167,31 +167,22 @@ export async function benchEnvServer(options: BenchEnvServerOptions = {}): Promi
 }
 
 /** `--sessions N --steps M --cap C --no-queue --env echo` → options (for `webgrpo bench`). */
-export function parseBenchEnvServerArgs(argv: string[]): BenchEnvServerOptions {
+/** The options as `webgrpo bench env-server` split them (bench/main.ts: flag → text, a bare flag → 'true'). */
+export function parseBenchEnvServerOptions(opts: Readonly<Record<string, string>>): BenchEnvServerOptions {
   const options: BenchEnvServerOptions = {};
-  const int = (flag: string, value: string | undefined) => {
+  const int = (key: string, value: string) => {
     const n = Number(value);
-    if (value === undefined || !Number.isInteger(n) || n < 1) throw new Error(`${flag}: expected an integer ≥ 1, got '${value ?? ''}'`);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${key}: expected an integer ≥ 1, got '${value}'`);
     return n;
   };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    if (flag === '--sessions') options.sessions = int(flag, argv[++i]);
-    else if (flag === '--steps') options.steps = int(flag, argv[++i]);
-    else if (flag === '--cap') options.cap = int(flag, argv[++i]);
-    else if (flag === '--queue') options.queue = true;
-    else if (flag === '--no-queue') options.queue = false;
-    else if (flag === '--env') {
-      const env = argv[++i];
-      if (env !== 'echo') throw new Error(`--env: only 'echo' is supported, got '${env ?? ''}'`);
-      options.env = env;
-    } else throw new Error(`bench env-server: unknown option '${flag}'`);
+  for (const [key, value] of Object.entries(opts)) {
+    if (key === 'sessions' || key === 'steps' || key === 'cap') options[key] = int(key, value);
+    else if (key === 'queue') options.queue = true;
+    else if (key === 'no-queue') options.queue = false;
+    else if (key === 'env') {
+      if (value !== 'echo') throw new Error(`--env: only 'echo' is supported, got '${value}'`);
+      options.env = value;
+    } else throw new Error(`bench env-server: unknown option '--${key}'`);
   }
   return options;
-}
-
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const result = await benchEnvServer(parseBenchEnvServerArgs(process.argv.slice(2)));
-  console.log(JSON.stringify(result));
-  process.exitCode = result.sessions_leaked === 0 && result.failed_sessions === 0 ? 0 : 1;
 }

@@ -1,46 +1,33 @@
-// The setup form's fields as the user types them: each text checked on its own (so the error shows
-// beside its field at once), then the whole config checked by the same code the CLI uses
-// (src/rl/config.ts), with a cross-field error placed beside the first field it names.
-import { CONFIG_KEYS, configFromObject, type GRPOConfig } from '../rl/config.ts';
+// The setup form's fields as the user types them: each text read by the CLI's own parser
+// (configValueFromText in src/rl/config.ts: the same text gives the same value in both front ends) and
+// checked on its own, so the error shows beside its field at once; then the whole config checked by the
+// same code the CLI uses, with a cross-field error placed beside the first field it names.
+import { CONFIG_KEYS, ConfigError, configFromObject, configValueFromText, type GRPOConfig } from '../rl/config.ts';
 
 export type FieldErrors = Record<string, string>;
 
 const isKey = (k: string): k is keyof GRPOConfig => Object.prototype.hasOwnProperty.call(CONFIG_KEYS, k);
 
-/** One field's text as a typed value, or the reason it is not one (worded for a person, without the key). */
+/** The parser's message without its `key: ` prefix: the form shows it beside the key's field. */
+function withoutKey(key: string, err: unknown): string | null {
+  if (!(err instanceof ConfigError)) throw err;
+  return err.message.startsWith(`${key}: `) ? err.message.slice(key.length + 2) : null;
+}
+
+/** One field's text as a typed value, or the reason it is not one (the parser's words, without the key). */
 export function parseField(key: keyof GRPOConfig, text: string): { value: unknown } | { error: string } {
-  const spec = CONFIG_KEYS[key];
-  const t = text.trim();
-  if (t === 'null' || t === 'None') return spec.nullable ? { value: null } : { error: 'cannot be null here' };
   let value: unknown;
-  switch (spec.kind) {
-    case 'int':
-    case 'number':
-      if (t === '' || !Number.isFinite(Number(t))) return { error: spec.kind === 'int' ? 'expected a whole number' : 'expected a number' };
-      if (spec.kind === 'int' && !Number.isInteger(Number(t))) return { error: 'expected a whole number' };
-      value = Number(t);
-      break;
-    case 'bool':
-      if (t === 'true' || t === 'True') value = true;
-      else if (t === 'false' || t === 'False') value = false;
-      else return { error: 'expected true or false' };
-      break;
-    case 'json':
-      try {
-        value = JSON.parse(t);
-      } catch {
-        return { error: 'not valid JSON' };
-      }
-      break;
-    default:
-      value = t;
+  try {
+    value = configValueFromText(key, text);
+  } catch (err) {
+    return { error: withoutKey(key, err) ?? (err as Error).message };
   }
-  // Ranges, choices and shapes: the CLI's own checks, applied to this key alone.
+  // The checks between keys that concern this one against the defaults (epsilon < 1, min_p unsupported, …).
   try {
     configFromObject({ [key]: value });
   } catch (err) {
-    const message = (err as Error).message;
-    if (message.startsWith(`${key}: `)) return { error: message.slice(key.length + 2) };
+    const own = withoutKey(key, err);
+    if (own !== null) return { error: own };
   }
   return { value };
 }

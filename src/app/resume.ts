@@ -57,5 +57,5 @@ export async function resumeRun(run: RunSummary, token: string): Promise<void> {
   }
   const envPath = String(run.env.name ?? '');
   location.hash = `#/runs/${run.id}`;
-  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, envName: String(run.env.task ?? envPath), prompts: runPrompts(run.env), resume: true }, claim);
+  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, task: String(run.env.task ?? envPath), prompts: runPrompts(run.env), resume: true }, claim);
 }

@@ -9,14 +9,14 @@ import type { Engine } from '../engine/types.ts';
 import { fullModelFiles } from '../export/full-model.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
 import type { TrainedChat } from '../export/trained-chat.ts';
-import type { RunCheckpointStore } from '../rl/run-checkpoint.ts';
+import type { RunStateStore } from '../rl/run-state.ts';
 import type { RunEvent } from '../rl/run.ts';
 
 export const MODEL_FOLDER = 'model';
 
 export interface FullModelFolder {
   /** `inner`, also writing OUT/model at every save (the engine holds the saved weights then). */
-  saving(inner: RunCheckpointStore): RunCheckpointStore;
+  saving(inner: RunStateStore): RunStateStore;
   /** Told every run event: a step with no checkpoint leaves OUT/model behind the engine. */
   observe(e: RunEvent): void;
   /** Writes OUT/model unless the last save already holds the engine's weights; returns its path. */

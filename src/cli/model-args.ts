@@ -8,7 +8,7 @@ import type { LoadEngineOptions, WebGpuEngine } from '../engine/engine.ts';
 import { ADAPTER_CONFIG_FILE } from '../engine/peft-adapter.ts';
 import type { Engine } from '../engine/types.ts';
 import type { OpenedCheckpoint } from '../model/checkpoint.ts';
-import { latestCheckpointFolder, readCheckpointFolder, TRAINER_STATE_FILE, type TrainerCheckpoint } from '../rl/grpo/checkpoint.ts';
+import { latestCheckpointFolder, readTrainerStateFolder, TRAINER_STATE_FILE, type TrainerState } from '../rl/grpo/trainer-state.ts';
 import { trainableMode } from '../rl/run.ts';
 import { choiceOption, str, type OptionTable, type Parsed } from './args.ts';
 
@@ -39,7 +39,7 @@ async function adapterBaseModel(dir: string): Promise<string | null> {
 }
 
 /** A checkpoint-N folder, or a train --output folder (its newest checkpoint-N). */
-export async function readTrainerCheckpoint(dir: string): Promise<{ dir: string; ckpt: TrainerCheckpoint }> {
+export async function readTrainerCheckpoint(dir: string): Promise<{ dir: string; ckpt: TrainerState }> {
   let folder = dir;
   try {
     await readFile(join(dir, TRAINER_STATE_FILE));
@@ -48,13 +48,13 @@ export async function readTrainerCheckpoint(dir: string): Promise<{ dir: string;
     if (!latest) throw new Error(`--checkpoint ${dir}: no ${TRAINER_STATE_FILE} and no checkpoint-<step> folder in it`);
     folder = latest;
   }
-  return { dir: folder, ckpt: await readCheckpointFolder(folder) };
+  return { dir: folder, ckpt: await readTrainerStateFolder(folder) };
 }
 
 export interface ModelArgs {
   model: string;
   adapter: string | null;
-  checkpoint: { dir: string; ckpt: TrainerCheckpoint } | null;
+  checkpoint: { dir: string; ckpt: TrainerState } | null;
   weights: 'f32' | 'f16' | 'auto';
 }
 

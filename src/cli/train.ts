@@ -7,13 +7,13 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Engine } from '../engine/types.ts';
-import { latestCheckpointFolder } from '../rl/grpo/checkpoint.ts';
+import { latestCheckpointFolder } from '../rl/grpo/trainer-state.ts';
 import { BOOL_KEYS, CONFIG_KEYS, ConfigError, configHelp, type ConfigSources, type GRPOConfig } from '../rl/config.ts';
 import type { DatasetRow } from '../rl/rollout/env.ts';
 import { parsePromptDataset } from '../rl/tasks/mcp-task.ts';
 import { jsonSafe, ToolFailureTally } from '../rl/grpo/metrics.ts';
 import { adapterFiles, Run, type RunEvent } from '../rl/run.ts';
-import { folderRunCheckpoints, readRunCheckpointFolder, type RunCheckpoint, type RunCheckpointStore } from '../rl/run-checkpoint.ts';
+import { folderRunStates, readRunStateFolder, type RunState, type RunStateStore } from '../rl/run-state.ts';
 import { RunControl } from '../rl/run-control.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { builtinEnvUrls, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
@@ -238,7 +238,7 @@ async function exportAdapter(engine: Engine, model: ModelLocation, dir: string, 
  * The run's steps and where a warm-up comes from, for the first line: a preset's SFT steps are steps the
  * user did not ask for (`--max_steps 1` runs 11 steps under the browsergym preset), so they are said first.
  */
-export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: ConfigSources, task: Pick<ResolvedTask, 'name' | 'preset'>, grpoSteps: number, resume?: Pick<RunCheckpoint, 'runStep'>): string {
+export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: ConfigSources, task: Pick<ResolvedTask, 'name' | 'preset'>, grpoSteps: number, resume?: Pick<RunState, 'runStep'>): string {
   const steps = (n: number, what: string) => `${n.toLocaleString('en-US')} ${what} step${n === 1 ? '' : 's'}`;
   const sft = config.sft_steps;
   const source = from.sft_steps === 'preset' ? `preset ${task.preset}` : from.sft_steps === 'task' ? `task ${task.name}` : from.sft_steps === 'flag' ? '--sft_steps' : from.sft_steps === RESUMED_SFT_SOURCE ? "the checkpoint's" : from.sft_steps;
@@ -250,10 +250,10 @@ export function stepsPlanned(config: Pick<GRPOConfig, 'sft_steps'>, from: Config
 const SIGNAL_EXIT: Record<'SIGINT' | 'SIGTERM', number> = { SIGINT: 130, SIGTERM: 143 };
 
 /** Remembers where the last checkpoint went, to say so when the run is stopped. */
-function recordingStore(store: RunCheckpointStore): RunCheckpointStore & { last: string | null } {
+function recordingStore(store: RunStateStore): RunStateStore & { last: string | null } {
   const recording = {
     last: null as string | null,
-    async save(ckpt: RunCheckpoint) {
+    async save(ckpt: RunState) {
       recording.last = await store.save(ckpt);
       return recording.last;
     },
@@ -285,11 +285,11 @@ export async function run(argv: string[]): Promise<number> {
   const model = await locateRunModel(args.model);
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
 
-  let resume: RunCheckpoint | undefined;
+  let resume: RunState | undefined;
   if (args.resume) {
     const dir = args.resume === 'latest' ? (args.output ? await latestCheckpointFolder(args.output) : null) : args.resume;
     if (!dir) throw new Error(`--resume latest: no checkpoint-<step> folder under ${args.output ?? '(no --output given)'}`);
-    resume = await readRunCheckpointFolder(dir);
+    resume = await readRunStateFolder(dir);
   }
   const resolved = await resolveRun(await runRequest(args, { prompts, ...(args.envUrl === undefined && miniwob ? { miniwobNames: miniwob.names } : {}), ...(resume ? { resume } : {}) }), model.config);
   const { config, from, task: resolvedTask } = resolved;
@@ -367,7 +367,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     const chat = trainedChat(config, task);
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output, chat) : null;
-    const folder = args.output ? folderRunCheckpoints(args.output) : undefined;
+    const folder = args.output ? folderRunStates(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
     const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
     watch.start();

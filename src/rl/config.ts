@@ -245,6 +245,15 @@ function isKey(key: string): key is keyof GRPOConfig {
   return Object.prototype.hasOwnProperty.call(CONFIG_KEYS, key);
 }
 
+/**
+ * One key's value as a person types it — a CLI flag's text or a setup-form field — coerced to the key's
+ * type and checked on its own: `null`/`None` for nullable keys, `true`/`false`/`1`/`0` for bools, JSON or
+ * a bare comma list for lists. The one text parser of both front ends; throws a ConfigError naming the key.
+ */
+export function configValueFromText(key: keyof GRPOConfig, text: string): unknown {
+  return coerce(key, text.trim(), true);
+}
+
 /** Coerces one value (from JSON or from a flag's text) to the key's type, or throws naming the key. */
 function coerce(key: keyof GRPOConfig, value: unknown, fromText: boolean): unknown {
   const spec = CONFIG_KEYS[key];
@@ -284,10 +293,13 @@ function coerce(key: keyof GRPOConfig, value: unknown, fromText: boolean): unkno
       if (fromText && typeof value === 'string') {
         try {
           parsed = JSON.parse(value);
-        } catch {
+        } catch (err) {
           // A bare comma list is friendlier on a command line: `--lora_target_modules q_proj,v_proj`.
-          parsed = key === 'lora_target_modules' || key === 'vision_lora_target_modules' || key === 'reward_weights' ? value.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : value;
-          if (key === 'reward_weights') parsed = (parsed as string[]).map(Number);
+          if (key !== 'lora_target_modules' && key !== 'vision_lora_target_modules' && key !== 'reward_weights') {
+            throw new ConfigError(`${key}: not valid JSON (${(err as Error).message})`);
+          }
+          const items = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+          parsed = key === 'reward_weights' ? items.map(Number) : items;
         }
       }
       return checkJson(key, parsed);
@@ -397,7 +409,7 @@ export function configFromText(values: Readonly<Record<string, string>>, base: G
   const out: Record<string, unknown> = { ...base };
   for (const [key, text] of Object.entries(values)) {
     if (!isKey(key)) throw new ConfigError(`unknown config key '${key}'${suggest(key)}`);
-    out[key] = coerce(key, text, true);
+    out[key] = configValueFromText(key, text);
   }
   const config = out as unknown as GRPOConfig;
   validateConfig(config);

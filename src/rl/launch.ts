@@ -19,7 +19,7 @@ import type { ModelConfig } from '../model/types.ts';
 import { layerConfig, overrideKey, type ConfigLayer, type ResolvedConfig } from './launch-config.ts';
 import type { DatasetRow } from './rollout/env.ts';
 import type { RolloutVision } from './rollout/rollout-images.ts';
-import type { RunCheckpoint } from './run-checkpoint.ts';
+import type { RunState } from './run-state.ts';
 import { modelTierOf, presetConfig, type ModelTier } from './tasks/presets.ts';
 import { bindTask, resolveTask, type BindOptions, type ResolvedTask, type RunTask, type TaskChoice } from './tasks/resolve-task.ts';
 
@@ -91,14 +91,14 @@ export interface RunRequest {
   /** Warm-up transcripts come with the request: named by this source, they make sft_steps 0 into DEFAULT_SFT_STEPS. */
   warmUpGiven?: string;
   /** The checkpoint the run continues from. */
-  resume?: RunCheckpoint;
+  resume?: RunState;
 }
 
 /** The request resolved: the task, and the config with where each key came from. */
 export interface ResolvedRun extends ResolvedConfig {
   tier: ModelTier;
   task: ResolvedTask;
-  resume?: RunCheckpoint;
+  resume?: RunState;
 }
 
 /** The task the request names: its env class's, or the built-in resolver's. */

@@ -10,11 +10,11 @@ import type { Engine, TrainableMode } from '../engine/types.ts';
 import { peftAdapterFiles } from '../engine/peft-adapter.ts';
 import { stoppableEngine } from '../engine/stoppable.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
-import { deserializeCheckpoint, serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint } from './grpo/checkpoint.ts';
+import { deserializeTrainerState, serializeTrainerState, type TrainerState } from './grpo/trainer-state.ts';
 import type { GRPOConfig } from './config.ts';
 import { trainSft, type SftEvent, type Transcript } from './grpo/sft.ts';
 import { referenceAfterWarmup, stepPlan, trainGRPO, type EngineState, type GrpoStepEvent, type TrainerProgress } from './grpo/trainer.ts';
-import type { RunCheckpoint, RunCheckpointStore } from './run-checkpoint.ts';
+import type { RunState, RunStateStore } from './run-state.ts';
 import type { PauseCause, RunControlPort } from './run-control.ts';
 import { plannedWorkload } from './run-limits.ts';
 import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
@@ -58,9 +58,9 @@ export interface RunSpec {
   /** The warm-up transcripts, asked for only when a warm-up runs. */
   sftTranscripts: () => Promise<Transcript[]>;
   /** Where checkpoints go; without one nothing is saved (and a pause cannot be resumed). */
-  store?: RunCheckpointStore;
+  store?: RunStateStore;
   /** The checkpoint to continue from. */
-  resume?: RunCheckpoint;
+  resume?: RunState;
   control: RunControlPort;
   /** Progress within each GRPO step (counts only; the CLI shows it on stderr). */
   onProgress?: (p: RunProgress) => void;
@@ -134,7 +134,7 @@ export class Run {
     const { engine, resume } = this.spec;
     engine.setTrainable(trainableMode(this.c));
     yield { phase: 'status', status: 'running', ...(resume ? { message: `resuming from step ${resume.runStep}` } : {}) };
-    const checkpoint = resume ? deserializeCheckpoint(resume.files) : undefined;
+    const checkpoint = resume ? deserializeTrainerState(resume.files) : undefined;
     const sftDone = resume?.sftStepsDone ?? 0;
     if (sftDone < this.sftSteps) {
       // Mid-warm-up: restore the weights, finish the warm-up, then GRPO starts from its beginning.
@@ -183,18 +183,16 @@ export class Run {
   }
 
   /** GRPO from `resumeFrom` (or its start), in segments split by pauses. */
-  private async *grpoPhase(resumeFrom: TrainerCheckpoint | undefined, reference?: EngineState): AsyncGenerator<RunEvent, RunOutcome> {
+  private async *grpoPhase(resumeFrom: TrainerState | undefined, reference?: EngineState): AsyncGenerator<RunEvent, RunOutcome> {
     const { engine, tokenizer, task, control } = this.spec;
     const c = this.c;
     // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
     const stoppable = stoppableEngine(engine, () => control.request === 'stop');
-    const trainerStore: CheckpointStore = {
-      save: (step, files) => this.save({ runStep: this.sftSteps + step, sftSteps: this.sftSteps, sftStepsDone: this.sftSteps, files }),
-    };
+    const saveState = (step: number, files: Map<string, Uint8Array>) => this.save({ runStep: this.sftSteps + step, sftSteps: this.sftSteps, sftStepsDone: this.sftSteps, files });
     let resume = resumeFrom;
     this.lastNumTokens = resume?.counters.numTokens ?? 0;
     // GRPO's start is a checkpoint too: a reload during the first GRPO step keeps the warm-up and its reference.
-    if (!resume && this.spec.store) await trainerStore.save(0, this.trainerFiles({ step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoSteps }, await engine.saveState(), reference));
+    if (!resume && this.spec.store) await saveState(0, this.trainerFiles({ step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoSteps }, await engine.saveState(), reference));
     for (;;) {
       const source = envRolloutSource({
         engine: stoppable,
@@ -222,7 +220,7 @@ export class Run {
           },
           prefetch: source.prefetch,
           rewardFuncs: task.rewardFuncs,
-          checkpointStore: this.spec.store ? trainerStore : undefined,
+          saveState: this.spec.store ? saveState : undefined,
           resume,
           reference,
           signal: control.signal,
@@ -241,7 +239,7 @@ export class Run {
       if (last >= this.grpoSteps || !control.signal.aborted) return 'finished';
       if (!(yield* this.pausedThenResumed())) return 'stopped';
       if (!this.lastSaved) throw new Error('the run was paused with no checkpoint store to continue from');
-      resume = deserializeCheckpoint(this.lastSaved);
+      resume = deserializeTrainerState(this.lastSaved);
     }
   }
 
@@ -273,12 +271,12 @@ export class Run {
     return resumed;
   }
 
-  private trainerFiles(counters: TrainerCheckpoint['counters'], engine: EngineState, reference?: EngineState): Map<string, Uint8Array> {
-    return serializeCheckpoint({ counters, config: this.c, engine, ...(reference ? { reference } : {}) });
+  private trainerFiles(counters: TrainerState['counters'], engine: EngineState, reference?: EngineState): Map<string, Uint8Array> {
+    return serializeTrainerState({ counters, config: this.c, engine, ...(reference ? { reference } : {}) });
   }
 
   /** Only with a store: serializing the engine state is a full read-back, not worth doing for nothing. */
-  private async save(ckpt: RunCheckpoint): Promise<string> {
+  private async save(ckpt: RunState): Promise<string> {
     if (!this.spec.store) throw new Error('Run.save: no checkpoint store');
     this.lastSaved = ckpt.files;
     return this.spec.store.save(ckpt);

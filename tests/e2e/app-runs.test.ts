@@ -75,7 +75,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const lr = page.getByLabel('learning_rate', { exact: true });
     await lr.fill('abc');
     const error = page.getByTestId('field-error-learning_rate');
-    expect(await error.textContent()).toBe('expected a number');
+    expect(await error.textContent()).toBe('expected a number, got "abc"');
     expect(await lr.getAttribute('aria-invalid')).toBe('true');
     // Beside its field: in the same row, level with the input, not at the bottom of the form.
     const row = page.locator('.config-row', { has: lr });
@@ -84,7 +84,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(Math.abs(inputBox!.y + inputBox!.height / 2 - (errorBox!.y + errorBox!.height / 2))).toBeLessThan(inputBox!.height);
     expect(errorBox!.x).toBeGreaterThan(inputBox!.x + inputBox!.width);
     await page.getByLabel('mask_truncated_completions', { exact: true }).fill('yes');
-    expect(await page.getByTestId('field-error-mask_truncated_completions').textContent()).toBe('expected true or false');
+    expect(await page.getByTestId('field-error-mask_truncated_completions').textContent()).toBe('expected true or false, got "yes"');
     expect(await page.getByTestId('start-run').isDisabled()).toBe(true);
     expect(await page.getByTestId('start-blocker').textContent()).toMatch(/learning_rate, mask_truncated_completions/);
     // Start stays in view with the form scrolled to the field.

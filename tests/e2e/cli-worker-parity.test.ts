@@ -14,7 +14,7 @@ import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { solverEpisodes } from '../../src/rl/tasks/resolve-task.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { runTrainCli } from '../rl-learn/train-cli-run.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
@@ -41,11 +41,11 @@ describe('one Run, two front ends', () => {
   it('the CLI and the worker emit the same steps and metrics for the same seed and config', async () => {
     // Every key spelled out: the CLI's task preset layer then has nothing left to set.
     const config = configFromObject(E2E_RUN_CONFIG);
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+    const service = new TrainerService({ checkpoints: memoryRunStates() });
     const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     const worker: UiStepEvent[] = [];
     await service.train(
-      { runId: 'parity', config: { ...config }, envUrl: `${server.url}/envs/catch`, envName: 'catch', resume: false },
+      { runId: 'parity', config: { ...config }, envUrl: `${server.url}/envs/catch`, task: 'catch', resume: false },
       { onProgress: () => undefined, onStep: (e) => worker.push(e), onStatus: () => undefined },
     );
 

@@ -11,8 +11,8 @@ import { refWeightsFromCheckpoint } from '../../src/engine/reference/weights.ts'
 import { openCheckpoint } from '../../src/model/checkpoint.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
-import { CHECKPOINT_META_FILE, unpackCheckpoint } from '../../workers/run-files.ts';
+import { memoryRunStates } from '../../workers/run-states.ts';
+import { CHECKPOINT_META_FILE, unpackRunState } from '../../workers/run-files.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
@@ -20,13 +20,13 @@ const quiet: WorkerEvents = { onProgress: () => undefined, onStep: () => undefin
 
 describe('files kept with a run', { timeout: 300_000 }, () => {
   let server: EnvServer;
-  const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+  const service = new TrainerService({ checkpoints: memoryRunStates() });
 
   beforeAll(async () => {
     server = await createEnvServer({});
     await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     await service.train(
-      { runId: 'full-1', config: { ...E2E_RUN_CONFIG, sft_steps: 1, max_steps: 1, train_mode: 'full' }, envUrl: `${server.url}/envs/catch`, envName: 'catch', resume: false },
+      { runId: 'full-1', config: { ...E2E_RUN_CONFIG, sft_steps: 1, max_steps: 1, train_mode: 'full' }, envUrl: `${server.url}/envs/catch`, task: 'catch', resume: false },
       quiet,
     );
   }, 300_000); // one SFT and one GRPO step of the tiny model on SwiftShader
@@ -80,10 +80,10 @@ describe('files kept with a run', { timeout: 300_000 }, () => {
     expect(packed).not.toBeNull();
     expect(packed!.map((f) => f.name)).toContain(CHECKPOINT_META_FILE);
     expect(await service.exportCheckpoint('no-such-run')).toBeNull();
-    const elsewhere = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+    const elsewhere = new TrainerService({ checkpoints: memoryRunStates() });
     expect(await elsewhere.checkpointStep('full-1')).toBeNull();
     expect(await elsewhere.importCheckpoint('full-1', packed!)).toBe(2);
     expect(await elsewhere.checkpointStep('full-1')).toBe(2);
-    expect(() => unpackCheckpoint(packed!.filter((f) => f.name !== CHECKPOINT_META_FILE))).toThrow(/run-checkpoint.json is missing/);
+    expect(() => unpackRunState(packed!.filter((f) => f.name !== CHECKPOINT_META_FILE))).toThrow(/run-checkpoint.json is missing/);
   });
 });

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, UiStepEvent } from '../../workers/api.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
@@ -24,12 +24,12 @@ describe('a run starts from its model, not from the previous run of the tab', ()
     runId,
     config: { ...E2E_RUN_CONFIG, train_mode, sft_steps: 0, max_steps: 1 },
     envUrl: `${server.url}/envs/${env}`,
-    envName: env,
+    task: env,
     resume: false,
     ...extra,
   });
   const service = async (): Promise<TrainerService> => {
-    const s = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+    const s = new TrainerService({ checkpoints: memoryRunStates() });
     await s.loadModel({ kind: 'demo' }, { onProgress: () => undefined });
     return s;
   };

@@ -9,7 +9,7 @@ import { getGpu, NoWebGpuError, type Gpu } from '../../src/engine/gpu.ts';
 import type { LoadProgress } from '../../src/model/types.ts';
 import { makeTinyCheckpointFiles, type TinyModelOptions } from '../../src/model/tiny-model.ts';
 import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { startFakeHub, type FakeHub } from '../model/hub-server.ts';
 
@@ -45,7 +45,7 @@ describe('loading models in the trainer worker (Node)', () => {
   });
 
   it('downloads a Hub model with progress, then uploads it', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: async () => gpu });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: async () => gpu });
     const progress: LoadProgress[] = [];
     const info = await service.loadModel({ kind: 'hub', repo: 'webgrpo-test/tiny', revision: 'main', endpoint: hub.endpoint }, { onProgress: (p) => progress.push(p) });
     expect(info.name).toBe('webgrpo-test/tiny');
@@ -58,7 +58,7 @@ describe('loading models in the trainer worker (Node)', () => {
   });
 
   it('loads a Qwen3.5 model by Hub id (the text model of Qwen3_5ForConditionalGeneration) and from a picked Qwen3_5ForCausalLM folder', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: async () => gpu });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: async () => gpu });
     const hubInfo = await service.loadModel({ kind: 'hub', repo: 'webgrpo-test/tiny-qwen3_5', revision: 'main', endpoint: hub.endpoint }, { onProgress: () => undefined });
     expect(hubInfo).toMatchObject({ name: 'webgrpo-test/tiny-qwen3_5', layers: 3, fits: true });
     expect(hubInfo.config).toMatchObject({ architecture: 'qwen3_5', tensorPrefix: 'model.language_model.', layerTypes: QWEN35.layerTypes });
@@ -71,20 +71,20 @@ describe('loading models in the trainer worker (Node)', () => {
   });
 
   it('says what is not supported: a Qwen3.5 mixture-of-experts model, by name, not as a failed download', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: async () => gpu });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: async () => gpu });
     const err = await service.loadModel({ kind: 'hub', repo: 'webgrpo-test/tiny-qwen3_5-moe', revision: 'main', endpoint: hub.endpoint }, { onProgress: () => undefined }).catch((e: Error) => e);
     expect((err as Error).message).toMatch(/webgrpo-test\/tiny-qwen3_5-moe cannot be loaded: .*config.json: "qwen3_5_moe" is a mixture-of-experts model; webgrpo runs the dense Qwen3 and Qwen3.5 models only/);
     expect((err as Error).message).not.toMatch(/Could not download/);
   });
 
   it('names the repo when the download fails', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: async () => gpu });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: async () => gpu });
     await expect(service.loadModel({ kind: 'hub', repo: 'webgrpo-test/missing', revision: 'main', endpoint: hub.endpoint }, { onProgress: () => undefined }))
       .rejects.toThrow(/Could not download webgrpo-test\/missing/);
   });
 
   it('reports a missing WebGPU adapter from probe and refuses to load', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: () => Promise.reject(new NoWebGpuError('requestAdapter() returned null')) });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: () => Promise.reject(new NoWebGpuError('requestAdapter() returned null')) });
     const probe = await service.probe();
     expect(probe.webgpu).toBe(false);
     expect(probe.error).toMatch(/No WebGPU adapter available: requestAdapter\(\) returned null/);
@@ -94,7 +94,7 @@ describe('loading models in the trainer worker (Node)', () => {
   it('describes a model that does not fit the adapter, without uploading it', async () => {
     // An adapter whose storage bindings hold 128 bytes: one embedding row of the tiny model is 256.
     const small: Gpu = { ...gpu, limits: { maxBufferSize: 4096, maxStorageBufferBindingSize: 128 } as GPUSupportedLimits };
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints(), gpu: async () => small });
+    const service = new TrainerService({ checkpoints: memoryRunStates(), gpu: async () => small });
     const info = await service.loadModel({ kind: 'tiny' }, { onProgress: () => undefined });
     expect(info.fits).toBe(false);
     expect(info.message).toMatch(/Does not fit: .*maxStorageBufferBindingSize/);

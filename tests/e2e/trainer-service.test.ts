@@ -6,7 +6,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { RunOptions, UiStepEvent, WorkerEvents } from '../../workers/api.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
 import { COMPACT_CATCH_TASK } from '../../src/rl/tasks/compact-catch.ts';
-import { memoryRunCheckpoints, type RunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates, type RunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
 
@@ -38,10 +38,10 @@ function recorder(onStep?: (e: UiStepEvent) => void): Recorded {
 describe('trainer worker API (Node)', () => {
   let server: EnvServer;
   let service: TrainerService;
-  const memory = memoryRunCheckpoints();
+  const memory = memoryRunStates();
   /** Checkpoint writes and the steps the page took, in the order they happened. */
   const order: string[] = [];
-  const checkpoints: RunCheckpoints = {
+  const checkpoints: RunStates = {
     save: async (runId, ckpt) => {
       order.push(`${runId} checkpoint ${ckpt.runStep}`);
       await memory.save(runId, ckpt);
@@ -52,7 +52,7 @@ describe('trainer worker API (Node)', () => {
     runId,
     config: { ...E2E_RUN_CONFIG },
     envUrl: `${server.url}/envs/catch`,
-    envName: 'catch',
+    task: 'catch',
     resume: false,
     ...extra,
   });
@@ -124,7 +124,7 @@ describe('trainer worker API (Node)', () => {
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     expect(await service.checkpointStep('run-b')).toBe(1);
     // A paused run leaves the GPU idle: the page may evaluate meanwhile.
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
     expect(rows.map((x) => x.episodes)).toEqual([1, 1]);
     service.resume();
     await training;
@@ -204,7 +204,7 @@ describe('trainer worker API (Node)', () => {
     const header = parseSafetensors(files[1]!.bytes, 'adapter_model.safetensors');
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
+    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
     expect(rows.map((x) => x.policy)).toEqual(['base', 'trained']);
     for (const row of rows) {
       expect(row.episodes).toBe(2);
@@ -212,11 +212,11 @@ describe('trainer worker API (Node)', () => {
       expect(row.successRate).toBeLessThanOrEqual(1);
     }
     // Greedy decoding on the same seeded episodes: evaluating again gives the same table.
-    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, envName: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
+    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {
-    await expect(service.train(run('run-d', { envName: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
+    await expect(service.train(run('run-d', { task: 'chess' }), recorder().events)).rejects.toThrow(/unknown env 'chess': no tool environment of that name/);
     await expect(service.loadModel({ kind: 'hub', repo: 'not a repo', revision: 'main' }, { onProgress: () => undefined })).rejects.toThrow(/not a Hugging Face model id/);
   });
 });

@@ -12,7 +12,7 @@ import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts
 import { writeSafetensors } from '../../src/model/safetensors.ts';
 import { makeTinyModel } from '../../src/model/tiny-model.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
-import { serializeCheckpoint } from '../../src/rl/grpo/checkpoint.ts';
+import { serializeTrainerState } from '../../src/rl/grpo/trainer-state.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 import { mulberry32 } from '../../src/random.ts';
 import { run as runScore } from '../../src/cli/score.ts';
@@ -132,7 +132,7 @@ describe('LoRA adapters on the engine (score/generate --adapter, --checkpoint)',
     // A trainer checkpoint holding the same factors (zero AdamW moments), as `train --output` writes it.
     const config = configFromObject({ train_mode: 'lora', lora_r: R, lora_alpha: ALPHA, lora_target_modules: TARGETS });
     const zeros = (t: NamedTensor, s: string) => ({ name: t.name + s, shape: t.shape, data: new Float32Array(t.data.length) });
-    const files = serializeCheckpoint({
+    const files = serializeTrainerState({
       counters: { step: 3, generation: 3, numTokens: 100, totalSteps: 10 },
       config,
       engine: { tensors: factors.flatMap((t) => [t, zeros(t, '.exp_avg'), zeros(t, '.exp_avg_sq')]), step: 3 },

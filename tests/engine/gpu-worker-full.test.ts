@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import type { UiStepEvent } from '../../workers/api.ts';
-import { memoryRunCheckpoints } from '../../workers/run-checkpoints.ts';
+import { memoryRunStates } from '../../workers/run-states.ts';
 import { TrainerService } from '../../workers/trainer-service.ts';
 import { E2E_RUN_CONFIG } from '../e2e/run-config.ts';
 import { ADAPTER, onAdapter } from './helpers.ts';
@@ -16,7 +16,7 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
   afterAll(async () => { await server?.close(); });
 
   it('trains a GRPO step of full fine-tuning on the weights the adapter loads (f16 where it has shader-f16 and they are asked for)', async () => {
-    const service = new TrainerService({ checkpoints: memoryRunCheckpoints() });
+    const service = new TrainerService({ checkpoints: memoryRunStates() });
     const probe = await service.probe();
     // The built-in model is f32, which `auto` keeps: f16 is asked for where the adapter has shader-f16.
     const info = await service.loadModel({ kind: 'tiny', weightDtype: probe.f16 ? 'f16' : 'auto' }, { onProgress: () => undefined });
@@ -28,7 +28,7 @@ describe(onAdapter('trainer worker: full fine-tuning'), () => {
       runId: 'full-ft',
       config: { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 1, learning_rate: 1e-4 },
       envUrl: `${server.url}/envs/catch`,
-      envName: 'catch',
+      task: 'catch',
       resume: false,
     }, { onProgress: () => undefined, onStep: (e) => steps.push(e), onStatus: (s) => statuses.push(s.status) });
     expect(statuses).toEqual(['running', 'finished']);

@@ -3,7 +3,7 @@ import { FakeEngine, type Call } from './fake-engine.ts';
 import { referenceAfterWarmup, trainGRPO, TrainingError, type GrpoStepEvent, type TrainerProgress, type TrainerRollout, type GenerationRequest } from '../../src/rl/grpo/trainer.ts';
 import { trainSft } from '../../src/rl/grpo/sft.ts';
 import { configFromObject, type GRPOConfig } from '../../src/rl/config.ts';
-import { deserializeCheckpoint, type CheckpointStore } from '../../src/rl/grpo/checkpoint.ts';
+import { deserializeTrainerState } from '../../src/rl/grpo/trainer-state.ts';
 import { groupAdvantages } from '../../src/rl/grpo/advantages.ts';
 import { hashInts } from '../../src/rl/seeds.ts';
 import { mulberry32 } from '../../src/random.ts';
@@ -71,11 +71,11 @@ async function collect(gen: AsyncGenerator<GrpoStepEvent, void>): Promise<GrpoSt
 const kinds = (calls: Call[]) =>
   calls.map((c) => (c.kind === 'score' ? `score${c.n}${c.adapters ? '' : '-ref'}` : c.kind === 'backward' ? `backward${c.n}` : c.kind));
 
-function memoryStore(): CheckpointStore & { saved: Map<number, Map<string, Uint8Array>> } {
+function memoryStore() {
   const saved = new Map<number, Map<string, Uint8Array>>();
   return {
     saved,
-    async save(step, files) {
+    async save(step: number, files: Map<string, Uint8Array>) {
       saved.set(step, files);
       return `memory:checkpoint-${step}`;
     },
@@ -124,12 +124,12 @@ describe('trainer loop with a fake engine', () => {
     expect(await referenceAfterWarmup(fake.asEngine(), c, false)).toBeUndefined();
     const warmed = Float32Array.from(fake.theta);
     const store = memoryStore();
-    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: c, dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], reference, checkpointStore: store }));
+    const events = await collect(trainGRPO({ engine: fake.asEngine(), config: c, dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], reference, saveState: store.save }));
     expect(events[0]!.metrics.kl).toBe(0);
     expect(events[1]!.metrics.kl).toBeGreaterThan(0);
     // Scoring the reference swapped its state in and the current one back: the run's own updates stand.
     expect(fake.theta).not.toEqual(warmed);
-    const saved = deserializeCheckpoint(store.saved.get(1)!);
+    const saved = deserializeTrainerState(store.saved.get(1)!);
     expect(saved.reference?.tensors.find((t) => t.name === 'theta')!.data).toEqual(warmed);
 
     // TRL's reference (the base, adapters off) differs from the warmed-up policy: kl > 0 at once.
@@ -308,12 +308,12 @@ describe('trainer loop with a fake engine', () => {
     const straight = new FakeEngine();
     const store = memoryStore();
     const cfg = config({ max_steps: 4, save_steps: 2, lr_scheduler_type: 'linear' });
-    const all = await collect(trainGRPO({ engine: straight.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(straight), rewardFuncs: [fracOnes], checkpointStore: store }));
+    const all = await collect(trainGRPO({ engine: straight.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(straight), rewardFuncs: [fracOnes], saveState: store.save }));
     expect([...store.saved.keys()]).toEqual([2, 4]);
     expect(all[1]!.checkpoint).toBe('memory:checkpoint-2');
 
     const resumed = new FakeEngine(99); // different init: everything must come from the checkpoint
-    const ckpt = deserializeCheckpoint(store.saved.get(2)!);
+    const ckpt = deserializeTrainerState(store.saved.get(2)!);
     const rest = await collect(trainGRPO({ engine: resumed.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(resumed), rewardFuncs: [fracOnes], resume: ckpt }));
     expect(rest.map((e) => e.step)).toEqual([3, 4]);
     const strip = (e: GrpoStepEvent) => {
@@ -342,13 +342,13 @@ describe('trainer loop with a fake engine', () => {
     const store = memoryStore();
     const ctrl = new AbortController();
     const events: GrpoStepEvent[] = [];
-    for await (const e of trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 5 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], checkpointStore: store, signal: ctrl.signal })) {
+    for await (const e of trainGRPO({ engine: fake.asEngine(), config: config({ max_steps: 5 }), dataset, rollouts: fakeRollouts(fake), rewardFuncs: [fracOnes], saveState: store.save, signal: ctrl.signal })) {
       events.push(e);
       if (e.step === 2) ctrl.abort();
     }
     expect(events.map((e) => e.step)).toEqual([1, 2]);
     expect([...store.saved.keys()]).toEqual([2]);
-    expect(deserializeCheckpoint(store.saved.get(2)!).counters).toMatchObject({ step: 2, generation: 2 });
+    expect(deserializeTrainerState(store.saved.get(2)!).counters).toMatchObject({ step: 2, generation: 2 });
   });
 
   it('a pause while a generation plays resumes exactly, its tokens counted once', async () => {
@@ -365,9 +365,9 @@ describe('trainer loop with a fake engine', () => {
       if (req.step === 1) ctrl.abort();
       return play(req);
     };
-    const first = await collect(trainGRPO({ engine: paused.asEngine(), config: cfg, dataset, rollouts, rewardFuncs: [fracOnes], checkpointStore: store, signal: ctrl.signal }));
+    const first = await collect(trainGRPO({ engine: paused.asEngine(), config: cfg, dataset, rollouts, rewardFuncs: [fracOnes], saveState: store.save, signal: ctrl.signal }));
     expect(first.map((e) => e.step)).toEqual([1]);
-    const ckpt = deserializeCheckpoint(store.saved.get(1)!);
+    const ckpt = deserializeTrainerState(store.saved.get(1)!);
     expect(ckpt.counters.numTokens).toBe(all[0]!.metrics.num_tokens);
     const resumed = new FakeEngine(99);
     const rest = await collect(trainGRPO({ engine: resumed.asEngine(), config: cfg, dataset, rollouts: fakeRollouts(resumed), rewardFuncs: [fracOnes], resume: ckpt }));

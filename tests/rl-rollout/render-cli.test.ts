@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/render.ts';
-import { serializeCheckpoint } from '../../src/rl/grpo/checkpoint.ts';
+import { serializeTrainerState } from '../../src/rl/grpo/trainer-state.ts';
 import { configFromObject } from '../../src/rl/config.ts';
 
 // Slow by nature (the CLI on WebGPU): longer than the suite's 30 s default.
@@ -118,7 +118,7 @@ describe('webgrpo render', () => {
     const ckptDir = join(modelDir, 'checkpoint-2');
     mkdirSync(ckptDir);
     const config = configFromObject({ chat_template_kwargs: { enable_thinking: true } });
-    const files = serializeCheckpoint({ counters: { step: 2, generation: 2, numTokens: 0, totalSteps: 4 }, config, engine: { tensors: [], step: 2 } });
+    const files = serializeTrainerState({ counters: { step: 2, generation: 2, numTokens: 0, totalSteps: 4 }, config, engine: { tensors: [], step: 2 } });
     for (const [name, bytes] of files) writeFileSync(join(ckptDir, name), bytes);
     const thinking = await render(['--model', modelDir, '--env', 'echo', '--checkpoint', ckptDir]);
     expect(plain.text).toContain('<think>\n\n</think>');

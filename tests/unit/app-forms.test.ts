@@ -1,30 +1,34 @@
 // The setup form's checks and the page-side metrics and tick labels: plain functions, no browser.
 import { describe, expect, it } from 'vitest';
+import { parseCli, type OptionTable } from '../../src/cli/args.ts';
 import { checkFields, parseField } from '../../src/app/config-fields.ts';
+import { BOOL_KEYS, CONFIG_KEYS, configFromObject, configFromText } from '../../src/rl/config.ts';
 import { successRate } from '../../src/app/run-metrics.ts';
 import { distinctTickLabels } from '../../src/app/components/ticks.ts';
 import type { RolloutView } from '../../workers/api.ts';
 
 describe('setup form fields', () => {
-  it('says what is wrong with one field, in words, without the key', () => {
-    expect(parseField('learning_rate', 'abc')).toEqual({ error: 'expected a number' });
-    expect(parseField('learning_rate', '')).toEqual({ error: 'expected a number' });
-    expect(parseField('num_generations', '2.5')).toEqual({ error: 'expected a whole number' });
-    expect(parseField('mask_truncated_completions', 'yes')).toEqual({ error: 'expected true or false' });
+  it("says what is wrong with one field, in the CLI parser's words, without the key", () => {
+    expect(parseField('learning_rate', 'abc')).toEqual({ error: 'expected a number, got "abc"' });
+    expect(parseField('learning_rate', '')).toEqual({ error: 'expected a number, got ""' });
+    expect(parseField('num_generations', '2.5')).toEqual({ error: 'expected an integer, got 2.5' });
+    expect(parseField('mask_truncated_completions', 'yes')).toEqual({ error: 'expected true or false, got "yes"' });
     expect(parseField('mask_truncated_completions', 'false')).toEqual({ value: false });
     expect(parseField('num_generations', '1')).toEqual({ error: 'must be ≥ 2, got 1' });
     expect(parseField('top_p', '0')).toEqual({ error: 'must be > 0, got 0' });
     expect(parseField('lora_target_modules', '["q_proj", "nope"]')).toMatchObject({ error: expect.stringMatching(/unknown module 'nope'/) });
-    expect(parseField('chat_template_kwargs', '{oops')).toEqual({ error: 'not valid JSON' });
+    expect(parseField('chat_template_kwargs', '{oops')).toMatchObject({ error: expect.stringMatching(/^not valid JSON/) });
     expect(parseField('epsilon_high', 'null')).toEqual({ value: null });
-    expect(parseField('learning_rate', 'null')).toEqual({ error: 'cannot be null here' });
+    expect(parseField('learning_rate', 'null')).toEqual({ error: 'null is not allowed' });
     expect(parseField('learning_rate', ' 5e-3 ')).toEqual({ value: 5e-3 });
+    // Checks between keys, against the defaults: epsilon's clip bound.
+    expect(parseField('epsilon', '1.5')).toMatchObject({ error: expect.stringMatching(/^must be < 1/) });
   });
 
   it('collects every field error at once, and puts a cross-field error beside the field it names', () => {
     const bad = checkFields({ learning_rate: 'abc', beta: 'x', num_generations: '4' });
     expect(bad.config).toBeNull();
-    expect(bad.errors).toEqual({ learning_rate: 'expected a number', beta: 'expected a number' });
+    expect(bad.errors).toEqual({ learning_rate: 'expected a number, got "abc"', beta: 'expected a number, got "x"' });
     const cross = checkFields({ num_generations: '3', per_device_train_batch_size: '8' });
     expect(cross.config).toBeNull();
     expect(cross.formError).toMatch(/divisible by num_generations \(3\)/);
@@ -32,6 +36,47 @@ describe('setup form fields', () => {
     const ok = checkFields({ num_generations: '4', per_device_train_batch_size: '8', learning_rate: '1e-3' });
     expect(ok.errors).toEqual({});
     expect(ok.config?.learning_rate).toBe(1e-3);
+  });
+});
+
+describe('one text→config parser for both front ends', () => {
+  // The `train` CLI's config flags: every key a string option, bool keys may stand alone (src/cli/train.ts).
+  const OPTIONS: OptionTable = Object.fromEntries(Object.keys(CONFIG_KEYS).map((k) => [k, { type: 'string' as const }]));
+  const fromFlags = (values: Record<string, string>) => {
+    const argv = Object.entries(values).flatMap(([k, v]) => [`--${k}=${v}`]);
+    return configFromText(parseCli(argv, OPTIONS, { bareTrue: BOOL_KEYS }).values as Record<string, string>, configFromObject({}));
+  };
+
+  it('gives the same config from the same texts in the setup form and on the command line', () => {
+    const texts = {
+      num_generations: '4',
+      per_device_train_batch_size: '4',
+      learning_rate: ' 3e-5',
+      mask_truncated_completions: '1',
+      log_completions: '0',
+      use_bias_correction_kl: 'True',
+      scale_rewards: 'false',
+      lora_target_modules: 'q_proj, v_proj',
+      vision_lora_target_modules: '[]',
+      reward_weights: '1,0.5',
+      epsilon_high: 'None',
+      max_context_images: 'null',
+      chat_template_kwargs: '{"enable_thinking": false}',
+      rollout_scheduler: 'lockstep',
+      max_steps: '-1',
+    };
+    const form = checkFields(texts);
+    expect(form.errors).toEqual({});
+    expect(form.config).toEqual(fromFlags(texts));
+    expect(form.config).toMatchObject({ mask_truncated_completions: true, log_completions: false, scale_rewards: 'none', lora_target_modules: ['q_proj', 'v_proj'], reward_weights: [1, 0.5], epsilon_high: null });
+  });
+
+  it('refuses the same texts in both, with the same words', () => {
+    for (const [key, text] of [['mask_truncated_completions', 'yes'], ['num_generations', '2.5'], ['lora_target_modules', 'q_proj,nope'], ['reward_weights', '1,x'], ['loss_type', 'ppo']] as const) {
+      const form = parseField(key, text);
+      expect(form, `${key}=${text}`).toHaveProperty('error');
+      expect(() => fromFlags({ [key]: text }), `${key}=${text}`).toThrow(`${key}: ${(form as { error: string }).error}`);
+    }
   });
 });
 

@@ -18,7 +18,7 @@ import { DEFAULT_SFT_STEPS, locateRunModel, resolveRun, type RunRequest } from '
 import { layerConfig } from '../../src/rl/launch-config.ts';
 import { prepareRun } from '../../src/rl/launch-model.ts';
 import { RunControl } from '../../src/rl/run-control.ts';
-import type { RunCheckpoint } from '../../src/rl/run-checkpoint.ts';
+import type { RunState } from '../../src/rl/run-state.ts';
 import { Run } from '../../src/rl/run.ts';
 import { PRESET_CONFIGS } from '../../src/rl/tasks/presets.ts';
 import { resolveTask, type RunTask } from '../../src/rl/tasks/resolve-task.ts';
@@ -88,7 +88,7 @@ describe('one sft_steps', () => {
   });
 
   it("a resumed run keeps its checkpoint's warm-up length, whatever the layers say now", async () => {
-    const resume: RunCheckpoint = { runStep: 1, sftSteps: 2, sftStepsDone: 1, files: new Map() };
+    const resume: RunState = { runStep: 1, sftSteps: 2, sftStepsDone: 1, files: new Map() };
     // The app resumes with the run's stored config (sft_steps 1 here); the CLI with the flags of the new command.
     for (const config of [[{ source: 'run config', values: { sft_steps: 1 } }], [{ source: 'flag', text: { sft_steps: '0' } }]]) {
       const run = await resolveRun(request({ preset: false, config, resume }), fullSize);
@@ -100,7 +100,7 @@ describe('one sft_steps', () => {
   it('a Run refuses a resume whose warm-up length differs from config.sft_steps (it would redo or skip warm-up steps)', () => {
     const task = { name: 'catch', dataset: [{ prompt: [] }] } as unknown as RunTask;
     const spec = { engine: {} as Engine, tokenizer: {} as never, task, sftTranscripts: async () => [], control: new RunControl() };
-    const resume: RunCheckpoint = { runStep: 1, sftSteps: 2, sftStepsDone: 1, files: new Map() };
+    const resume: RunState = { runStep: 1, sftSteps: 2, sftStepsDone: 1, files: new Map() };
     expect(() => new Run({ ...spec, config: { ...DEFAULT_CONFIG, sft_steps: 0, max_steps: 1 }, resume })).toThrow(/checkpoint is of a run with 2 SFT steps, the config says sft_steps 0/);
     expect(new Run({ ...spec, config: { ...DEFAULT_CONFIG, sft_steps: 2, max_steps: 1 }, resume }).totalSteps).toBe(3);
   });

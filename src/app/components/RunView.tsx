@@ -336,7 +336,7 @@ export function RunView({ id }: { id: string }) {
                 downloadZip(`${slug(run?.name ?? 'run')}-adapter.zip`, await trainer().exportAdapter());
               })}>download LoRA adapter (one zip, PEFT)</button>
               <button disabled={!!busy} onClick={() => act('eval', async () => {
-                setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, envName: envTask, prompts: run ? runPrompts(run.env) : undefined, episodes: 8, config: run?.config ?? {} }));
+                setEvalRows(await trainer().evaluate({ envUrl: `${location.origin}/envs/${envPath}`, task: envTask, prompts: run ? runPrompts(run.env) : undefined, episodes: 8, config: run?.config ?? {} }));
               })}>{busy === 'eval' ? 'evaluating…' : 'evaluate (greedy) vs base'}</button>
             </>
           )}

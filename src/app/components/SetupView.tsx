@@ -136,7 +136,7 @@ export function SetupView() {
         ...(fork ? { parent: fork.parent } : {}),
       });
       location.hash = `#/runs/${created.id}`;
-      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, envName: task, prompts: rows, sftJsonl, resume: false });
+      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, task, prompts: rows, sftJsonl, resume: false });
     } catch (err) {
       setStartError((err as Error).message);
     } finally {

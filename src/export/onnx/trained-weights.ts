@@ -7,7 +7,7 @@ import type { LoraTarget, NamedTensor } from '../../engine/types.ts';
 import type { OnnxExportOptions } from './export.ts';
 
 /**
- * What the exporter reads of a trainer checkpoint (src/rl/grpo/checkpoint.ts's TrainerCheckpoint has
+ * What the exporter reads of a trainer checkpoint (src/rl/grpo/trainer-state.ts's TrainerState has
  * this shape): declared here, so the exporter sits below the trainer and imports nothing of src/rl.
  */
 export interface TrainedState {

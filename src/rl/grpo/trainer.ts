@@ -6,7 +6,7 @@
 
 import type { Engine, NamedTensor, ScoreImages, ScoreSequence } from '../../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
-import { serializeCheckpoint, type CheckpointStore, type TrainerCheckpoint, type TrainerCounters } from './checkpoint.ts';
+import { serializeTrainerState, type TrainerState, type TrainerCounters } from './trainer-state.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from '../config.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import type { PlacedImage } from '../rollout/image-tokens.ts';
@@ -65,8 +65,12 @@ export interface TrainerOptions {
   rollouts: RolloutSource;
   /** Every reward source, env rewards included (see rewardSources in rewards.ts). */
   rewardFuncs: RewardFunction[];
-  checkpointStore?: CheckpointStore;
-  resume?: TrainerCheckpoint;
+  /**
+   * Keeps the trainer's state files taken after optimizer step `step` (a checkpoint); returns where they
+   * went, for logs. The run (src/rl/run.ts) adds where it stood and hands them to its RunStateStore.
+   */
+  saveState?: (step: number, files: Map<string, Uint8Array>) => Promise<string>;
+  resume?: TrainerState;
   /** Abort = pause: the loop stops at the next generation boundary and saves a checkpoint if it can. */
   signal?: AbortSignal;
   /**
@@ -300,9 +304,9 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepE
     reference,
     logWindow: new MetricsWindow(c.logging_steps),
     saveCheckpoint: async () => {
-      if (!opts.checkpointStore) return undefined;
-      const files = serializeCheckpoint({ counters: { ...counters }, config: c, engine: await engine.saveState(), reference });
-      return opts.checkpointStore.save(counters.step, files);
+      if (!opts.saveState) return undefined;
+      const files = serializeTrainerState({ counters: { ...counters }, config: c, engine: await engine.saveState(), reference });
+      return opts.saveState(counters.step, files);
     },
     generationRequest: (g, step) => ({ rows: generationRows(opts.dataset, c, g), seed: hashInts(c.seed, Purpose.sampling, g), step }),
   };

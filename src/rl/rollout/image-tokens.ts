@@ -73,13 +73,6 @@ export function expandImagePlaceholders(ids: readonly number[], images: readonly
   return { ids: out, placed };
 }
 
-/** `max_context_images`: null keeps every image; otherwise an integer ≥ 0. */
-export function checkMaxContextImages(cap: number | null | undefined): number | null {
-  if (cap === null || cap === undefined) return null;
-  if (!(Number.isInteger(cap) && cap >= 0)) throw new Error(`max_context_images must be an integer ≥ 0 (or null), got ${cap}`);
-  return cap;
-}
-
 /** The token span an image's drop replaces: its placeholders, with the vision start/end markers around them when present. */
 function droppedSpan(at: (i: number) => number | undefined, image: PlacedImage, startId: number | undefined, endId: number | undefined): [number, number] {
   const from = startId !== undefined && at(image.offset - 1) === startId ? image.offset - 1 : image.offset;

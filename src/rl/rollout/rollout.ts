@@ -22,16 +22,16 @@ import { runContinuous } from './rollout-continuous.ts';
 import { runLockstep } from './rollout-lockstep.ts';
 import { rolloutChatTemplate, templateSpecialTokens } from './templates/select.ts';
 import { executeToolCalls, type ToolMessage } from './tools.ts';
-import { appendedImages, checkMaxContextImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
+import { appendedImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
 import { contentImages, templateContent } from './images.ts';
-import type { RolloutSchedulerName } from '../config.ts';
+import { DEFAULT_CONFIG, type RolloutSchedulerName } from '../config.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
 export type { RolloutProgress } from './progress.ts';
 
 export type { RolloutSchedulerName };
 
-/** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys). */
+/** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys), already checked by config.ts. */
 export interface RolloutConfig {
   max_completion_length: number;
   /** null/undefined = unbounded (TRL default). */
@@ -51,7 +51,7 @@ export interface RolloutConfig {
    * decode slots: at most this many episodes play at a time. null/undefined = the decode slots' count.
    */
   max_concurrent_envs?: number | null;
-  /** A failing tool call repeated more than this many times makes its turn stubborn (default 2). */
+  /** A failing tool call repeated more than this many times makes its turn stubborn (undefined = config.ts's default). */
   stubborn_threshold?: number;
   /** Most images an episode's context holds; older ones become a short text marker (image-tokens.ts). null/undefined = all. */
   max_context_images?: number | null;
@@ -122,7 +122,6 @@ export interface PreparedResets {
  */
 export function envSlots(rows: number, maxBatchSize: number | undefined, config: Pick<RolloutConfig, 'max_concurrent_envs'>): number {
   const cap = config.max_concurrent_envs;
-  if (cap !== null && cap !== undefined && !(Number.isInteger(cap) && cap >= 1)) throw new Error(`max_concurrent_envs must be an integer ≥ 1 (or null), got ${cap}`);
   const slots = maxBatchSize ?? Math.max(1, rows);
   if (!(slots >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${slots}`);
   return Math.min(slots, cap ?? Infinity);
@@ -143,7 +142,7 @@ export function prepareResets(
   rows.forEach((row, i) => {
     if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
   });
-  const resetLimit = Math.min(seconds(config.env_call_timeout_s, 'env_call_timeout_s'), seconds(config.episode_timeout_s, 'episode_timeout_s'));
+  const resetLimit = Math.min(seconds(config.env_call_timeout_s), seconds(config.episode_timeout_s));
   const slots = envSlots(rows.length, maxBatchSize, config);
   const envs = poolFor(envFactory).take(rows.length);
   const outcomes: (Promise<ResetOutcome> | undefined)[] = [];
@@ -271,10 +270,8 @@ async function bounded<T>(work: Promise<T>, ms: number): Promise<Bounded<T>> {
   }
 }
 
-function seconds(s: number | null | undefined, key: string): number {
-  if (s === null || s === undefined) return Infinity;
-  if (!(typeof s === 'number' && s > 0)) throw new Error(`${key} must be a number of seconds > 0 (or null), got ${s}`);
-  return s * 1000;
+function seconds(s: number | null | undefined): number {
+  return s === null || s === undefined ? Infinity : s * 1000;
 }
 
 /** A failing call's identity: its name and its arguments with keys in a fixed order. */
@@ -300,14 +297,14 @@ function imageRules(tokenizer: TextTokenizer, config: RolloutConfig, expansion: 
   const pad = tokenizer.tokenToId('<|image_pad|>');
   return {
     tokenizer: expansion ?? (pad === undefined ? null : { padTokenId: pad, tokensFor: () => 1 }),
-    cap: checkMaxContextImages(config.max_context_images),
+    cap: config.max_context_images ?? null,
     marker: tokenizer.encode(DROPPED_IMAGE_TEXT),
     startId: tokenizer.tokenToId('<|vision_start|>'),
     endId: tokenizer.tokenToId('<|vision_end|>'),
   };
 }
 
-/** The limits a batch plays under, read and checked once from its config. */
+/** The limits a batch plays under, read once from its config (checked by config.ts, where each key has its one default). */
 interface EpisodeLimits {
   /** episode_timeout_s in ms (Infinity = none). */
   episodeMs: number;
@@ -319,13 +316,10 @@ interface EpisodeLimits {
 }
 
 function episodeLimits(config: RolloutConfig, engine: RolloutEngine, tokenizer: TextTokenizer, expansion: ImageTokenizer | undefined): EpisodeLimits {
-  if (!(config.max_completion_length >= 1)) throw new Error(`max_completion_length must be ≥ 1, got ${config.max_completion_length}`);
-  const stubbornThreshold = config.stubborn_threshold ?? 2;
-  if (!(Number.isInteger(stubbornThreshold) && stubbornThreshold >= 0)) throw new Error(`stubborn_threshold must be an integer ≥ 0, got ${stubbornThreshold}`);
   return {
-    episodeMs: seconds(config.episode_timeout_s, 'episode_timeout_s'),
-    callMs: seconds(config.env_call_timeout_s, 'env_call_timeout_s'),
-    stubbornThreshold,
+    episodeMs: seconds(config.episode_timeout_s),
+    callMs: seconds(config.env_call_timeout_s),
+    stubbornThreshold: config.stubborn_threshold ?? DEFAULT_CONFIG.stubborn_threshold,
     maxModelLen: engine.config.maxPositionEmbeddings,
     images: imageRules(tokenizer, config, expansion),
   };

@@ -112,7 +112,7 @@ export async function wordleTranscripts(opts: { baseUrl: string; episodes: numbe
 }
 
 /**
- * The built-in solvers by env name. `rows` are the run's dataset rows: a solver whose tasks differ by
+ * The built-in solvers by task name (catch-compact plays the catch env). `rows` are the run's dataset rows: a solver whose tasks differ by
  * row (browsergym's task_name) plays those; the others ignore them.
  */
 export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number; rows?: readonly DatasetRow[] }) => Promise<Transcript[]>> = {

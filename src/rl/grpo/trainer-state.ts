@@ -1,8 +1,9 @@
-// Trainer checkpoints: everything a run needs to continue exactly where it stopped — the engine's
+// The trainer's state: everything GRPO needs to continue exactly where it stopped — the engine's
 // trainable weights and AdamW moments, the optimizer step, the trainer counters (from which the data
 // order and sampling seeds are recomputed, see random.ts) and the config. The format is a set of
-// named files (`trainer_state.json` + `engine_state.safetensors`) so the browser can keep it in OPFS or
-// IndexedDB and Node in a folder.
+// named files (`trainer_state.json` + `engine_state.safetensors`, as HF's Trainer names its state) so
+// the browser can keep it in IndexedDB and Node in a `checkpoint-<step>` folder; a run's state
+// (src/rl/run-state.ts) is these files plus where the run stood.
 
 import type { NamedTensor } from '../../engine/types.ts';
 import { parseSafetensors, writeSafetensors } from '../../model/safetensors.ts';
@@ -23,7 +24,7 @@ export interface TrainerCounters {
   totalSteps: number;
 }
 
-export interface TrainerCheckpoint {
+export interface TrainerState {
   counters: TrainerCounters;
   config: GRPOConfig;
   engine: { tensors: NamedTensor[]; step: number };
@@ -33,7 +34,7 @@ export interface TrainerCheckpoint {
 
 export const REFERENCE_STATE_FILE = 'reference_state.safetensors';
 
-export function serializeCheckpoint(ckpt: TrainerCheckpoint): Map<string, Uint8Array> {
+export function serializeTrainerState(ckpt: TrainerState): Map<string, Uint8Array> {
   const state = { format_version: FORMAT_VERSION, ...ckpt.counters, engine_step: ckpt.engine.step, config: ckpt.config };
   const files = new Map([
     [TRAINER_STATE_FILE, new TextEncoder().encode(JSON.stringify(state, null, 2))],
@@ -76,7 +77,7 @@ function counter(state: Record<string, unknown>, key: string): number {
   return v;
 }
 
-export function deserializeCheckpoint(files: ReadonlyMap<string, Uint8Array>): TrainerCheckpoint {
+export function deserializeTrainerState(files: ReadonlyMap<string, Uint8Array>): TrainerState {
   let state: Record<string, unknown>;
   try {
     state = JSON.parse(new TextDecoder().decode(need(files, TRAINER_STATE_FILE)));
@@ -88,7 +89,7 @@ export function deserializeCheckpoint(files: ReadonlyMap<string, Uint8Array>): T
   }
   const tensors = readStateFile(need(files, ENGINE_STATE_FILE), ENGINE_STATE_FILE);
   const refBytes = files.get(REFERENCE_STATE_FILE);
-  let reference: TrainerCheckpoint['reference'];
+  let reference: TrainerState['reference'];
   if (refBytes) {
     const step = Number(parseSafetensors(refBytes, REFERENCE_STATE_FILE).metadata?.step ?? 0);
     reference = { tensors: readStateFile(refBytes, REFERENCE_STATE_FILE), step: Number.isInteger(step) ? step : 0 };
@@ -106,33 +107,8 @@ export function deserializeCheckpoint(files: ReadonlyMap<string, Uint8Array>): T
   };
 }
 
-/** Where checkpoints go: a Node folder here, OPFS/IndexedDB in the browser. */
-export interface CheckpointStore {
-  /** Stores the files of the checkpoint taken after `step`; returns where it went (for logs). */
-  save(step: number, files: Map<string, Uint8Array>): Promise<string>;
-}
-
-/** Node: `<dir>/checkpoint-<step>/` holding the checkpoint's files. */
-export function folderCheckpointStore(dir: string): CheckpointStore {
-  return {
-    async save(step, files) {
-      const { mkdir, writeFile, rename, rm } = await import('node:fs/promises');
-      const { join } = await import('node:path');
-      const target = join(dir, `checkpoint-${step}`);
-      const partial = `${target}.partial`;
-      await mkdir(partial, { recursive: true });
-      for (const [name, bytes] of files) await writeFile(join(partial, name), bytes);
-      // A crash mid-write must never leave a half checkpoint where resume would find it. The same
-      // step saved again (save_steps, then a stop right after) replaces the earlier copy.
-      await rm(target, { recursive: true, force: true });
-      await rename(partial, target);
-      return target;
-    },
-  };
-}
-
-/** Node: reads a checkpoint folder written by folderCheckpointStore. */
-export async function readCheckpointFolder(dir: string): Promise<TrainerCheckpoint> {
+/** Node: reads the trainer's files of a `checkpoint-<step>` folder (src/rl/run-state.ts writes them). */
+export async function readTrainerStateFolder(dir: string): Promise<TrainerState> {
   const { readFile } = await import('node:fs/promises');
   const { join } = await import('node:path');
   const files = new Map<string, Uint8Array>();
@@ -144,7 +120,7 @@ export async function readCheckpointFolder(dir: string): Promise<TrainerCheckpoi
       throw new Error(`checkpoint: cannot read ${join(dir, name)}`);
     }
   }
-  return deserializeCheckpoint(files);
+  return deserializeTrainerState(files);
 }
 
 /** Node: the newest `checkpoint-<step>` folder under dir, or null. */

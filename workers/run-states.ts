@@ -1,19 +1,18 @@
-// Where the worker keeps each run's latest trainer checkpoint, keyed by run id, so a reloaded or
-// crashed tab can continue the run: IndexedDB in the browser (available in workers, survives reloads,
-// stores Uint8Arrays as they are), a Map in Node tests. Only the newest checkpoint of a run is kept.
+// Where the worker keeps each run's newest state (src/rl/run-state.ts: its checkpoint), keyed by run
+// id, so a reloaded or crashed tab can continue the run: IndexedDB in the browser (available in
+// workers, survives reloads, stores Uint8Arrays as they are), a Map in Node tests. Only the newest
+// state of a run is kept. The database and row names are those stored runs already have.
 
-import type { RunCheckpoint } from '../src/rl/run-checkpoint.ts';
+import type { RunState } from '../src/rl/run-state.ts';
 
-/** One stored checkpoint: the run's (src/rl/run-checkpoint.ts). */
-export type StoredCheckpoint = RunCheckpoint;
-
-export interface RunCheckpoints {
-  save(runId: string, ckpt: StoredCheckpoint): Promise<void>;
-  load(runId: string): Promise<StoredCheckpoint | null>;
+/** Every run's newest state in this browser; the worker hands a Run a RunStateStore bound to one run id. */
+export interface RunStates {
+  save(runId: string, state: RunState): Promise<void>;
+  load(runId: string): Promise<RunState | null>;
 }
 
-export function memoryRunCheckpoints(): RunCheckpoints {
-  const kept = new Map<string, StoredCheckpoint>();
+export function memoryRunStates(): RunStates {
+  const kept = new Map<string, RunState>();
   return {
     async save(runId, ckpt) {
       kept.set(runId, { ...ckpt, files: new Map(ckpt.files) });
@@ -49,7 +48,7 @@ function openDb(): Promise<IDBDatabase> {
   return request(open);
 }
 
-export function indexedDbRunCheckpoints(): RunCheckpoints {
+export function indexedDbRunStates(): RunStates {
   let db: Promise<IDBDatabase> | null = null;
   const store = async (mode: IDBTransactionMode) => (await (db ??= openDb())).transaction(STORE, mode).objectStore(STORE);
   return {
