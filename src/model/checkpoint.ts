@@ -101,7 +101,7 @@ async function resolveSource(source: CheckpointSource, options: OpenCheckpointOp
 }
 
 /** The files of the model at `location` (a remote one's downloaded into the cache unless `download` is false). */
-export async function modelFiles(location: ModelLocation, options: OpenCheckpointOptions = {}): Promise<CheckpointFiles> {
+async function modelFiles(location: ModelLocation, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
   if ('folder' in location) {
     const { nodeFolderFiles } = await import('./node-files.ts');
     return nodeFolderFiles(location.folder);
