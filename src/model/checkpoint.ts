@@ -95,12 +95,13 @@ export async function openCheckpoint(source: CheckpointSource, options: OpenChec
 async function resolveSource(source: CheckpointSource, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
   if (isCheckpointFiles(source)) return source;
   if (source instanceof Map) return memoryFiles(source);
-  if (typeof source === 'string') return locationFiles(await locateModel(source), options);
-  if (isModelLocation(source)) return locationFiles(source, options);
+  if (typeof source === 'string') return modelFiles(await locateModel(source), options);
+  if (isModelLocation(source)) return modelFiles(source, options);
   return browserFiles(source as Iterable<File>);
 }
 
-async function locationFiles(location: ModelLocation, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
+/** The files of the model at `location` (a remote one's downloaded into the cache unless `download` is false). */
+async function modelFiles(location: ModelLocation, options: OpenCheckpointOptions): Promise<CheckpointFiles> {
   if ('folder' in location) {
     const { nodeFolderFiles } = await import('./node-files.ts');
     return nodeFolderFiles(location.folder);
@@ -115,7 +116,7 @@ async function locationFiles(location: ModelLocation, options: OpenCheckpointOpt
  */
 export async function readModelConfig(location: ModelLocation, options: OpenCheckpointOptions = {}): Promise<ModelConfig> {
   if ('folder' in location) {
-    const files = await locationFiles(location, options);
+    const files = await modelFiles(location, options);
     const text = await readTextCapped(files, 'config.json');
     if (text === null) throw new Error(`${files.location}/config.json: no such file`);
     return parseConfigText(text, `${files.location}/config.json`);

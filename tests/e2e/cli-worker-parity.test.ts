@@ -1,5 +1,5 @@
-// The two front ends of one Run (src/rl/run.ts): `webgrpo train` (src/cli/train.ts, in-process,
-// stdout captured) and the app's worker API (workers/trainer-service.ts) train the built-in tiny model
+// The two front ends of one launcher (src/rl/launch.ts) and one Run (src/rl/run.ts): `webgrpo train`
+// (src/cli/train.ts, in-process, stdout captured) and the app's worker API (workers/trainer-service.ts) train the built-in tiny model
 // with the same seed, config and env — the task resolved by the one resolver (tiny tier: catch plays
 // as compact catch in both), the warm-up on the scripted solver's games — and emit the same steps with
 // the same numbers: the same SFT losses and GRPO metrics, step for step (wall-clock metrics aside).
