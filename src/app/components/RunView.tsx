@@ -2,7 +2,8 @@
 // parts with one job each: the data (use-run-data.ts), the head (RunHeader), the state's banners
 // (RunBanners), this tab's controls (RunControls), the charts, the rollouts, the config, the trained
 // model's downloads and evaluation (TrainedModelPanel) and the files kept with the run (RunFiles).
-import { ownedRuns, type StepRecord } from '../api.ts';
+import { ownedRuns, type RunSummary, type StepRecord } from '../api.ts';
+import { DEFAULT_CONFIG, type GRPOConfig } from '../../rl/config.ts';
 import { stepWarnings } from '../../rl/grpo/metrics.ts';
 import { formatNumber } from '../format.ts';
 import { liveState } from '../resume.ts';
@@ -26,6 +27,11 @@ function mergeSteps(stored: StepRecord[], local: StepRecord[]): StepRecord[] {
   return [...by.values()].sort((a, b) => a.step - b.step);
 }
 
+/** A stored run's setting: its config's, or the key's one default (a run stored by an older webgrpo may lack the key). */
+function setting(run: RunSummary | null, key: keyof GRPOConfig): unknown {
+  return run?.config[key] ?? DEFAULT_CONFIG[key];
+}
+
 export function RunView({ id }: { id: string }) {
   const ui = useUi();
   const live = ui.liveRunId === id;
@@ -42,8 +48,9 @@ export function RunView({ id }: { id: string }) {
   const owned = ownedRuns.get(id);
   const state = live || run === null ? null : liveState(run, ownedRuns.active(), trainingInTabs);
   const done = shownSteps.length ? shownSteps[shownSteps.length - 1].step + 1 : 0;
-  const sftPlanned = Number(run?.config.sft_steps ?? 0);
-  const planned = Number(run?.config.max_steps ?? 0) + sftPlanned;
+  const sftPlanned = Number(setting(run, 'sft_steps'));
+  // max_steps -1: the length follows num_train_epochs, unknown here.
+  const planned = Math.max(0, Number(setting(run, 'max_steps'))) + sftPlanned;
   const total = live && ui.totalSteps ? ui.totalSteps : planned > 0 ? planned : 0;
   const status = state === 'interrupted' ? 'interrupted' : live ? ui.status : run?.status ?? '…';
   // A stopped run (here or in a view of the store) goes on from the checkpoint kept with it.
@@ -55,7 +62,7 @@ export function RunView({ id }: { id: string }) {
   const lastGrpo = shownSteps.filter((s) => !s.metrics.phase_sft).at(-1);
   const full = run?.config.train_mode === 'full';
   // TRL computes no KL term (and logs none) when beta is 0.
-  const klOff = run !== null && Number(run.config.beta ?? 0) === 0;
+  const klOff = run !== null && Number(setting(run, 'beta')) === 0;
   const sftDone = shownSteps.filter((s) => s.metrics.phase_sft).length;
   const axis = { total, sftSteps: Math.max(sftDone, Number.isFinite(sftPlanned) ? sftPlanned : 0) };
   const training = live && (status === 'running' || status === 'paused');

@@ -136,7 +136,7 @@ export function SetupView() {
         ...(fork ? { parent: fork.parent } : {}),
       });
       location.hash = `#/runs/${created.id}`;
-      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, task, prompts: rows, sftSteps: Number(config.sft_steps ?? 0), sftJsonl, resume: false });
+      void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: env.url, task, prompts: rows, sftSteps: Number(config.sft_steps), sftJsonl, resume: false });
     } catch (err) {
       setStartError((err as Error).message);
     } finally {
