@@ -76,7 +76,7 @@ export { plannedWorkload } from './run-limits.ts';
 
 export function trainableMode(c: GRPOConfig): TrainableMode {
   if (c.train_mode === 'full') return { kind: 'full', ...(c.freeze_vision_tower ? { freezeVisionTower: true } : {}) };
-  const vision = c.vision_lora_target_modules ?? [];
+  const vision = c.vision_lora_target_modules;
   return { kind: 'lora', lora: { r: c.lora_r, alpha: c.lora_alpha, targetModules: c.lora_target_modules, ...(vision.length > 0 ? { visionTargetModules: vision } : {}), seed: c.seed } };
 }
 

@@ -12,7 +12,6 @@ export interface Advantages {
 }
 
 function checkGroups(n: number, G: number): void {
-  if (!Number.isInteger(G) || G < 1) throw new Error(`num_generations must be a positive integer, got ${G}`);
   if (n % G !== 0) throw new Error(`${n} rewards do not split into groups of num_generations=${G}`);
 }
 

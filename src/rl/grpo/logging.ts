@@ -11,9 +11,8 @@ const LATEST = new Set(['learning_rate', 'num_tokens', 'epoch', 'grad_norm']);
 export class MetricsWindow {
   private rows: Metrics[] = [];
 
-  constructor(private readonly loggingSteps: number) {
-    if (!Number.isInteger(loggingSteps) || loggingSteps < 1) throw new Error(`logging_steps must be a positive integer, got ${loggingSteps}`);
-  }
+  /** `loggingSteps`: the config's logging_steps (checked there, src/rl/config.ts). */
+  constructor(private readonly loggingSteps: number) {}
 
   /** Adds one step's metrics; returns the record to log when `step` is a logging step (or the last one). */
   add(step: number, metrics: Metrics, last: boolean): Metrics | undefined {
