@@ -1,7 +1,7 @@
 // The one launcher (src/rl/launch.ts): the config resolved once with the layer that set each key, one
 // sft_steps (a resume keeps its checkpoint's, so a warm-up step done is not done again), `--model` read
-// once into a location that opening and sizing both take, and bad input failing with the errors it
-// always had.
+// once into a location that opening and sizing both take, the weight precision and memory plan decided
+// once, and bad input failing with the errors it always had.
 
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -9,14 +9,18 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEngine } from '../../src/engine/engine.ts';
+import type { Gpu } from '../../src/engine/gpu.ts';
 import type { Engine } from '../../src/engine/types.ts';
-import { locateModel, readModelConfig } from '../../src/model/checkpoint.ts';
+import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
+import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
+import { locateModel, openCheckpoint, readModelConfig } from '../../src/model/checkpoint.ts';
 import { parseConfigText } from '../../src/model/config.ts';
 import type { ModelConfig } from '../../src/model/types.ts';
 import { DEFAULT_CONFIG } from '../../src/rl/config.ts';
 import { DEFAULT_SFT_STEPS, locateRunModel, resolveRun, type RunRequest } from '../../src/rl/launch.ts';
 import { layerConfig } from '../../src/rl/launch-config.ts';
-import { prepareRun } from '../../src/rl/launch-model.ts';
+import { planModelLoad, prepareRun } from '../../src/rl/launch-model.ts';
 import { RunControl } from '../../src/rl/run-control.ts';
 import type { RunState } from '../../src/rl/run-state.ts';
 import { Run } from '../../src/rl/run.ts';
@@ -103,6 +107,21 @@ describe('one sft_steps', () => {
     const resume: RunState = { runStep: 1, sftSteps: 2, sftStepsDone: 1, files: new Map() };
     expect(() => new Run({ ...spec, config: { ...DEFAULT_CONFIG, sft_steps: 0, max_steps: 1 }, resume })).toThrow(/checkpoint is of a run with 2 SFT steps, the config says sft_steps 0/);
     expect(new Run({ ...spec, config: { ...DEFAULT_CONFIG, sft_steps: 2, max_steps: 1 }, resume }).totalSteps).toBe(3);
+  });
+});
+
+describe('the weight precision and memory plan, decided once', () => {
+  const limits = { maxStorageBufferBindingSize: 2 ** 31, maxBufferSize: 2 ** 31 } as GPUSupportedLimits;
+
+  it("planLoad decides them under the engine's binding limit, and loadEngine takes a decided plan as it is", async () => {
+    const ckpt = await openCheckpoint(await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS));
+    const plan = await planModelLoad(ckpt, { limits, f16: false }, { wanted: 'auto', config: { ...DEFAULT_CONFIG }, vision: false });
+    expect(plan.precision).toMatchObject({ checkpoint: 'F32', stored: 'f32' });
+    expect(plan.memory.fits).toBe(true);
+    // Not decided again: a plan said not to fit is refused before the (fake) device is touched.
+    const gpu = { limits, f16: false, software: true, device: {} } as unknown as Gpu;
+    const refused = { ...plan, memory: { ...plan.memory, fits: false, message: 'as decided by the caller' } };
+    await expect(loadEngine(ckpt, { gpu, decided: refused })).rejects.toThrow('model does not fit this GPU: as decided by the caller');
   });
 });
 
