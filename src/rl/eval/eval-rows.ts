@@ -3,6 +3,7 @@
 // over a MiniWoB++ folder holds whole tasks out (train on some, evaluate on others); any other task,
 // or a --dataset run, brings its held-out rows as --eval_dataset FILE.jsonl.
 
+import { WORDLE_EVAL_WORDS } from '../../openenv/eval-split.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import type { ResolvedTask } from '../tasks/resolve-task.ts';
 import type { Split } from './seed-space.ts';
@@ -56,8 +57,14 @@ export function splitRows(r: ResolvedTask, split: Split, o: SplitRowsOptions = {
   if (r.name === 'mcp') throw new Error('the mcp task has no held-out split of its own: give its held-out prompts with --eval_dataset FILE.jsonl');
   // Catch, wordle, multi, browsergym's built-in tasks: the same prompts, held-out games (seed-space.ts).
   if (r.name === 'multi') return train.filter((row, i, all) => all.findIndex((x) => x.env === row.env) === i);
-  return train.slice(0, 1).concat(uniqueTasks(train));
+  const distinct = train.slice(0, 1).concat(uniqueTasks(train));
+  if (distinct.length > 1) return distinct;
+  // One prompt, many games: as many rows as held-out games an evaluation plays (wordle: its 30 words).
+  return Array.from({ length: r.name === 'wordle' ? WORDLE_EVAL_WORDS.length : HELD_OUT_GAMES }, () => structuredClone(distinct[0]!));
 }
+
+/** Rows (games) of a one-prompt task's held-out split: what one evaluation in training plays per generation. */
+const HELD_OUT_GAMES = 32;
 
 /** One row per distinct task_name after the first row's (browsergym over named tasks: each task once). */
 function uniqueTasks(rows: readonly DatasetRow[]): DatasetRow[] {
