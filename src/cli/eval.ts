@@ -86,6 +86,7 @@ async function playModel(spec: ModelSpec, req: EvalRequest): Promise<Played & { 
   const { modelTierOf, presetConfig } = await import('../rl/tasks/presets.ts');
   const { resolveTask, bindTask, builtinEnvUrls } = await import('../rl/tasks/resolve-task.ts');
   const { configFromObject } = await import('../rl/config.ts');
+  const { plannedWorkload } = await import('../rl/run-limits.ts');
   const { splitRows } = await import('../rl/eval/eval-rows.ts');
   const { seedSpace } = await import('../rl/eval/seed-space.ts');
   const { playSplit } = await import('../rl/eval/play.ts');
@@ -101,11 +102,13 @@ async function playModel(spec: ModelSpec, req: EvalRequest): Promise<Played & { 
   if (req.configFile) config = configFromObject(JSON.parse(await readFile(req.configFile, 'utf8')) as Record<string, unknown>, config);
   const rows = splitRows(resolved, req.split, { miniwobNames: miniwob?.names, evalDataset: req.evalDataset });
   const server = resolved.url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob }) });
-  const { engine } = await loadTrainedEngine(ckpt, spec.args);
+  // Decoded at once: the sequence count training plans for (also what the env-server admits), never more.
+  const plan = plannedWorkload(config);
+  const { engine } = await loadTrainedEngine(ckpt, spec.args, { plan });
   try {
     const tokenizer = await loadCheckpointTokenizer(ckpt, spec.args.model);
     const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, split: req.split });
-    const played = await playSplit({ engine, tokenizer, task, rows, episodes: req.episodes, seedOf: seedSpace(resolved.env, req.split), config, temperature: req.temperature, seed: config.seed });
+    const played = await playSplit({ engine, tokenizer, task, rows, episodes: req.episodes, seedOf: seedSpace(resolved.env, req.split), config, temperature: req.temperature, seed: config.seed, maxBatchSize: plan.numSequences });
     return { task: resolved.name, trajectories: played.trajectories, summary: summarize(played.trajectories, resolved.name) };
   } finally {
     engine.destroy();
