@@ -12,7 +12,7 @@ describe('wilsonInterval', () => {
     [0, 128, 0, 0.029141],
     [64, 128, 0.414652, 0.585348],
     [128, 128, 0.970859, 1],
-    [1, 3, 0.061492, 0.792334],
+    [1, 3, 0.061492, 0.792340],
   ])('%i of %i → [%f, %f]', (x, n, lo, hi) => {
     const [a, b] = wilsonInterval(x, n);
     expect(a).toBeCloseTo(lo, 5);
