@@ -48,6 +48,7 @@ const LEARNING_TESTS = [
   'tests/e2e/trainer-*.test.ts', // trainer-service, trainer-load, trainer-fresh-start
   'tests/e2e/run-files.test.ts',
   'tests/rl-learn/train-silent-steps.test.ts',
+  'tests/rl-learn/eval-*.test.ts', // webgrpo eval and the trainer's eval loop on the demo model
 ];
 
 const BROWSER_TESTS = [

@@ -1,5 +1,5 @@
-// Greedy evaluation of the trained policy beside the base model: the same held-out episodes (env
-// resets seeded apart from training's), played once with the LoRA adapters on and once with them off,
+// Greedy evaluation of the trained policy beside the base model: the same held-out episodes (the task's
+// held-out split, src/rl/eval: rows and env seeds training never draws), played once with the LoRA adapters on and once with them off,
 // scored by the task's reward functions.
 
 import type { EvalRow } from './api.ts';
@@ -9,12 +9,13 @@ import type { GRPOConfig } from '../src/rl/config.ts';
 import { rewardWeights, rolloutRewards, weightedRewardSum } from '../src/rl/grpo/rewards.ts';
 import { runRollouts, type RolloutEngine } from '../src/rl/rollout/rollout.ts';
 import { bindTask, resolveTask } from '../src/rl/tasks/resolve-task.ts';
+import { splitRows } from '../src/rl/eval/eval-rows.ts';
 import type { ModelTier } from '../src/rl/tasks/presets.ts';
 import type { DatasetRow } from '../src/rl/rollout/env.ts';
 import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 
-/** Env reset seeds of evaluation episodes start here, far from the run seeds training and SFT use. */
-export const EVAL_SEED_BASE = 1_000_000;
+/** The sampling seed of evaluation episodes (greedy decoding ignores it). */
+const EVAL_SAMPLING_SEED = 1_000_000;
 
 export interface EvaluateInput {
   engine: Engine;
@@ -48,9 +49,12 @@ function withAdapters(engine: Engine, adapters: boolean): RolloutEngine {
 async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): Promise<EvalRow> {
   // A fresh seeded task per policy: both see the same ball columns / words, in the same order.
   const resolved = await resolveTask({ env: input.task, url: input.envUrl, tier: input.tier, prompts: async () => input.prompts ?? [] });
-  const task = bindTask(resolved, { tokenizer: input.tokenizer, readsImages: input.vision !== undefined, ...(input.visionError ? { visionError: input.visionError } : {}) });
-  task.episodes.reseed(EVAL_SEED_BASE);
-  const rows = Array.from({ length: input.episodes }, (_, i) => task.dataset[i % task.dataset.length]!);
+  const task = bindTask(resolved, { tokenizer: input.tokenizer, readsImages: input.vision !== undefined, ...(input.visionError ? { visionError: input.visionError } : {}), split: 'eval' });
+  // Episode i resets with the held-out split's seed i.
+  task.episodes.reseed(0);
+  // An MCP env has no held-out split of its own: its run's prompts, at held-out seeds.
+  const heldOut = resolved.name === 'mcp' ? task.dataset : splitRows(resolved, 'eval');
+  const rows = Array.from({ length: input.episodes }, (_, i) => heldOut[i % heldOut.length]!);
   const rollouts = await runRollouts({
     engine: withAdapters(input.engine, policy === 'trained'),
     tokenizer: input.tokenizer,
@@ -58,7 +62,7 @@ async function evaluatePolicy(input: EvaluateInput, policy: EvalRow['policy']): 
     envFactory: task.envFactory,
     // temperature 0 = greedy in the engine's sampler
     config: { ...input.config, temperature: 0, top_p: 1, top_k: 0 },
-    seed: EVAL_SEED_BASE,
+    seed: EVAL_SAMPLING_SEED,
     template: task.template,
     ...(input.vision ? { imageTokenizer: input.vision.imageTokenizer } : {}),
   });

@@ -10,10 +10,13 @@ import { BASE_STATE_SCHEMA, modelSchema, observationSchema } from './json-schema
 import { defaultMetadata } from './metadata.ts';
 import { cryptoRng, rngForSeed, type Rng } from './rng.ts';
 import { wordleFeedback, type WordleMark } from '../../src/openenv/wordle-feedback.ts';
+import { isEvalSeed, WORDLE_EVAL_WORDS, wordleEvalWord } from '../../src/openenv/eval-split.ts';
 
 export { wordleFeedback };
 
 export const WORDLE_ENV_ID = 'Wordle-v0';
+
+const HELD_OUT: ReadonlySet<string> = new Set(WORDLE_EVAL_WORDS);
 export const WORD_LENGTH = 5;
 export const MAX_GUESSES = 6;
 
@@ -162,7 +165,7 @@ class WordleEnvironment implements EnvInstance {
     this.rng = rngForSeed(kwargs.seed);
     this.episodeId = episodeIdFrom(kwargs.episode_id);
     this.stepCount = 0;
-    this.newGame();
+    this.newGame(kwargs.seed);
     return this.observe(0.0);
   }
 
@@ -202,8 +205,21 @@ class WordleEnvironment implements EnvInstance {
     // Holds no resources.
   }
 
-  private newGame(): void {
-    this.secret = this.words.answers[this.rng.int(this.words.answers.length)]!;
+  /**
+   * A secret outside the held-out words (src/openenv/eval-split.ts), so no training game plays one:
+   * a draw that lands on one is drawn again from the same stream, and every other seed keeps its word.
+   */
+  private drawSecret(): string {
+    const { answers } = this.words;
+    const allHeldOut = answers.every((w) => HELD_OUT.has(w));
+    for (;;) {
+      const word = answers[this.rng.int(answers.length)]!;
+      if (allHeldOut || !HELD_OUT.has(word)) return word;
+    }
+  }
+
+  private newGame(seed?: unknown): void {
+    this.secret = isEvalSeed(seed) && this.words.answers.includes(wordleEvalWord(seed)) ? wordleEvalWord(seed) : this.drawSecret();
     this.log = '';
     this.turn = 0;
     this.guesses = [];

@@ -14,6 +14,7 @@ const COMMANDS: Record<string, { module: () => Promise<CommandModule>; help: str
   generate: { module: () => import('./generate.ts'), help: 'sample completions from a model' },
   render: { module: () => import('./render.ts'), help: 'print the exact prompt an environment gives the model' },
   train: { module: () => import('./train.ts'), help: 'GRPO (and SFT warm-up) training, one JSON line per step' },
+  eval: { module: () => import('./eval.ts'), help: 'play held-out episodes: success with its interval, trajectories, --compare' },
   export: { module: () => import('./export.ts'), help: 'write a trained model for transformers.js (ONNX)' },
   bench: { module: () => import(BENCH_ENTRY) as Promise<CommandModule>, help: 'run the benchmarks in bench/' },
   start: { module: () => import('./start.ts'), help: 'the app: env-server + run store + built web UI' },

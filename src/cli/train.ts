@@ -16,8 +16,11 @@ import { adapterFiles, Run, type RunEvent } from '../rl/run.ts';
 import { folderRunStates, readRunStateFolder, type RunState, type RunStateStore } from '../rl/run-state.ts';
 import { RunControl } from '../rl/run-control.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
-import { builtinEnvUrls, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
+import { bindTask, builtinEnvUrls, solverTranscripts, type ResolvedTask, type RunTask } from '../rl/tasks/resolve-task.ts';
 import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, type ConfigLayer, type RunModel, type RunRequest } from '../rl/launch.ts';
+import type { EnvUrlName } from '../rl/tasks/task.ts';
+import type { TextTokenizer } from '../model/tokenizer.ts';
+import type { Evaluation } from '../rl/eval/trainer-eval.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
@@ -58,6 +61,8 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --prompt TEXT           prompt for an MCP env that none of the tasks knows (repeatable); the
                           model gets the env's tools (tools/list) and the env's own rewards
   --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
+  --eval_dataset FILE     held-out prompts (same JSONL) for --eval_strategy steps / --eval_on_start, for tasks
+                          with no held-out split of their own; a row that is also a training row is refused
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}, steps numbered
 once for the whole run (1-based: the warm-up's, then GRPO's); progress
@@ -82,6 +87,8 @@ interface Args {
   weightDtype: 'auto' | 'f16' | 'f32';
   prompts: string[];
   dataset: string | null;
+  /** Held-out prompts (JSONL) for TRL's eval loop, for tasks with no held-out split of their own. */
+  evalDataset: string | null;
   miniwob: string | undefined;
   axtree: AxtreeForm | undefined;
   /** GRPOConfig flags as given (key → text), coerced by config.ts. */
@@ -102,6 +109,7 @@ const OWN_OPTIONS: OptionTable = {
   'weight-dtype': { type: 'string' },
   prompt: { type: 'string', multiple: true },
   dataset: { type: 'string' },
+  eval_dataset: { type: 'string' },
   miniwob: { type: 'string' },
   axtree: { type: 'string' },
 };
@@ -131,6 +139,7 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
     weightDtype: choiceOption(p, 'weight-dtype', ['auto', 'f16', 'f32'] as const, 'auto'),
     prompts: (p.values.prompt as string[] | undefined) ?? [],
     dataset: str(p, 'dataset') ?? null,
+    evalDataset: str(p, 'eval_dataset') ?? null,
     miniwob: str(p, 'miniwob'),
     axtree: str(p, 'axtree') === undefined ? undefined : parseAxtreeForm(str(p, 'axtree'), '--axtree'),
     configFlags: Object.fromEntries(Object.keys(CONFIG_KEYS).flatMap((k) => (str(p, k) === undefined ? [] : [[k, str(p, k)!]]))),
@@ -201,6 +210,17 @@ ${layers.join(', then ')}.
 ${configHelp(resolved)}`;
 }
 
+/** The held-out split TRL's eval loop plays: the task bound to the split's seeds, its rows (--eval_dataset's when given, never a training row). */
+async function heldOutSplit(resolved: ResolvedTask, trained: RunTask, o: { tokenizer: TextTokenizer; builtinUrls?: Partial<Record<EnvUrlName, string>>; miniwobNames?: readonly string[]; evalDataset: string | null }): Promise<Evaluation> {
+  const { splitRows, checkDisjoint } = await import('../rl/eval/eval-rows.ts');
+  const { seedSpace } = await import('../rl/eval/seed-space.ts');
+  const evalDataset = o.evalDataset ? parsePromptDataset(await readFile(o.evalDataset, 'utf8'), o.evalDataset) : undefined;
+  if (evalDataset) checkDisjoint(trained.dataset, evalDataset);
+  const rows = splitRows(resolved, 'eval', { ...(o.miniwobNames ? { miniwobNames: o.miniwobNames } : {}), ...(evalDataset ? { evalDataset } : {}) });
+  const task = bindTask(resolved, { tokenizer: o.tokenizer, ...(o.builtinUrls ? { builtinUrls: o.builtinUrls } : {}), split: 'eval' });
+  return { task, rows, seedOf: seedSpace(resolved.env, 'eval') };
+}
+
 function printEvent(e: RunEvent, logCompletions: boolean): void {
   if (e.phase === 'status') return;
   if (e.phase === 'sft') {
@@ -209,6 +229,8 @@ function printEvent(e: RunEvent, logCompletions: boolean): void {
     console.log(JSON.stringify({ ...rest, total_steps: totalSteps }));
     return;
   }
+  // TRL's eval loop: each evaluation its own line of eval_* metrics, beside the step's.
+  for (const v of e.evals ?? []) console.log(JSON.stringify({ phase: 'eval', step: v.step, ...jsonSafe(v.metrics) }));
   const line: Record<string, unknown> = { phase: 'grpo', step: e.step, total_steps: e.totalSteps, ...jsonSafe(e.metrics) };
   // logging_steps (TRL): every N steps the line also carries the metrics averaged over those N steps.
   if (e.logs) line.logs = jsonSafe(e.logs);
@@ -369,7 +391,8 @@ export async function run(argv: string[]): Promise<number> {
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output, chat) : null;
     const folder = args.output ? folderRunStates(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
-    const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p) });
+    const evaluation = config.eval_strategy === 'steps' || config.eval_on_start ? await heldOutSplit(resolvedTask, task, { tokenizer, builtinUrls: server ? builtinEnvUrls(server.url) : undefined, miniwobNames: miniwob?.names, evalDataset: args.evalDataset }) : undefined;
+    const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p), ...(evaluation ? { evaluation } : {}) });
     watch.start();
     const sftDone = resume?.sftStepsDone ?? 0;
     if (sftDone < config.sft_steps) watch.sftStarting(config.sft_steps, sftDone);

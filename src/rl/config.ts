@@ -14,6 +14,7 @@ export type SamplingLevel = 'token' | 'sequence';
 export type SchedulerType = 'linear' | 'constant' | 'cosine' | 'constant_with_warmup';
 export type TrainMode = 'lora' | 'full';
 export type RolloutSchedulerName = 'lockstep' | 'continuous';
+export type EvalStrategy = 'no' | 'steps';
 
 export interface GRPOConfig {
   // --- batch shape (TRL) ---
@@ -62,6 +63,12 @@ export interface GRPOConfig {
   log_completions: boolean;
   logging_steps: number;
   save_steps: number;
+  // --- evaluation on the held-out split (TRL) ---
+  eval_strategy: EvalStrategy;
+  eval_steps: number | null;
+  eval_on_start: boolean;
+  num_generations_eval: number | null;
+  per_device_eval_batch_size: number;
   output_dir: string | null;
   seed: number;
   // --- webgrpo's own keys ---
@@ -152,6 +159,11 @@ export const DEFAULT_CONFIG: Readonly<GRPOConfig> = Object.freeze({
   log_completions: false,
   logging_steps: 10,
   save_steps: 500,
+  eval_strategy: 'no',
+  eval_steps: null,
+  eval_on_start: false,
+  num_generations_eval: null,
+  per_device_eval_batch_size: 8,
   output_dir: null,
   seed: 42,
   train_mode: 'lora',
@@ -214,6 +226,11 @@ export const CONFIG_KEYS: Readonly<Record<keyof GRPOConfig, KeySpec>> = {
   log_completions: { kind: 'bool', help: 'attach every completion of a step (prompt, completion, rewards, advantage) to its log' },
   logging_steps: { kind: 'int', min: 1, help: 'log every N optimizer steps the metrics averaged over them (TRL); per-step metrics are still reported' },
   save_steps: { kind: 'int', min: 0, help: 'checkpoint every this many optimizer steps (0 = only at the end)' },
+  eval_strategy: { kind: 'string', choices: ['no', 'steps'], help: 'evaluate on the held-out split: no, or every eval_steps optimizer steps (eval_* metrics, no gradient)' },
+  eval_steps: { kind: 'int', min: 1, nullable: true, help: 'optimizer steps between evaluations (null = logging_steps)' },
+  eval_on_start: { kind: 'bool', help: 'also evaluate before the first optimizer step (the starting policy)' },
+  num_generations_eval: { kind: 'int', min: 1, nullable: true, help: 'episodes per held-out prompt in an evaluation (null = num_generations)' },
+  per_device_eval_batch_size: { kind: 'int', min: 1, help: 'episodes decoded at once in an evaluation' },
   output_dir: { kind: 'string', nullable: true, help: 'folder for checkpoints and the final adapter' },
   seed: { kind: 'int', min: 0, help: 'seed of data order, sampling and LoRA init' },
   train_mode: { kind: 'string', choices: ['lora', 'full'], help: 'train LoRA adapters or every weight (small models only)' },

@@ -21,6 +21,7 @@ import type { Rollout, RolloutProgress } from './rollout/rollout.ts';
 import { envRolloutSource } from './rollout/rollout-source.ts';
 import type { RolloutVision } from './rollout/rollout-images.ts';
 import { sftExamples, type RunTask } from './tasks/resolve-task.ts';
+import { trainerEvaluator, type Evaluation } from './eval/trainer-eval.ts';
 
 /** One SFT warm-up step (trainSft's event, numbered in the run, 1-based) with its wall-clock seconds. */
 export interface SftStepEvent extends SftEvent {
@@ -70,6 +71,8 @@ export interface RunSpec {
    * state and returns, and the generation is played again on resume.
    */
   onRollouts?: (rollouts: readonly Rollout[]) => void | Promise<void>;
+  /** The held-out split TRL's eval loop plays (eval_strategy steps / eval_on_start); without it there is none. */
+  evaluation?: Evaluation;
 }
 
 export { plannedWorkload } from './run-limits.ts';
@@ -227,6 +230,7 @@ export class Run {
           decode: (ids) => tokenizer.decode(ids),
           onProgress: this.spec.onProgress,
           ...(this.spec.vision ? { imageInputs: this.spec.vision.scoreImages } : {}),
+          ...(this.spec.evaluation ? { evaluate: trainerEvaluator({ engine: stoppable, tokenizer, config: c, evaluation: this.spec.evaluation, ...(this.spec.vision ? { imageTokenizer: this.spec.vision.imageTokenizer } : {}) }) } : {}),
         })) {
           last = e.step;
           yield this.grpoEvent(e);
@@ -257,6 +261,7 @@ export class Run {
       step: this.sftSteps + e.step,
       totalSteps: this.sftSteps + e.totalSteps,
       completions: e.completions.map((s) => ({ ...s, step: this.sftSteps + s.step })),
+      ...(e.evals ? { evals: e.evals.map((v) => ({ ...v, step: this.sftSteps + v.step })) } : {}),
       rollouts,
     };
   }

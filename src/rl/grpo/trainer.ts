@@ -95,6 +95,12 @@ export interface TrainerOptions {
   reference?: EngineState;
   /** Where a step is between rollouts and its event (log-prob passes, micro-batches), for progress displays. */
   onProgress?: (p: TrainerProgress) => void;
+  /**
+   * Plays the held-out split with the current weights and returns its `eval_*` metrics (src/rl/eval/
+   * trainer-eval.ts). It only generates: no gradient, no optimizer call. Called when eval_strategy and
+   * eval_steps (or eval_on_start) say so; without it there is no evaluation.
+   */
+  evaluate?: (step: number) => Promise<Metrics>;
 }
 
 /**
@@ -144,6 +150,12 @@ export interface GrpoStepEvent {
   warnings?: string[];
   /** On logging steps (every logging_steps, and the last): the metrics averaged since the previous log (TRL's logs). */
   logs?: Metrics;
+  /**
+   * Evaluations on the held-out split taken with this step's weights (eval_strategy steps, every
+   * eval_steps), and on the first step also the one before any update (eval_on_start, step 0): TRL's
+   * `eval_*` metrics, logged beside the step's.
+   */
+  evals?: { step: number; metrics: Metrics }[];
 }
 
 export class TrainingError extends Error {
@@ -246,6 +258,8 @@ interface RunState {
   logWindow: MetricsWindow;
   saveCheckpoint(): Promise<string | undefined>;
   generationRequest(g: number, step: number): GenerationRequest;
+  /** Evaluations not yet reported (eval_on_start's, until the first step's event). */
+  pendingEvals: { step: number; metrics: Metrics }[];
 }
 
 /** One generation batch, played and scored, ready to optimize on. */
@@ -309,7 +323,10 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepE
       return opts.saveState(counters.step, files);
     },
     generationRequest: (g, step) => ({ rows: generationRows(opts.dataset, c, g), seed: hashInts(c.seed, Purpose.sampling, g), step }),
+    pendingEvals: [],
   };
+  // TRL's eval_on_start: the starting policy, before any update (not again on resume).
+  if (c.eval_on_start && opts.evaluate && !opts.resume) run.pendingEvals.push({ step: 0, metrics: await opts.evaluate(0) });
 
   // One generation at a time: play and score it, then take its optimizer steps (one event each).
   let next: GenerationRequest | null = null;
@@ -482,6 +499,8 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       stepLossMetrics = [];
       stepT0 = now;
       const finished = counters.step >= counters.totalSteps;
+      if (opts.evaluate && evalDue(c, counters.step)) run.pendingEvals.push({ step: counters.step, metrics: await opts.evaluate(counters.step) });
+      if (run.pendingEvals.length > 0) event.evals = run.pendingEvals.splice(0);
       if (micro === plan.microPerGeneration * c.num_iterations) {
         counters.generation++;
         if (saveDue || finished) event.checkpoint = await run.saveCheckpoint();
@@ -492,6 +511,11 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       if (finished) return;
     }
   }
+}
+
+/** eval_strategy 'steps': an evaluation every eval_steps optimizer steps (TRL: eval_steps null = logging_steps). */
+export function evalDue(c: Pick<GRPOConfig, 'eval_strategy' | 'eval_steps' | 'logging_steps'>, step: number): boolean {
+  return c.eval_strategy === 'steps' && step % (c.eval_steps ?? c.logging_steps) === 0;
 }
 
 /** The event of one optimizer step: TRL's metrics (§13) over the generation, and its completions. */

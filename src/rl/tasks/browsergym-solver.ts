@@ -7,7 +7,7 @@ import type { DatasetRow } from '../rollout/env.ts';
 import { BrowserGymToolEnv } from './envs/browsergym.ts';
 import { browsergymTask, mixTaskAt, type BrowserGymMix } from './browsergym-task.ts';
 import type { Transcript } from '../grpo/sft.ts';
-import { playEpisode, seededEpisodes } from './play-episode.ts';
+import { playEpisode, seededEpisodes, type SeedOf } from './play-episode.ts';
 
 export interface TreeLine {
   bid: string | null;
@@ -100,8 +100,9 @@ export function planWebTask(observation: string): ToolCall[] | null {
  * (so a run on `browsergym:click-test,enter-text` warms up on those tasks), else of the `mix`
  * (default: every task, easy-biased); tries at most 3× `episodes` resets, keeping only wins.
  */
-export async function browsergymTranscripts(opts: { baseUrl: string; episodes: number; seed: number; mix?: BrowserGymMix; rows?: readonly DatasetRow[] }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+export async function browsergymTranscripts(opts: { baseUrl: string; episodes: number; seed: number; mix?: BrowserGymMix; rows?: readonly DatasetRow[]; seedOf?: SeedOf }): Promise<Transcript[]> {
+  // Training's seeds (the caller's seed space): a warm-up never plays a held-out page.
+  const open = seededEpisodes(opts.seed, opts.seedOf);
   const task = browsergymTask(opts.mix ?? 'mix');
   const rows = opts.rows && opts.rows.length > 0 ? opts.rows : null;
   const out: Transcript[] = [];

@@ -9,6 +9,7 @@ import { BROWSERGYM_VLM_SYSTEM_PROMPT, BrowserGymVlmToolEnv } from './envs/brows
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import type { ExampleTask } from './task.ts';
 import { hashInts } from '../seeds.ts';
+import { miniwobTaskSplit } from '../eval/task-split.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The env-server's tasks by difficulty with TRL's five tools (choose-list needs the combobox typed into). */
@@ -28,11 +29,12 @@ export type BrowserGymMix = readonly string[] | 'mix';
 
 /**
  * `click-test`, `click-test,enter-text` or `mix` → a mix; unknown names are an error naming the known
- * ones. `known` is a real MiniWoB++ folder's task list when training on one: there `mix` is every task
+ * ones. `known` is a real MiniWoB++ folder's task list when training on one: there `mix` is every training task (eval/task-split.ts)
  * of the folder in turn (the tiers describe only the built-in tasks).
  */
 export function parseBrowserGymMix(spec: string, known?: readonly string[]): BrowserGymMix {
-  if (spec === 'mix') return known ? [...known] : 'mix';
+  // Over a folder, `mix` trains its training tasks only: the held-out ones are for evaluation.
+  if (spec === 'mix') return known ? miniwobTaskSplit(known).train : 'mix';
   const names = spec.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (names.length === 0) throw new Error('browsergym: name at least one task (or mix)');
   const have = known ?? BROWSERGYM_TASK_NAMES;

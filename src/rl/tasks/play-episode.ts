@@ -14,16 +14,22 @@ export const FINAL_ANSWER = 'Done.';
 /** An OpenEpisode whose k-th episode since the last `reseed(base)` resets with `{seed: base + k}`. */
 export type SeededEpisodes = OpenEpisode & { reseed(base: number): void };
 
+/** The reset seed of episode number `n` (base + k) in a split's seed space (src/rl/eval/splits.ts). */
+export type SeedOf = (n: number) => number;
+
+/** Training's seed space: 32-bit (held-out seeds lie outside it). */
+export const trainingSeed: SeedOf = (n) => n >>> 0;
+
 /**
- * Opens one OpenEnv episode per call with reset `{seed: base + k}` for the k-th episode, so a run's
- * env randomness (e.g. the catch ball column) is reproducible. Episodes are numbered in call order,
- * which is rollout order (resets start in order); the trainer reseeds per generation batch so a
+ * Opens one OpenEnv episode per call with reset `{seed: seedOf(base + k)}` for the k-th episode, so a
+ * run's env randomness (e.g. the catch ball column) is reproducible. Episodes are numbered in call
+ * order, which is rollout order (resets start in order); the trainer reseeds per generation batch so a
  * resumed run meets the same games.
  */
-export function seededEpisodes(base: number): SeededEpisodes {
+export function seededEpisodes(base: number, seedOf: SeedOf = trainingSeed): SeededEpisodes {
   let start = base;
   let k = 0;
-  const open: OpenEpisode = (baseUrl, reset) => openEpisode(baseUrl, { reset: { ...reset, seed: (start + k++) >>> 0 } });
+  const open: OpenEpisode = (baseUrl, reset) => openEpisode(baseUrl, { reset: { ...reset, seed: seedOf(start + k++) } });
   return Object.assign(open, {
     reseed(next: number) {
       start = next;

@@ -20,6 +20,7 @@ import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
 import { EXAMPLES } from './prompts.ts';
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from './solvers.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
+import { seedSpace, type Split } from '../eval/seed-space.ts';
 
 /** Tasks by name: TRL's examples plus the compact catch variant for tiny models. */
 export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
@@ -136,6 +137,8 @@ export interface BindOptions {
   readsImages?: boolean;
   /** Why the checkpoint's vision tower cannot be used (config.visionError), named when a vision task is refused. */
   visionError?: string;
+  /** Which split's env seeds the episodes reset with (eval/seed-space.ts; default train). */
+  split?: Split;
 }
 
 /** The resolved task bound to its env URL(s) and the model's tokenizer. */
@@ -145,7 +148,7 @@ export function bindTask(r: ResolvedTask, o: BindOptions): RunTask {
     throw new Error(`the ${r.name} task needs a vision model: every tool result is a screenshot of the page, and ${why} reads text only (train the text-only browsergym task instead, or load a vision-language checkpoint whose vision tower webgrpo runs)`);
   }
   const urls: Partial<Record<EnvUrlName, string>> = r.url === null ? { ...o.builtinUrls } : r.env ? { [r.env]: r.url } : {};
-  const episodes = seededEpisodes(0);
+  const episodes = seededEpisodes(0, seedSpace(r.env, o.split ?? 'train'));
   const envFactory = r.task.envFactory(urls, episodes);
   const probe = envFactory();
   const solverUrl = r.env ? urls[r.env] : undefined;
@@ -172,7 +175,7 @@ export async function solverTranscripts(task: RunTask, episodes: number, seed: n
     throw new Error(`sft_steps > 0 but there is no scripted solver for the '${task.name}' task (only ${Object.keys(SOLVERS).join(', ')}): give SFT transcripts as JSONL or set sft_steps to 0`);
   }
   // The run's own rows: a solver whose tasks differ by row (browsergym's task_name) plays the run's tasks.
-  return SOLVERS[task.solver.name]!({ baseUrl: task.solver.url, episodes, seed, rows: task.dataset });
+  return SOLVERS[task.solver.name]!({ baseUrl: task.solver.url, episodes, seed, rows: task.dataset, seedOf: seedSpace(task.solver.name, 'train') });
 }
 
 /** Tokenized SFT examples, rendered exactly as the rollouts render (so the tokens line up). */

@@ -15,7 +15,7 @@ import type { Transcript } from '../grpo/sft.ts';
 import { mulberry32 } from '../../random.ts';
 import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
 import { browsergymTranscripts } from './browsergym-solver.ts';
-import { playEpisode, seededEpisodes } from './play-episode.ts';
+import { playEpisode, seededEpisodes, type SeedOf } from './play-episode.ts';
 
 export { FINAL_ANSWER, playEpisode, seededEpisodes, type SeededEpisodes } from './play-episode.ts';
 
@@ -115,7 +115,7 @@ export async function wordleTranscripts(opts: { baseUrl: string; episodes: numbe
  * The built-in solvers by task name (catch-compact plays the catch env). `rows` are the run's dataset rows: a solver whose tasks differ by
  * row (browsergym's task_name) plays those; the others ignore them.
  */
-export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number; rows?: readonly DatasetRow[] }) => Promise<Transcript[]>> = {
+export const SOLVERS: Record<string, (opts: { baseUrl: string; episodes: number; seed: number; rows?: readonly DatasetRow[]; seedOf?: SeedOf }) => Promise<Transcript[]>> = {
   catch: catchTranscripts,
   'catch-compact': compactCatchTranscripts,
   echo: echoTranscripts,
