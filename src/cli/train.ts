@@ -18,6 +18,7 @@ import { RunControl } from '../rl/run-control.ts';
 import { runLimitErrors, runLimitMessage } from '../rl/run-limits.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { bindTask, builtinEnvUrls, resolveTask, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
+import { envClassFromCli } from '../rl/tasks/env-class-file.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
@@ -65,6 +66,8 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --prompt TEXT           prompt for an MCP env that none of the tasks knows (repeatable); the
                           model gets the env's tools (tools/list) and the env's own rewards
   --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
+  --env-class FILE.mjs    train your own environment class (TRL's environment_factory; README
+                          "Environment classes"); --dataset FILE: its rows (every column reaches reset)
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}, steps numbered
 once for the whole run (1-based: the warm-up's, then GRPO's); progress
@@ -79,6 +82,7 @@ interface Args {
   model: string;
   env: string;
   envUrl: string | undefined;
+  envClass: string | undefined;
   sft: string | null;
   sftSolver: string | null;
   sftEpisodes: number;
@@ -97,6 +101,7 @@ interface Args {
 
 const OWN_OPTIONS: OptionTable = {
   'env-url': { type: 'string' },
+  'env-class': { type: 'string' },
   model: { type: 'string' },
   env: { type: 'string' },
   sft: { type: 'string' },
@@ -122,12 +127,13 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
   const model = str(p, 'model') ?? '';
   const env = str(p, 'env') ?? '';
   if (!p.help && !model) throw new Error('--model DIR is required (see --help)');
-  if (!p.help && !env) throw new Error('--env NAME|URL is required (see --help)');
+  if (!p.help && !env && !str(p, 'env-class')) throw new Error('--env NAME|URL (or --env-class FILE.mjs) is required (see --help)');
   return {
     help: p.help,
     model,
     env,
     envUrl: str(p, 'env-url'),
+    envClass: str(p, 'env-class'),
     sft: str(p, 'sft') ?? null,
     sftSolver: str(p, 'sft-solver') ?? null,
     sftEpisodes: intOption(p, 'sft-episodes', 64, 1),
@@ -340,8 +346,11 @@ export async function run(argv: string[]): Promise<number> {
   if (!/^https?:\/\//.test(args.model)) await isLocalModelFolder(args.model);
   const tier = (await modelSizeOf(args.model)).tier;
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
-  const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
-  if (resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+  if (args.envClass && args.env) throw new Error('--env and --env-class both given: an environment class brings its own env (its envUrl() names the built-in one; --env-url overrides)');
+  const resolved = args.envClass
+    ? await envClassFromCli({ file: args.envClass, dataset: args.dataset, envUrl: args.envUrl?.replace(/\/+$/, '') })
+    : await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
+  if (!args.envClass && resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
   }
   if (args.sftSolver && args.sftSolver !== resolved.solver) {
