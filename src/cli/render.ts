@@ -15,7 +15,7 @@ import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
 import { builtinEnvUrls, resolveTask, TASKS } from '../rl/tasks/resolve-task.ts';
 import { inProcessEnvs } from './in-process-envs.ts';
-import { envClassFromCli } from '../rl/tasks/env-class-file.ts';
+import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 
 const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 

@@ -18,7 +18,7 @@ import { RunControl } from '../rl/run-control.ts';
 import { runLimitErrors, runLimitMessage } from '../rl/run-limits.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { bindTask, builtinEnvUrls, resolveTask, solverTranscripts, type ResolvedTask } from '../rl/tasks/resolve-task.ts';
-import { envClassFromCli } from '../rl/tasks/env-class-file.ts';
+import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';

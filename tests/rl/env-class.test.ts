@@ -339,3 +339,22 @@ export default class Hostile {
     expect(obs).toMatch(/more characters cut by the trainer\]$/);
   });
 });
+
+describe('the built-in echo task is examples/echo.mjs', () => {
+  it('resolveTask echo gives the class task (ClassEnv instances), with the echo preset and solver', async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const r = await resolveTask({ env: 'echo' });
+    expect([r.name, r.preset, r.solver]).toEqual(['echo', 'echo', 'echo']);
+    const env = r.task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
+    expect(env).toBeInstanceOf(ClassEnv);
+    expect(envToolSchemas(env).map(pyJsonDumps)).toEqual([ECHO_SCHEMA]);
+    expect(r.task.dataset().map((row) => row.prompt[0]!.content)).toEqual([
+      "Try to echo 'Hello World!' in the environment.",
+      "Make the environment echo 'Goodbye World!'",
+      "Can you ask the environment to echo 'TRL is great!'?",
+      "What happens if you ask the environment to echo 'I love RLHF!'?",
+      "Try to make the environment echo 'OpenEnv is awesome!'",
+    ]);
+  });
+});

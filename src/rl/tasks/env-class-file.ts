@@ -4,8 +4,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { envClassResolved, loadEnvClassModule, parseEnvClassDataset, type EnvClassModule } from './env-class.ts';
-import type { ResolvedTask } from './resolve-task.ts';
+import { loadEnvClassModule, type EnvClassModule } from './env-class.ts';
 
 /** A module file larger than this is not an environment class someone wrote (and is not read). */
 const MAX_MODULE_BYTES = 4 * 1024 * 1024;
@@ -27,11 +26,4 @@ export async function loadEnvClassFile(path: string, timeoutMs?: number): Promis
     readText: (url) => (url.startsWith('file:') ? readModuleFile(fileURLToPath(url), url) : Promise.reject(new Error(`${path} imports ${url}: only files next to it can be imported`))),
     ...(timeoutMs ? { timeoutMs } : {}),
   });
-}
-
-/** What `train`/`render --env-class FILE [--dataset rows.jsonl] [--env-url URL]` train on: a resolved task. */
-export async function envClassFromCli(o: { file: string; dataset?: string | null; envUrl?: string | null }): Promise<ResolvedTask> {
-  const mod = await loadEnvClassFile(o.file);
-  const rows = o.dataset ? parseEnvClassDataset(await readFile(o.dataset, 'utf8').catch(() => Promise.reject(new Error(`--dataset ${o.dataset}: cannot read it`))), o.dataset) : null;
-  return envClassResolved(mod, { rows, envUrl: o.envUrl ?? null });
 }

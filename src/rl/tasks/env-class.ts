@@ -12,7 +12,6 @@ import { setEnvUrls } from '../../openenv/env-client.ts';
 import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from './env-class-jsdoc.ts';
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
-import type { ResolvedTask } from './resolve-task.ts';
 
 type EnvClass = new () => Record<string, unknown>;
 
@@ -336,15 +335,4 @@ function publishEnvUrls(urls: Partial<Record<EnvUrlName, string>>, override: str
   // The in-process server serves every built-in env under /envs/<name>.
   const base = urls.echo?.replace(/\/envs\/echo$/, '');
   setEnvUrls({ ...(base ? Object.fromEntries(SERVED_ENVS.map((n) => [n, `${base}/envs/${n}`])) : {}), ...urls });
-}
-
-/** The class name (or the module's file name) a run of this module is called. */
-function taskName(mod: EnvClassModule): string {
-  const single = mod.classes.get(null);
-  return single?.name || mod.source.replace(/^.*[\\/]/, '').replace(/\.[cm]?[jt]s$/, '');
-}
-
-/** The module as a resolved task (resolve-task.ts), ready for bindTask. */
-export function envClassResolved(mod: EnvClassModule, o: EnvClassTaskOptions = {}): ResolvedTask {
-  return { name: taskName(mod), task: envClassTask(mod, o), url: o.envUrl ?? null, env: null, preset: null, solver: null };
 }
