@@ -358,3 +358,15 @@ describe('the built-in echo task is examples/echo.mjs', () => {
     ]);
   });
 });
+
+describe('sudoku.mjs (TRL sudoku.py against TextArena Sudoku-v0)', () => {
+  it("one tool, place(row, col, number), as get_json_schema gives it; the reward getters are not tools; TRL's five reward names", async () => {
+    const task = envClassTask(await example('sudoku.mjs'));
+    const env = task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
+    expect(envToolSchemas(env).map(pyJsonDumps)).toEqual([
+      '{"type": "function", "function": {"name": "place", "description": "Place a number on the Sudoku board.", "parameters": {"type": "object", "properties": {"row": {"type": "integer", "description": "Row number (1-9)."}, "col": {"type": "integer", "description": "Column number (1-9)."}, "number": {"type": "integer", "description": "Number to place (1-9)."}}, "required": ["row", "col", "number"]}, "return": {"type": "string", "description": "The result of the move and updated board state."}}}',
+    ]);
+    expect(task.rewardFuncs.map((f) => f.name)).toEqual(['reward_empty_cell', 'reward_valid_moves', 'reward_correct', 'reward_repetition', 'reward_progress']);
+    expect(task.dataset(1)[0]!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
+  });
+});
