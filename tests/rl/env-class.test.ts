@@ -370,3 +370,14 @@ describe('sudoku.mjs (TRL sudoku.py against TextArena Sudoku-v0)', () => {
     expect(task.dataset(1)[0]!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
   });
 });
+
+describe('module text, as the app will paste it', () => {
+  it('envClassTaskFromText binds pasted text (webgrpo/openenv included); a relative import without a file is refused by name', async () => {
+    const { envClassTaskFromText } = await import('../../src/rl/tasks/env-class.ts');
+    const task = await envClassTaskFromText(`import { envUrl } from 'webgrpo/openenv';
+export default class Pasted { reset() { return envUrl('echo'); } getReward() { return 0; } }`, { rows: rows('x') });
+    const env = task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
+    expect(await env.reset(task.dataset()[0]!)).toBe('http://127.0.0.1:9/envs/echo');
+    await expect(envClassTaskFromText(`import { x } from './helper.mjs'; export default class P { reset() { return null; } }`)).rejects.toThrow(/your environment imports '.\/helper.mjs', a relative path, but it has no file/);
+  });
+});

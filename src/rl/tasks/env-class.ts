@@ -336,3 +336,13 @@ function publishEnvUrls(urls: Partial<Record<EnvUrlName, string>>, override: str
   const base = urls.echo?.replace(/\/envs\/echo$/, '');
   setEnvUrls({ ...(base ? Object.fromEntries(SERVED_ENVS.map((n) => [n, `${base}/envs/${n}`])) : {}), ...urls });
 }
+
+/**
+ * Module TEXT → the task, in one call: what the app's "Your environment" editor gives (a pasted module has
+ * no file, so relative imports are refused) and what a stored run's module text is reloaded with.
+ */
+export async function envClassTaskFromText(text: string, o: EnvClassTaskOptions & Omit<ModuleTextOptions, 'hostModules'> & { source?: string } = {}): Promise<ChatTemplateTask> {
+  const { rows, envUrl, ...load } = o;
+  const mod = await loadEnvClassModule(text, { ...load, source: o.source ?? 'your environment' });
+  return envClassTask(mod, { rows, envUrl });
+}
