@@ -314,7 +314,7 @@ export function envClassTask(mod: EnvClassModule, o: EnvClassTaskOptions = {}): 
     throw new Error(`${mod.source} has several environments (${[...mod.classes.keys()].join(', ')}): give rows with an 'environment' column (--dataset FILE.jsonl, or export const dataset), as TRL's dict environment_factory needs`);
   }
   return {
-    name: 'mcp',
+    name: 'env-class',
     // An empty dataset: the trainer drives the loop with empty prompts and reset() supplies the prompt.
     dataset: (size) => (rows === null ? [] : Array.from({ length: size ?? rows.length }, (_, i) => structuredClone(rows[i % rows.length]!))),
     envFactory: (urls) => {
