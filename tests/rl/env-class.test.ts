@@ -331,6 +331,20 @@ export default class Hostile {
     expect(MAX_CLASS_TEXT).toBeLessThan(8_000_000);
   });
 
+  it('a tool returning a huge object is cut as text (TRL str(result)); a getReward that returns text is refused by name', async () => {
+    const mod = await load(`export default class O { reset() { return null; }
+  /** Return a huge object. */
+  heap() { return { rows: Array.from({ length: 200000 }, (_, i) => i) }; }
+  getReward() { return 'high'; } }`);
+    const task = envClassTask(mod, { rows: rows('x') });
+    const env = task.envFactory({})();
+    await env.reset(task.dataset()[0]!);
+    const text = (await envTools(env)[0]!.call({})) as string;
+    expect(text.startsWith("{'rows': [0, 1, 2")).toBe(true);
+    expect(text.length).toBeLessThan(MAX_CLASS_TEXT + 100);
+    await expect(computeRewardMatrix(task.rewardFuncs, rewardArgs([env]))).rejects.toThrow(/reward function 'O' returned a string for completion 0/);
+  });
+
   it('reset returning megabytes is cut before the prompt is tokenized', async () => {
     const task = envClassTask(await load(`export default class Big { reset() { return 'y'.repeat(5_000_000); } getReward() { return 0; } }`), { rows: rows('x') });
     const env = task.envFactory({})();

@@ -9,6 +9,7 @@ import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { ToolDeclaration, ToolSchema } from '../rollout/schema.ts';
 import type { RewardArgs, RewardFunction } from '../grpo/rewards.ts';
 import { setEnvUrls } from '../../openenv/env-client.ts';
+import { pyStr } from '../../pyrepr.ts';
 import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from './env-class-jsdoc.ts';
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
@@ -174,11 +175,13 @@ function bounded(text: string): string {
   return `${text.slice(0, MAX_CLASS_TEXT)}\n[… ${text.length - MAX_CLASS_TEXT} more characters cut by the trainer]`;
 }
 
-/** A tool's return value as the rollout takes it: a list (content blocks) passes; a long string is cut. */
+/**
+ * A tool's return value as the rollout takes it: a list passes as content blocks (their texts cut);
+ * anything else becomes its text as TRL's `str(result)` (pyStr), cut.
+ */
 function boundedResult(value: unknown): unknown {
-  if (typeof value === 'string') return bounded(value);
   if (Array.isArray(value)) return value.map((b) => (b && typeof b === 'object' && typeof (b as { text?: unknown }).text === 'string' ? { ...b, text: bounded((b as { text: string }).text) } : b));
-  return value;
+  return bounded(typeof value === 'string' ? value : pyStr(value));
 }
 
 /** reset's return: a string, null, or text content blocks (image blocks from reset are not supported yet). */
@@ -283,8 +286,8 @@ export function classRewardFuncs(mod: EnvClassModule): RewardFunction[] {
     funcs.push(named(Cls.name || 'Environment', async ({ environments }) =>
       Promise.all(userInstances(environments).map(async (inst) => {
         if (!inst || (inst as object).constructor !== Cls) return null;
-        const value = await ((inst as Record<string, unknown>)[method] as () => unknown).call(inst);
-        return typeof value === 'number' || value === null || value === undefined ? (value as number | null | undefined) : Number.NaN;
+        // Anything but a number or null is refused by computeRewardMatrix, naming this function.
+        return (await ((inst as Record<string, unknown>)[method] as () => unknown).call(inst)) as number | null;
       })),
     ));
   }
