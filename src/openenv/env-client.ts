@@ -66,11 +66,11 @@ export class EnvClient {
     return first;
   }
 
-  step(action: Record<string, unknown>): Promise<StepResult> {
+  async step(action: Record<string, unknown>): Promise<StepResult> {
     return this.open().step(action);
   }
 
-  state(): Promise<Record<string, unknown>> {
+  async state(): Promise<Record<string, unknown>> {
     return this.open().state();
   }
 
