@@ -395,3 +395,17 @@ export default class Pasted { reset() { return envUrl('echo'); } getReward() { r
     await expect(envClassTaskFromText(`import { x } from './helper.mjs'; export default class P { reset() { return null; } }`)).rejects.toThrow(/your environment imports '.\/helper.mjs', a relative path, but it has no file/);
   });
 });
+
+describe('browsergym_llm.mjs (TRL browsergym_llm.py)', () => {
+  it("its five tools render exactly as the built-in browsergym task's (transformers-checked), sorted as getmembers sorts them", async () => {
+    const { EXAMPLES } = await import('../../src/rl/tasks/prompts.ts');
+    const builtin = EXAMPLES.browsergym.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
+    const task = envClassTask(await example('browsergym_llm.mjs'));
+    const env = task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
+    const schemas = envToolSchemas(env).map(pyJsonDumps);
+    expect(schemas).toEqual(envToolSchemas(builtin).map(pyJsonDumps));
+    expect(envTools(env).map((t) => t.declaration.name)).toEqual(['click', 'fill', 'noop', 'scroll', 'send_keys']);
+    const row = task.dataset(1)[0]!;
+    expect(row.prompt).toEqual(EXAMPLES.browsergym.dataset(1)[0]!.prompt);
+  });
+});
