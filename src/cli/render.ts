@@ -15,6 +15,7 @@ import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
 import { builtinEnvUrls, resolveTask, TASKS } from '../rl/tasks/resolve-task.ts';
 import { inProcessEnvs } from './in-process-envs.ts';
+import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 
 const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 
@@ -22,6 +23,8 @@ const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
                     (default with --adapter: the adapter's base_model_name_or_path)
   --env NAME|URL    task, as \`train --env\`: ${Object.keys(TASKS).join(', ')}, or an OpenEnv base URL
   --prompt TEXT     user message instead of the task's first prompt
+  --env-class FILE.mjs  an environment class instead of --env (its first row: --dataset FILE.jsonl's,
+                    the module's own, or an empty prompt that reset() fills)
   --env-url URL     OpenEnv base URL of the env the task plays (e.g. http://127.0.0.1:8765/envs/catch);
                     default: a built-in env-server started in-process
   --adapter DIR     a PEFT LoRA adapter: its base model's tokenizer renders the prompt
@@ -44,7 +47,7 @@ async function tokenizerFiles(model: string): Promise<CheckpointFiles> {
 export async function run(argv: string[]): Promise<number> {
   const p = parseCli(argv, {
     model: { type: 'string' }, env: { type: 'string' }, prompt: { type: 'string' }, 'env-url': { type: 'string' },
-    adapter: { type: 'string' }, checkpoint: { type: 'string' }, text: { type: 'boolean' },
+    adapter: { type: 'string' }, checkpoint: { type: 'string' }, text: { type: 'boolean' }, 'env-class': { type: 'string' }, dataset: { type: 'string' },
   });
   if (p.help) {
     console.log(HELP);
@@ -52,11 +55,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (!str(p, 'model') && !str(p, 'adapter')) throw new Error(`--model DIR is required\n\n${HELP}`);
   const envArg = str(p, 'env');
-  if (!envArg) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL)`);
+  const envClass = str(p, 'env-class');
+  if (!envArg && !envClass) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL), or --env-class FILE.mjs`);
   const args = await modelArgs(p, HELP);
-  const { name, task, url: taskUrl } = await resolveTask({ env: envArg });
+  const { name, task, url: taskUrl } = envClass ? await envClassFromCli({ file: envClass, dataset: str(p, 'dataset'), envUrl: str(p, 'env-url') }) : await resolveTask({ env: envArg! });
   const tokenizer = await loadCheckpointTokenizer(await tokenizerFiles(args.model), args.model);
-  const row = task.dataset(1)[0]!;
+  // An environment that owns its data has no rows: TRL's empty prompt, which reset() fills.
+  const row = task.dataset(1)[0] ?? { prompt: [{ role: 'user' as const, content: '' }] };
   const prompt = str(p, 'prompt');
   if (prompt !== undefined) row.prompt = [{ role: 'user', content: prompt }];
   const config = args.checkpoint ? args.checkpoint.ckpt.config : task.config;

@@ -17,10 +17,11 @@ import { folderRunStates, readRunStateFolder, type RunState, type RunStateStore 
 import { RunControl } from '../rl/run-control.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
 import { bindTask, builtinEnvUrls, solverTranscripts, type ResolvedTask, type RunTask } from '../rl/tasks/resolve-task.ts';
-import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, type ConfigLayer, type RunModel, type RunRequest } from '../rl/launch.ts';
+import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, type ConfigLayer, type EnvClassTask, type RunModel, type RunRequest } from '../rl/launch.ts';
 import type { EnvUrlName } from '../rl/tasks/task.ts';
 import type { TextTokenizer } from '../model/tokenizer.ts';
 import type { Evaluation } from '../rl/eval/trainer-eval.ts';
+import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
@@ -63,6 +64,8 @@ const HELP = `usage: webgrpo train --model DIR --env NAME|URL [options] [--TRLNA
   --dataset FILE          JSONL prompts for such an env: one {"prompt": text or messages} per line
   --eval_dataset FILE     held-out prompts (same JSONL) for --eval_strategy steps / --eval_on_start, for tasks
                           with no held-out split of their own; a row that is also a training row is refused
+  --env-class FILE.mjs    train your own environment class (TRL's environment_factory; README
+                          "Environment classes"); --dataset FILE: its rows (every column reaches reset)
 
 Each step prints one JSON line: {"phase":"sft"|"grpo","step":…, <TRL metric names>}, steps numbered
 once for the whole run (1-based: the warm-up's, then GRPO's); progress
@@ -77,6 +80,7 @@ interface Args {
   model: string;
   env: string;
   envUrl: string | undefined;
+  envClass: string | undefined;
   sft: string | null;
   sftSolver: string | null;
   sftEpisodes: number;
@@ -97,6 +101,7 @@ interface Args {
 
 const OWN_OPTIONS: OptionTable = {
   'env-url': { type: 'string' },
+  'env-class': { type: 'string' },
   model: { type: 'string' },
   env: { type: 'string' },
   sft: { type: 'string' },
@@ -123,12 +128,13 @@ function parseArgs(argv: string[]): Args & { help: boolean } {
   const model = str(p, 'model') ?? '';
   const env = str(p, 'env') ?? '';
   if (!p.help && !model) throw new Error('--model DIR is required (see --help)');
-  if (!p.help && !env) throw new Error('--env NAME|URL is required (see --help)');
+  if (!p.help && !env && !str(p, 'env-class')) throw new Error('--env NAME|URL (or --env-class FILE.mjs) is required (see --help)');
   return {
     help: p.help,
     model,
     env,
     envUrl: str(p, 'env-url'),
+    envClass: str(p, 'env-class'),
     sft: str(p, 'sft') ?? null,
     sftSolver: str(p, 'sft-solver') ?? null,
     sftEpisodes: intOption(p, 'sft-episodes', 64, 1),
@@ -162,6 +168,11 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
  * The launcher's request from the arguments: the task's preset ← run.json ← flags ← --output, and
  * transcripts given (--sft, --sft-solver) make a warm-up of DEFAULT_SFT_STEPS when sft_steps is 0.
  */
+/** `--env-class FILE.mjs`: the launcher resolves the module's task in place of a built-in one. */
+function envClassOf(file: string, args: Args): EnvClassTask {
+  return () => envClassFromCli({ file, dataset: args.dataset, envUrl: args.envUrl?.replace(/\/+$/, '') });
+}
+
 async function runRequest(args: Args, more: Pick<RunRequest, 'prompts' | 'miniwobNames' | 'resume'> = {}): Promise<RunRequest> {
   const config: ConfigLayer[] = [];
   if (args.config) config.push({ source: '--config', values: await readConfigFile(args.config) });
@@ -171,6 +182,7 @@ async function runRequest(args: Args, more: Pick<RunRequest, 'prompts' | 'miniwo
   return {
     env: args.env,
     ...(args.envUrl !== undefined ? { envUrl: args.envUrl.replace(/\/+$/, '') } : {}),
+    ...(args.envClass ? { envClass: envClassOf(args.envClass, args) } : {}),
     preset: true,
     config,
     ...(warmUpGiven ? { warmUpGiven } : {}),
@@ -306,6 +318,7 @@ export async function run(argv: string[]): Promise<number> {
   // --model read once: a mistyped folder fails here, by name, before any env, download or GPU work.
   const model = await locateRunModel(args.model);
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
+  if (args.envClass && args.env) throw new Error('--env and --env-class both given: an environment class brings its own env (its envUrl() names the built-in one; --env-url overrides)');
 
   let resume: RunState | undefined;
   if (args.resume) {
@@ -315,7 +328,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const resolved = await resolveRun(await runRequest(args, { prompts, ...(args.envUrl === undefined && miniwob ? { miniwobNames: miniwob.names } : {}), ...(resume ? { resume } : {}) }), model.config);
   const { config, from, task: resolvedTask } = resolved;
-  if (resolvedTask.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
+  if (!args.envClass && resolvedTask.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
     throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolvedTask.name}' task, which has its own prompts`);
   }
   if (args.sftSolver && args.sftSolver !== resolvedTask.solver) {

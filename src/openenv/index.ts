@@ -7,3 +7,4 @@ export type * from './types.ts';
 export { McpToolError, detectProtocol, isCallToolObservation, parseToolList, protocolFromSchema, rpcToolResult, toolCallValue, toolResultText, type EnvProtocol, type McpTool, type McpToolErrorType } from './mcp.ts';
 export { envProtocol, wsMcpProbe } from './protocol.ts';
 export { HttpEpisode, httpBaseUrl, lacksWsRoute } from './http-episode.ts';
+export { EnvClient, envUrl, setEnvUrls, type EnvClientOptions, type ToolCallResult } from './env-client.ts';

@@ -113,6 +113,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   'src/cli': ['env-server', 'env-server/runs-wire.ts', 'src/engine', 'src/export', 'src/model', 'src/openenv', 'src/pyrepr.ts', 'src/random.ts', 'src/rl', 'src/vision'],
   // The `webgrpo` launcher: it loads src/cli/main.ts (by path, through tsx).
   bin: ['src/cli'],
+  // The example environment classes: user code, which reaches the trainer only through `webgrpo/openenv`.
+  examples: ['src/openenv'],
   // The benchmarks (and the browser harness the tests share with them) may use any production code.
   bench: PRODUCTION.filter((l) => l !== 'bin'),
   // The tests may import anything; nothing imports them.
@@ -183,14 +185,14 @@ describe('import graph', () => {
   it('tells a contract module from the rest of its folder, and flags a folder with no rule (the check works)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'import-contracts-'));
     try {
-      for (const sub of ['src/app', 'workers', 'examples']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
+      for (const sub of ['src/app', 'workers', 'scratch']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
       fs.writeFileSync(path.join(dir, 'workers/api.ts'), 'export type Api = number;\n');
       fs.writeFileSync(path.join(dir, 'workers/service.ts'), 'export const service = 1;\n');
       fs.writeFileSync(path.join(dir, 'src/app/client.ts'), "import type { Api } from '../../workers/api.ts';\nimport { service } from '../../workers/service.ts';\nexport const c: Api = service;\n");
-      fs.writeFileSync(path.join(dir, 'examples/run.ts'), "import { service } from '../workers/service.ts';\nexport const r = service;\n");
-      const files = ['workers/api.ts', 'workers/service.ts', 'src/app/client.ts', 'examples/run.ts'].map((f) => path.join(dir, f));
+      fs.writeFileSync(path.join(dir, 'scratch/run.ts'), "import { service } from '../workers/service.ts';\nexport const r = service;\n");
+      const files = ['workers/api.ts', 'workers/service.ts', 'src/app/client.ts', 'scratch/run.ts'].map((f) => path.join(dir, f));
       expect(layerViolations(importGraph(files), dir)).toEqual([
-        'examples/run.ts: no rule for layer examples',
+        'scratch/run.ts: no rule for layer scratch',
         'src/app/client.ts: src/app → workers (workers/service.ts)',
       ]);
     } finally {

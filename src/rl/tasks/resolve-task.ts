@@ -14,6 +14,7 @@ import type { ToolSchema } from '../rollout/schema.ts';
 import { rolloutChatTemplate } from '../rollout/templates/select.ts';
 import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
+import { builtinClassTask } from './env-class-builtin.ts';
 import { taskFromMetadata } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
@@ -84,7 +85,7 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
       return resolved('mcp', await mcpTask(httpUrl, await prompts()), url);
     }
     if (name === 'catch' && choice.tier === 'tiny') name = 'catch-compact';
-    return resolved(name, TASKS[name]!, url);
+    return resolved(name, (await builtinClassTask(name)) ?? TASKS[name]!, url);
   }
   const url = choice.url ?? null;
   if (choice.env === 'mcp') {
@@ -97,7 +98,7 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
   if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
   if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
-  const task = TASKS[name];
+  const task = (await builtinClassTask(name)) ?? TASKS[name];
   if (!task) throw unknownEnv(choice.env);
   return resolved(name, task, url);
 }
