@@ -37,9 +37,14 @@ export interface RunListEntry {
   /** Steps stored (SFT included) and the steps the config plans (null when unknown). */
   steps: number;
   totalSteps: number | null;
-  /** Best GRPO step of the run by mean reward / by success rate (null before any). */
-  bestReward: number | null;
-  bestSuccessRate: number | null;
+  /**
+   * Mean reward / success rate of the run's last GRPO steps (up to LAST_STEPS of them; null before
+   * any): where the run ended, not its luckiest step.
+   */
+  lastReward: number | null;
+  lastSuccessRate: number | null;
+  /** The latest held-out evaluation stored with a step (eval_success_rate and its Wilson interval), or null. */
+  heldOut: { step: number; successRate: number; ci95: [number, number] | null; episodes: number | null } | null;
   createdAt: string;
   updatedAt: string;
   parent: string | null;

@@ -53,6 +53,17 @@ export const DEFAULT_MAX_ROLLOUTS_PER_RUN = 250_000;
  * The status of a run whose import is still being written: no read, list or write sees it until the
  * import flips it to its real status at the end, and a failed import removes it. Not a RunStatus.
  */
+/** The runs list's "last steps": the mean over this many final GRPO steps (one step's rate moves ±0.1 by chance at 64 games). */
+const LAST_STEPS = 3;
+
+/** The latest stored held-out evaluation ([step, rate, ci low, ci high, episodes] from the list query), or null. */
+function heldOutOf(cell: string | null): RunListEntry['heldOut'] {
+  if (cell === null) return null;
+  const [step, rate, low, high, episodes] = JSON.parse(cell) as (number | null)[];
+  if (typeof step !== 'number' || typeof rate !== 'number') return null;
+  return { step, successRate: rate, ci95: typeof low === 'number' && typeof high === 'number' ? [low, high] : null, episodes: episodes ?? null };
+}
+
 const IMPORTING = 'importing';
 /** An import renews its run's updated_at every batch; one silent this long died with its process. */
 const IMPORT_LEASE_MS = 60_000;
@@ -320,8 +331,10 @@ export class RunStore {
     const rows = this.db.prepare(
       `SELECT r.id, r.name, r.status, r.created_at, r.updated_at, r.config, r.model, r.env, r.share_token, p.parent_id,
          (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS steps,
-         (SELECT MAX(json_extract(s.metrics, '$.reward')) FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0) AS best_reward,
-         (SELECT MAX(json_extract(s.metrics, '$.success_rate')) FROM steps s WHERE s.run_id = r.id) AS best_success,
+         (SELECT AVG(x.reward) FROM (SELECT json_extract(s.metrics, '$.reward') AS reward FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 ORDER BY s.step DESC LIMIT ${LAST_STEPS}) x) AS last_reward,
+         (SELECT AVG(x.rate) FROM (SELECT json_extract(s.metrics, '$.success_rate') AS rate FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 ORDER BY s.step DESC LIMIT ${LAST_STEPS}) x) AS last_success,
+         (SELECT json_array(s.step, json_extract(s.metrics, '$.eval_success_rate'), json_extract(s.metrics, '$.eval_success_ci95_low'), json_extract(s.metrics, '$.eval_success_ci95_high'), json_extract(s.metrics, '$.eval_episodes'))
+            FROM steps s WHERE s.run_id = r.id AND json_extract(s.metrics, '$.eval_success_rate') IS NOT NULL ORDER BY s.step DESC LIMIT 1) AS held_out,
          (SELECT group_concat(a.bundle || '/' || a.name, ',') FROM artifacts a WHERE a.run_id = r.id) AS artifacts
        FROM runs r LEFT JOIN run_parents p ON p.run_id = r.id ${where}
        ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`,
@@ -341,8 +354,9 @@ export class RunStore {
         trainMode: String(config.train_mode ?? 'lora'),
         steps: row.steps as number,
         totalSteps: planned.every((n) => Number.isInteger(n) && (n as number) >= 0) ? (planned[0] as number) + (planned[1] as number) : null,
-        bestReward: (row.best_reward as number | null) ?? null,
-        bestSuccessRate: (row.best_success as number | null) ?? null,
+        lastReward: (row.last_reward as number | null) ?? null,
+        lastSuccessRate: (row.last_success as number | null) ?? null,
+        heldOut: heldOutOf(row.held_out as string | null),
         createdAt: row.created_at as string,
         updatedAt: row.updated_at as string,
         parent: (row.parent_id as string | null) ?? null,

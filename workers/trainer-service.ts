@@ -24,6 +24,8 @@ import { checkpointVision } from '../src/rl/rollout/checkpoint-vision.ts';
 import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
+import { splitRows } from '../src/rl/eval/eval-rows.ts';
+import { seedSpace } from '../src/rl/eval/seed-space.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
@@ -232,6 +234,10 @@ export class TrainerService implements TrainerWorkerApi {
         control,
         onRollouts: (rollouts) => pauseIfEnvServerGone(rollouts, opts.envUrl, control),
         ...(events.onStepProgress ? { onProgress: stepProgressReporter((p) => void events.onStepProgress!(p)) } : {}),
+        // TRL's eval loop on the task's held-out split (an MCP env has none of its own: no evaluation).
+        ...((config.eval_strategy === 'steps' || config.eval_on_start) && resolved.task.name !== 'mcp'
+          ? { evaluation: { task: bindRun(resolved, { tokenizer, model: checkpoint.config, ...(model.vision ? { vision: model.vision } : {}), split: 'eval' }), rows: splitRows(resolved.task, 'eval'), seedOf: seedSpace(resolved.task.env, 'eval') } }
+          : {}),
       });
       const toUi = uiEvents({ events, config, task, tokenizer, meter: this.meter });
       const steps = run.events();
@@ -336,7 +342,9 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
         step: e.step - 1,
         totalSteps: e.totalSteps,
         phase: 'grpo',
-        metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib() }),
+        // The latest held-out evaluation taken with this step's weights rides along (eval_* keys): the
+        // charts plot it beside training's metrics and the runs list shows it.
+        metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib(), ...(e.evals?.length ? e.evals[e.evals.length - 1]!.metrics : {}) }),
         rollouts: e.rollouts
           ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer, screenshots })
           : [],

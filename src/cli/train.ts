@@ -16,10 +16,8 @@ import { adapterFiles, Run, type RunEvent } from '../rl/run.ts';
 import { folderRunStates, readRunStateFolder, type RunState, type RunStateStore } from '../rl/run-state.ts';
 import { RunControl } from '../rl/run-control.ts';
 import { parseTranscripts, transcriptsToJsonl, type Transcript } from '../rl/grpo/sft.ts';
-import { bindTask, builtinEnvUrls, solverTranscripts, type ResolvedTask, type RunTask } from '../rl/tasks/resolve-task.ts';
-import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, type ConfigLayer, type EnvClassTask, type RunModel, type RunRequest } from '../rl/launch.ts';
-import type { EnvUrlName } from '../rl/tasks/task.ts';
-import type { TextTokenizer } from '../model/tokenizer.ts';
+import { builtinEnvUrls, solverTranscripts, type ResolvedTask, type RunTask } from '../rl/tasks/resolve-task.ts';
+import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, bindRun, type ConfigLayer, type EnvClassTask, type ResolvedRun, type RunBinding, type RunModel, type RunRequest } from '../rl/launch.ts';
 import type { Evaluation } from '../rl/eval/trainer-eval.ts';
 import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
@@ -223,13 +221,14 @@ ${configHelp(resolved)}`;
 }
 
 /** The held-out split TRL's eval loop plays: the task bound to the split's seeds, its rows (--eval_dataset's when given, never a training row). */
-async function heldOutSplit(resolved: ResolvedTask, trained: RunTask, o: { tokenizer: TextTokenizer; builtinUrls?: Partial<Record<EnvUrlName, string>>; miniwobNames?: readonly string[]; evalDataset: string | null }): Promise<Evaluation> {
+async function heldOutSplit(run: ResolvedRun, trained: RunTask, binding: RunBinding, o: { miniwobNames?: readonly string[]; evalDataset: string | null }): Promise<Evaluation> {
+  const resolved = run.task;
   const { splitRows, checkDisjoint } = await import('../rl/eval/eval-rows.ts');
   const { seedSpace } = await import('../rl/eval/seed-space.ts');
   const evalDataset = o.evalDataset ? parsePromptDataset(await readFile(o.evalDataset, 'utf8'), o.evalDataset) : undefined;
   if (evalDataset) checkDisjoint(trained.dataset, evalDataset);
   const rows = splitRows(resolved, 'eval', { ...(o.miniwobNames ? { miniwobNames: o.miniwobNames } : {}), ...(evalDataset ? { evalDataset } : {}) });
-  const task = bindTask(resolved, { tokenizer: o.tokenizer, ...(o.builtinUrls ? { builtinUrls: o.builtinUrls } : {}), split: 'eval' });
+  const task = bindRun(run, { ...binding, split: 'eval' });
   return { task, rows, seedOf: seedSpace(resolved.env, 'eval') };
 }
 
@@ -404,7 +403,7 @@ export async function run(argv: string[]): Promise<number> {
     const fullModel = args.output && config.train_mode === 'full' ? fullModelFolder(engine, ckpt, args.output, chat) : null;
     const folder = args.output ? folderRunStates(args.output) : undefined;
     const store = folder ? recordingStore(fullModel ? fullModel.saving(folder) : folder) : undefined;
-    const evaluation = config.eval_strategy === 'steps' || config.eval_on_start ? await heldOutSplit(resolvedTask, task, { tokenizer, builtinUrls: server ? builtinEnvUrls(server.url) : undefined, miniwobNames: miniwob?.names, evalDataset: args.evalDataset }) : undefined;
+    const evaluation = config.eval_strategy === 'steps' || config.eval_on_start ? await heldOutSplit(resolved, task, { tokenizer, model: ckpt.config, ...(vision ? { vision } : {}), ...(server ? { builtinUrls: builtinEnvUrls(server.url) } : {}) }, { miniwobNames: miniwob?.names, evalDataset: args.evalDataset }) : undefined;
     const run = new Run({ engine, tokenizer, ...(vision ? { vision } : {}), config, task, sftTranscripts: async () => transcripts, store, resume, control, onProgress: (p) => watch.onProgress(p), ...(evaluation ? { evaluation } : {}) });
     watch.start();
     const sftDone = resume?.sftStepsDone ?? 0;

@@ -230,7 +230,8 @@ export class Run {
           decode: (ids) => tokenizer.decode(ids),
           onProgress: this.spec.onProgress,
           ...(this.spec.vision ? { imageInputs: this.spec.vision.scoreImages } : {}),
-          ...(this.spec.evaluation ? { evaluate: trainerEvaluator({ engine: stoppable, tokenizer, config: c, evaluation: this.spec.evaluation, ...(this.spec.vision ? { imageTokenizer: this.spec.vision.imageTokenizer } : {}) }) } : {}),
+          // The unstoppable engine: a stop waits for an evaluation to finish rather than failing it.
+          ...(this.spec.evaluation ? { evaluate: trainerEvaluator({ engine, tokenizer, config: c, evaluation: this.spec.evaluation, ...(this.spec.vision ? { imageTokenizer: this.spec.vision.imageTokenizer } : {}) }) } : {}),
         })) {
           last = e.step;
           yield this.grpoEvent(e);

@@ -13,6 +13,17 @@ import { runsTrainingInTabs } from '../run-lock.ts';
 const LOCK_POLL_MS = 2000;
 import { useUi } from '../store.ts';
 
+function percent(x: number | null): string {
+  return x === null ? '—' : `${Math.round(x * 100)}%`;
+}
+
+/** `51% [42–59%] @ 12`: the held-out success, its interval and the step it was taken at. */
+function heldOutText(h: RunListEntry['heldOut']): string {
+  if (!h) return '—';
+  const ci = h.ci95 ? ` [${Math.round(h.ci95[0] * 100)}–${Math.round(h.ci95[1] * 100)}%]` : '';
+  return `${percent(h.successRate)}${ci} @ ${h.step}`;
+}
+
 export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
   const [page, setPage] = useState(0);
   const [data, setData] = useState<{ runs: RunListEntry[]; total: number; trainingInTabs: Set<string> } | null>(null);
@@ -99,7 +110,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       ) : (
         <table className="runs-table">
           <thead>
-            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num">best reward</th><th className="num">best success</th><th>started</th><th>last update</th><th /></tr>
+            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num" title="mean over the last 3 GRPO steps">last reward</th><th className="num" title="mean over the last 3 GRPO steps">last success</th><th className="num" title="the latest evaluation on the task's held-out split, with its 95% interval">held-out success</th><th>started</th><th>last update</th><th /></tr>
           </thead>
           <tbody>
             {data.runs.map((r) => {
@@ -122,8 +133,9 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td>{r.task}</td>
                   <td>{r.model}{r.trainMode === 'full' ? <span className="muted"> (full)</span> : null}</td>
                   <td className="num">{r.steps}{r.totalSteps !== null ? ` / ${r.totalSteps}` : ''}</td>
-                  <td className="num">{formatNumber(r.bestReward)}</td>
-                  <td className="num">{r.bestSuccessRate === null ? '—' : `${Math.round(r.bestSuccessRate * 100)}%`}</td>
+                  <td className="num">{formatNumber(r.lastReward)}</td>
+                  <td className="num">{percent(r.lastSuccessRate)}</td>
+                  <td className="num" data-testid="run-row-held-out">{heldOutText(r.heldOut)}</td>
                   <td title={r.createdAt}>{formatAgo(r.createdAt)}</td>
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
