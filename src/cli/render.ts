@@ -54,7 +54,8 @@ export async function run(argv: string[]): Promise<number> {
   const envArg = str(p, 'env');
   if (!envArg) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL)`);
   const args = await modelArgs(p, HELP);
-  const { name, task, url: taskUrl } = await resolveTask({ env: envArg });
+  const { name, task, url: taskUrl, note } = await resolveTask({ env: envArg });
+  if (note) process.stderr.write(`webgrpo render: ${note}\n`);
   const tokenizer = await loadCheckpointTokenizer(await tokenizerFiles(args.model), args.model);
   const row = task.dataset(1)[0]!;
   const prompt = str(p, 'prompt');

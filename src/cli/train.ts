@@ -341,9 +341,10 @@ export async function run(argv: string[]): Promise<number> {
   const tier = (await modelSizeOf(args.model)).tier;
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
   const resolved = await resolveTask({ env: args.env, url: args.envUrl?.replace(/\/+$/, ''), tier, prompts, miniwobNames: args.envUrl === undefined ? miniwob?.names : undefined });
-  if (resolved.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
-    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
+  if (resolved.name !== 'mcp' && resolved.name !== 'action-schema' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for envs that none of the tasks knows; ${args.env} is the '${resolved.name}' task, which has its own prompts`);
   }
+  if (resolved.note) process.stderr.write(`webgrpo train: ${resolved.note}\n`);
   if (args.sftSolver && args.sftSolver !== resolved.solver) {
     throw new Error(`--sft-solver ${args.sftSolver}: the '${resolved.name}' task's scripted solver is ${resolved.solver ?? 'none'}`);
   }

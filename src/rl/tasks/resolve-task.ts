@@ -14,7 +14,8 @@ import type { ToolSchema } from '../rollout/schema.ts';
 import { rolloutChatTemplate } from '../rollout/templates/select.ts';
 import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
-import { taskFromMetadata } from './env-task.ts';
+import { actionSchemaTask } from './action-schema-task.ts';
+import { taskFromMetadata, UnknownEnvClassError, UnknownGameError } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
 import { EXAMPLES } from './prompts.ts';
@@ -46,7 +47,7 @@ export interface TaskChoice {
 }
 
 export interface ResolvedTask {
-  /** The task's name: a TASKS key, or 'mcp'. */
+  /** The task's name: a TASKS key, 'mcp' or 'action-schema'. */
   name: string;
   task: ChatTemplateTask;
   /** The env's base URL, or null when the in-process env-server's built-in env serves it. */
@@ -57,6 +58,8 @@ export interface ResolvedTask {
   preset: PresetEnv | null;
   /** The scripted solver (solvers.ts SOLVERS) that plays the task for SFT transcripts, or null. */
   solver: string | null;
+  /** One line for the user when the env took a path they may not expect (a game no task plays went generic). */
+  note?: string;
 }
 
 function unknownEnv(env: string): Error {
@@ -78,9 +81,15 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
     const httpUrl = url.replace(/^ws/, 'http');
     let name: string | Error = (BUILTIN_ENVS as readonly string[]).includes(last) ? last : await taskFromMetadata(httpUrl).catch((err: Error) => err);
     if (name instanceof Error) {
-      // None of the tasks: an MCP env still trains, with its own tools and rewards.
-      if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') throw name;
-      return resolved('mcp', await mcpTask(httpUrl, await prompts()), url);
+      // None of the tasks: an MCP env still trains, with its own tools and rewards; an env of the action
+      // protocol whose class (or game) no task knows, with one tool from its /schema (action-schema-task.ts).
+      const generic = name instanceof UnknownEnvClassError || name instanceof UnknownGameError;
+      const note = name instanceof UnknownGameError ? `${name.message}: it trains on the generic path instead (its tools from the env itself)` : undefined;
+      if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') {
+        if (!generic) throw name;
+        return { ...resolved('action-schema', await actionSchemaTask(httpUrl, await prompts()), url), ...(note ? { note } : {}) };
+      }
+      return { ...resolved('mcp', await mcpTask(httpUrl, await prompts()), url), ...(note ? { note } : {}) };
     }
     if (name === 'catch' && choice.tier === 'tiny') name = 'catch-compact';
     return resolved(name, TASKS[name]!, url);

@@ -12,8 +12,8 @@ export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym';
 export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym' | 'browsergym-vlm';
 
 export interface ExampleTask {
-  /** `mcp`: the generic task of any MCP env (src/rl/tasks/mcp-task.ts). */
-  name: ExampleName | 'mcp';
+  /** `mcp`: the generic task of any MCP env (mcp-task.ts); `action-schema`: of any action-protocol env (action-schema-task.ts). */
+  name: ExampleName | 'mcp' | 'action-schema';
   /** The example's dataset (`size` rows where the script has a --dataset-size). */
   dataset(size?: number): DatasetRow[];
   /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`, `browsergym`). */
