@@ -46,5 +46,6 @@ capture finqa 18204 '[
  {"steps": [{"type": "list_tools"}]},
  {"frames": [{"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 1}}]},
  {"steps": [{"type": "call_tool", "tool_name": "get_descriptions", "arguments": {"company_name": "acme"}}, {"type": "call_tool", "tool_name": "submit_answer", "arguments": {"answer": "1200"}}]},
- {"steps": [{"type": "call_tool", "tool_name": "submit_answer", "arguments": {"answer": "7"}}]}
+ {"steps": [{"type": "call_tool", "tool_name": "submit_answer", "arguments": {"answer": "7"}}]},
+ {"steps": [{"type": "call_tool", "tool_name": "submit_answer", "arguments": {"answer": "1200"}}]}
 ]'

@@ -2,7 +2,8 @@
 // recorded from OpenEnv's own servers by scripts/openenv-capture/ (CI has no Python). GET /metadata and
 // /schema answer the captured bodies; on /ws a reset starts an episode, and each later frame is answered
 // with the captured reply of the recorded episode whose frames so far are the same (compared as JSON, so
-// key spacing does not matter). A frame no recorded episode sent gets an error frame saying so.
+// key spacing does not matter; a frame the server refused leaves the env as it was, so it does not count).
+// A frame no recorded episode sent gets an error frame saying so.
 
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -65,7 +66,12 @@ export async function startReplayServer(env: string): Promise<ReplayServer> {
           const sent = JSON.parse(e.exchanges[i]!.send) as { type: string };
           return sent.type === 'reset' ? (f as { type: string }).type === 'reset' : isDeepStrictEqual(sent, f);
         }));
-        if (match) return void ws.send(match.exchanges[at]!.expect);
+        if (match) {
+          const reply = match.exchanges[at]!.expect;
+          // A refused frame (an error reply) leaves the env as it was: later frames match as if it was never sent.
+          if ((JSON.parse(reply) as { type: string }).type === 'error') played.pop();
+          return void ws.send(reply);
+        }
         unmatched.push(text);
         played.pop();
         ws.send(JSON.stringify({ type: 'error', data: { message: `replay: ${capture.env} was never captured answering ${text} at this point of an episode`, code: 'EXECUTION_ERROR' } }));
