@@ -8,7 +8,7 @@ import { withEpisode } from '../../openenv/index.ts';
 import { connectionRefusedMessage, isConnectionRefused } from '../../openenv/errors.ts';
 import { replyText } from '../../openenv/http-reply.ts';
 
-export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym';
+export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym' | 'sudoku';
 
 export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
   EchoEnvironment: 'echo',
@@ -23,7 +23,7 @@ export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
  */
 export const GAME_TASKS: Readonly<Record<string, { key: 'game_name' | 'env_id'; games: Readonly<Record<string, EnvTaskName>> }>> = {
   OpenSpielEnvironment: { key: 'game_name', games: { catch: 'catch' } },
-  TextArenaEnvironment: { key: 'env_id', games: { 'Wordle-v0': 'wordle' } },
+  TextArenaEnvironment: { key: 'env_id', games: { 'Wordle-v0': 'wordle', 'Sudoku-v0': 'sudoku', 'Sudoku-v0-easy': 'sudoku', 'Sudoku-v0-medium': 'sudoku', 'Sudoku-v0-hard': 'sudoku' } },
 };
 
 /**

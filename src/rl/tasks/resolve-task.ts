@@ -20,15 +20,16 @@ import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
 import { EXAMPLES } from './prompts.ts';
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from './solvers.ts';
+import { sudokuTask } from './sudoku-task.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 
 /** Tasks by name: TRL's examples plus the compact catch variant for tiny models. */
-export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
+export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
 
-const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym'];
+const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym', 'sudoku'];
 
 /** The built-in env each single-env task plays (multi needs several; mcp has its own URL). */
-const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
+const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', sudoku: 'sudoku', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
 
 export interface TaskChoice {
   /**
@@ -112,7 +113,7 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
 
 /** Built-in env URLs of an env-server at `base`. */
 export function builtinEnvUrls(base: string): Record<EnvUrlName, string> {
-  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle`, browsergym: `${base}/envs/browsergym` };
+  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle`, browsergym: `${base}/envs/browsergym`, sudoku: `${base}/envs/sudoku` };
 }
 
 /** What a run trains on: the resolved task over its env URLs, rendered with one template. */
