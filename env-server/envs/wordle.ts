@@ -52,7 +52,8 @@ const MESSAGE_SCHEMA = modelSchema({
   additionalProperties: false,
 });
 
-const WORDLE_OBSERVATION_SCHEMA = observationSchema(
+/** TextArena's observation schema (every TextArena game of textarena_env sends it; sudoku.ts too). */
+export const WORDLE_OBSERVATION_SCHEMA = observationSchema(
   'TextArenaObservation',
   'Observation from a TextArena environment.',
   [

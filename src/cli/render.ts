@@ -58,7 +58,8 @@ export async function run(argv: string[]): Promise<number> {
   const envClass = str(p, 'env-class');
   if (!envArg && !envClass) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL), or --env-class FILE.mjs`);
   const args = await modelArgs(p, HELP);
-  const { name, task, url: taskUrl } = envClass ? await envClassFromCli({ file: envClass, dataset: str(p, 'dataset'), envUrl: str(p, 'env-url') }) : await resolveTask({ env: envArg! });
+  const { name, task, url: taskUrl, note } = envClass ? await envClassFromCli({ file: envClass, dataset: str(p, 'dataset'), envUrl: str(p, 'env-url') }) : await resolveTask({ env: envArg! });
+  if (note) process.stderr.write(`webgrpo render: ${note}\n`);
   const tokenizer = await loadCheckpointTokenizer(await tokenizerFiles(args.model), args.model);
   // An environment that owns its data has no rows: TRL's empty prompt, which reset() fills.
   const row = task.dataset(1)[0] ?? { prompt: [{ role: 'user' as const, content: '' }] };

@@ -317,7 +317,6 @@ export async function run(argv: string[]): Promise<number> {
   // --model read once: a mistyped folder fails here, by name, before any env, download or GPU work.
   const model = await locateRunModel(args.model);
   if (args.envUrl !== undefined && /^(https?|wss?):\/\//.test(args.env)) throw new Error('--env-url is for a task named by --env; --env is already a URL');
-  if (args.envClass && args.env) throw new Error('--env and --env-class both given: an environment class brings its own env (its envUrl() names the built-in one; --env-url overrides)');
 
   let resume: RunState | undefined;
   if (args.resume) {
@@ -327,9 +326,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   const resolved = await resolveRun(await runRequest(args, { prompts, ...(args.envUrl === undefined && miniwob ? { miniwobNames: miniwob.names } : {}), ...(resume ? { resume } : {}) }), model.config);
   const { config, from, task: resolvedTask } = resolved;
-  if (!args.envClass && resolvedTask.name !== 'mcp' && (args.prompts.length > 0 || args.dataset)) {
-    throw new Error(`--prompt/--dataset are for MCP envs that none of the tasks knows; ${args.env} is the '${resolvedTask.name}' task, which has its own prompts`);
+  if (!args.envClass && resolvedTask.name !== 'mcp' && resolvedTask.name !== 'action-schema' && (args.prompts.length > 0 || args.dataset)) {
+    throw new Error(`--prompt/--dataset are for envs that none of the tasks knows; ${args.env} is the '${resolvedTask.name}' task, which has its own prompts`);
   }
+  if (resolvedTask.note) process.stderr.write(`webgrpo train: ${resolvedTask.note}\n`);
   if (args.sftSolver && args.sftSolver !== resolvedTask.solver) {
     throw new Error(`--sft-solver ${args.sftSolver}: the '${resolvedTask.name}' task's scripted solver is ${resolvedTask.solver ?? 'none'}`);
   }

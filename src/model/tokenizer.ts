@@ -118,8 +118,9 @@ export function loadTokenizer(tokenizerJsonText: string, tokenizerConfigText: st
 
   return {
     encode: (text) => tokenizer.encode(text, { add_special_tokens: false }).ids,
+    // The tokenizers library refuses an empty list; an empty completion (a rollout whose env failed at reset) is ''.
     decode: (ids, opts) =>
-      tokenizer.decode([...ids], {
+      ids.length === 0 ? '' : tokenizer.decode([...ids], {
         skip_special_tokens: opts?.skipSpecialTokens ?? false,
         clean_up_tokenization_spaces: cleanUpSpaces,
       }),

@@ -114,8 +114,8 @@ describe('pydantic-style action validation', () => {
 });
 
 describe('BUILTIN_ENVS', () => {
-  it('has echo, catch, wordle and browsergym, each serving the base State schema', () => {
-    expect(Object.keys(BUILTIN_ENVS)).toEqual(['echo', 'catch', 'wordle', 'browsergym']);
+  it('has echo, catch, wordle, sudoku and browsergym, each serving the base State schema', () => {
+    expect(Object.keys(BUILTIN_ENVS)).toEqual(['echo', 'catch', 'wordle', 'sudoku', 'browsergym']);
     for (const [key, env] of Object.entries(BUILTIN_ENVS)) {
       expect(env.name).toBe(key);
       expect(env.schema.state).toBe(BASE_STATE_SCHEMA);

@@ -50,8 +50,9 @@ describe('taskFromMetadata', () => {
       { envClass: 'OpenSpielEnvironment', state: { game_name: 'catch', agent_player: 0 }, task: 'catch' },
       { envClass: 'TextArenaEnvironment', state: { env_id: 'Wordle-v0', num_players: 1 }, task: 'wordle' },
       { envClass: 'OpenSpielEnvironment', state: { game_name: 'tic_tac_toe' }, error: "serves OpenSpielEnvironment playing 'tic_tac_toe'; the trainer's OpenSpielEnvironment tasks play 'catch' (the catch task) only" },
-      // TRL's sudoku.py against a Sudoku Space must not train as wordle.
-      { envClass: 'TextArenaEnvironment', state: { env_id: 'Sudoku-v0' }, error: "serves TextArenaEnvironment playing 'Sudoku-v0'; the trainer's TextArenaEnvironment tasks play 'Wordle-v0' (the wordle task) only" },
+      // TRL's sudoku.py against a Sudoku Space trains as sudoku, never as wordle.
+      { envClass: 'TextArenaEnvironment', state: { env_id: 'Sudoku-v0' }, task: 'sudoku' },
+      { envClass: 'TextArenaEnvironment', state: { env_id: 'TicTacToe-v0' }, error: "serves TextArenaEnvironment playing 'TicTacToe-v0'; the trainer's TextArenaEnvironment tasks play 'Wordle-v0' (the wordle task), 'Sudoku-v0' (the sudoku task)" },
       { envClass: 'TextArenaEnvironment', state: {}, error: "serves TextArenaEnvironment, which plays many games, but its state names none (no 'env_id')" },
     ];
     for (const c of cases) {

@@ -8,7 +8,7 @@ import { withEpisode } from '../../openenv/index.ts';
 import { connectionRefusedMessage, isConnectionRefused } from '../../openenv/errors.ts';
 import { replyText } from '../../openenv/http-reply.ts';
 
-export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym';
+export type EnvTaskName = 'echo' | 'catch' | 'wordle' | 'browsergym' | 'sudoku';
 
 export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
   EchoEnvironment: 'echo',
@@ -23,7 +23,7 @@ export const TASK_BY_METADATA: Readonly<Record<string, EnvTaskName>> = {
  */
 export const GAME_TASKS: Readonly<Record<string, { key: 'game_name' | 'env_id'; games: Readonly<Record<string, EnvTaskName>> }>> = {
   OpenSpielEnvironment: { key: 'game_name', games: { catch: 'catch' } },
-  TextArenaEnvironment: { key: 'env_id', games: { 'Wordle-v0': 'wordle' } },
+  TextArenaEnvironment: { key: 'env_id', games: { 'Wordle-v0': 'wordle', 'Sudoku-v0': 'sudoku', 'Sudoku-v0-easy': 'sudoku', 'Sudoku-v0-medium': 'sudoku', 'Sudoku-v0-hard': 'sudoku' } },
 };
 
 /**
@@ -53,6 +53,14 @@ export class UnknownGameError extends Error {
   }
 }
 
+/** Thrown when the server's environment class has no task (the generic paths take it: MCP or its action schema). */
+export class UnknownEnvClassError extends Error {
+  constructor(readonly envClass: string, message: string) {
+    super(message);
+    this.name = 'UnknownEnvClassError';
+  }
+}
+
 /** The task of the env at `baseUrl` (http(s)), from its /metadata (and its game); a clear error for unknown ones. */
 export async function taskFromMetadata(baseUrl: string, fetchImpl: typeof fetch = fetch, game: ReadGame = readGame): Promise<EnvTaskName> {
   const base = baseUrl.replace(/\/+$/, '');
@@ -69,7 +77,7 @@ export async function taskFromMetadata(baseUrl: string, fetchImpl: typeof fetch 
   const envClass = String(meta?.name);
   const task = TASK_BY_METADATA[envClass];
   if (!task) {
-    throw new Error(`${baseUrl} reports ${envClass}; the trainer has tool wrappers for ${Object.keys(TASK_BY_METADATA).join(', ')} only`);
+    throw new UnknownEnvClassError(envClass, `${baseUrl} reports ${envClass}; the trainer has tool wrappers for ${Object.keys(TASK_BY_METADATA).join(', ')} only`);
   }
   const many = GAME_TASKS[envClass];
   if (!many) return task;

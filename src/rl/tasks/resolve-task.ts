@@ -14,22 +14,24 @@ import type { ToolSchema } from '../rollout/schema.ts';
 import { rolloutChatTemplate } from '../rollout/templates/select.ts';
 import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
+import { actionSchemaTask } from './action-schema-task.ts';
 import { builtinClassTask } from './env-class-builtin.ts';
-import { taskFromMetadata } from './env-task.ts';
+import { taskFromMetadata, UnknownEnvClassError, UnknownGameError } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
 import { EXAMPLES } from './prompts.ts';
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from './solvers.ts';
+import { sudokuTask } from './sudoku-task.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import { seedSpace, type Split } from '../eval/seed-space.ts';
 
 /** Tasks by name: TRL's examples plus the compact catch variant for tiny models. */
-export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK };
+export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
 
-const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym'];
+const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym', 'sudoku'];
 
 /** The built-in env each single-env task plays (multi needs several; mcp has its own URL). */
-const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
+const TASK_ENV: Readonly<Record<string, EnvUrlName>> = { echo: 'echo', catch: 'catch', 'catch-compact': 'catch', wordle: 'wordle', sudoku: 'sudoku', browsergym: 'browsergym', 'browsergym-vlm': 'browsergym' };
 
 export interface TaskChoice {
   /**
@@ -48,7 +50,7 @@ export interface TaskChoice {
 }
 
 export interface ResolvedTask {
-  /** The task's name: a TASKS key, or 'mcp'. */
+  /** The task's name: a TASKS key, 'mcp' or 'action-schema'. */
   name: string;
   task: ChatTemplateTask;
   /** The env's base URL, or null when the in-process env-server's built-in env serves it. */
@@ -59,6 +61,8 @@ export interface ResolvedTask {
   preset: PresetEnv | null;
   /** The scripted solver (solvers.ts SOLVERS) that plays the task for SFT transcripts, or null. */
   solver: string | null;
+  /** One line for the user when the env took a path they may not expect (a game no task plays went generic). */
+  note?: string;
 }
 
 function unknownEnv(env: string): Error {
@@ -80,9 +84,15 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
     const httpUrl = url.replace(/^ws/, 'http');
     let name: string | Error = (BUILTIN_ENVS as readonly string[]).includes(last) ? last : await taskFromMetadata(httpUrl).catch((err: Error) => err);
     if (name instanceof Error) {
-      // None of the tasks: an MCP env still trains, with its own tools and rewards.
-      if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') throw name;
-      return resolved('mcp', await mcpTask(httpUrl, await prompts()), url);
+      // None of the tasks: an MCP env still trains, with its own tools and rewards; an env of the action
+      // protocol whose class (or game) no task knows, with one tool from its /schema (action-schema-task.ts).
+      const generic = name instanceof UnknownEnvClassError || name instanceof UnknownGameError;
+      const note = name instanceof UnknownGameError ? `${name.message}: it trains on the generic path instead (its tools from the env itself)` : undefined;
+      if ((await envProtocol(httpUrl).catch(() => 'action')) === 'action') {
+        if (!generic) throw name;
+        return { ...resolved('action-schema', await actionSchemaTask(httpUrl, await prompts()), url), ...(note ? { note } : {}) };
+      }
+      return { ...resolved('mcp', await mcpTask(httpUrl, await prompts()), url), ...(note ? { note } : {}) };
     }
     if (name === 'catch' && choice.tier === 'tiny') name = 'catch-compact';
     return resolved(name, (await builtinClassTask(name)) ?? TASKS[name]!, url);
@@ -105,7 +115,7 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
 
 /** Built-in env URLs of an env-server at `base`. */
 export function builtinEnvUrls(base: string): Record<EnvUrlName, string> {
-  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle`, browsergym: `${base}/envs/browsergym` };
+  return { echo: `${base}/envs/echo`, catch: `${base}/envs/catch`, wordle: `${base}/envs/wordle`, browsergym: `${base}/envs/browsergym`, sudoku: `${base}/envs/sudoku` };
 }
 
 /** What a run trains on: the resolved task over its env URLs, rendered with one template. */

@@ -7,13 +7,16 @@ import type { OpenEpisode } from './envs/episode-session.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The built-in envs a task may need a URL for. */
-export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym';
+export type EnvUrlName = 'echo' | 'catch' | 'wordle' | 'browsergym' | 'sudoku';
 
 export type ExampleName = 'echo' | 'catch' | 'wordle' | 'multi' | 'browsergym' | 'browsergym-vlm';
 
 export interface ExampleTask {
-  /** `mcp`: the generic task of any MCP env (src/rl/tasks/mcp-task.ts); `env-class`: a user's module (env-class.ts). */
-  name: ExampleName | 'mcp' | 'env-class';
+  /**
+   * `mcp`: the generic task of any MCP env (mcp-task.ts); `action-schema`: of any action-protocol env
+   * (action-schema-task.ts); `env-class`: a user's module (env-class.ts).
+   */
+  name: ExampleName | 'sudoku' | 'mcp' | 'action-schema' | 'env-class';
   /** The example's dataset (`size` rows where the script has a --dataset-size). */
   dataset(size?: number): DatasetRow[];
   /** Env base URLs by built-in env name (`echo`, `catch`, `wordle`, `browsergym`). */
