@@ -178,8 +178,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
 
   /** Waits (at most the action timeout) until Chromium has no tab in this context that was not counted yet. */
   private async settleTabs(): Promise<void> {
-    const via = this.context?.pages().find((p) => !p.isClosed());
-    if (via) await this.tabTargets?.settled(via, this.opts.actionTimeoutMs);
+    await this.tabTargets?.settled(this.opts.actionTimeoutMs);
   }
 
   reset(kwargs: Record<string, unknown>): Promise<WireObservation> {

@@ -16,10 +16,6 @@ interface TargetInfo {
   browserContextId?: string;
 }
 
-async function ownTarget(session: CDPSession): Promise<TargetInfo> {
-  return ((await session.send('Target.getTargetInfo')) as { targetInfo: TargetInfo }).targetInfo;
-}
-
 /** The Chromium targets of one context's counted tabs. */
 export class TabTargets {
   private readonly ids = new Map<Page, Promise<string | null>>();
@@ -33,7 +29,7 @@ export class TabTargets {
     const id = (async () => {
       const session = await this.context.newCDPSession(page);
       try {
-        const info = await ownTarget(session);
+        const { targetInfo: info } = (await session.send('Target.getTargetInfo')) as { targetInfo: TargetInfo };
         this.contextId ??= info.browserContextId ?? null;
         return info.targetId;
       } finally {
@@ -46,24 +42,31 @@ export class TabTargets {
 
   /**
    * Resolves once every page Chromium has in this context is a tracked tab, or after `withinMs`
-   * (a page that opens tabs without end never settles; its tabs are still capped at birth).
+   * (a page that opens tabs without end never settles; its tabs are still capped at birth). It asks
+   * the browser, not a page: a page that spins or crashes does not hold it up.
    */
-  async settled(via: Page, withinMs: number): Promise<void> {
+  async settled(withinMs: number): Promise<void> {
+    const browser = this.context.browser();
+    if (!browser) return;
     const until = Date.now() + withinMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    // A tab's target id comes from a CDP call to its page: one that never answers ends the wait too.
+    const timeUp = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), withinMs)));
     let session: CDPSession | null = null;
     try {
-      session = await this.context.newCDPSession(via);
-      this.contextId ??= (await ownTarget(session)).browserContextId ?? null;
+      session = await browser.newBrowserCDPSession();
       for (;;) {
-        const known = new Set(await Promise.all(this.ids.values()));
+        const known = await Promise.race([Promise.all(this.ids.values()), timeUp]);
+        if (known === null) return;
         const { targetInfos } = (await session.send('Target.getTargets')) as { targetInfos: TargetInfo[] };
-        const unseen = targetInfos.filter((t) => t.type === 'page' && t.browserContextId === this.contextId && !known.has(t.targetId));
+        const unseen = targetInfos.filter((t) => t.type === 'page' && t.browserContextId === this.contextId && !known.includes(t.targetId));
         if (unseen.length === 0 || Date.now() >= until) return;
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
     } catch {
-      // The page or its context closed meanwhile: nothing is left to wait for.
+      // The browser closed meanwhile: nothing is left to wait for.
     } finally {
+      clearTimeout(timer);
       await session?.detach().catch(() => undefined);
     }
   }
