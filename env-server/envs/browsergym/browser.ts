@@ -9,7 +9,7 @@
 
 import { existsSync } from 'node:fs';
 import os from 'node:os';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type CDPSession } from 'playwright-core';
 import { SlotPool } from '../../slots.ts';
 import { watchRendererMemory } from './renderer-memory.ts';
 import { failUnroutedRequests } from './unrouted-requests.ts';
@@ -62,6 +62,13 @@ export function knownSandboxBlocker(uid: number | undefined = process.getuid?.()
   return uid === 0 ? 'the server runs as root, and Chromium allows its sandbox to no root process' : null;
 }
 
+/** A Chromium target, as CDP's Target domain lists it. */
+export interface TargetInfo {
+  targetId: string;
+  type: string;
+  browserContextId?: string;
+}
+
 export interface ContextOptions {
   viewport: { width: number; height: number };
 }
@@ -100,6 +107,11 @@ export class SharedBrowser {
    * each finishes its own work well inside it.
    */
   private readonly resetSlots = new SlotPool(os.availableParallelism());
+  /**
+   * Each launch's browser-level CDP session for pageTargets, open as long as the browser: detaching
+   * a browser-level session stopped the renderer memory watch's own (its next call failed).
+   */
+  private readonly targetSessions = new WeakMap<Browser, CDPSession>();
 
   constructor(options: SharedBrowserOptions = {}) {
     this.args = chromiumArgs(options.rendererHeapMb ?? DEFAULT_RENDERER_HEAP_MB);
@@ -121,6 +133,7 @@ export class SharedBrowser {
     const browser = await this.launchSandboxedIfPossible(executablePath);
     await failUnroutedRequests(browser);
     await watchRendererMemory(browser, this.rendererMemoryMb, this.warn);
+    this.targetSessions.set(browser, await browser.newBrowserCDPSession());
     return browser;
   }
 
@@ -182,6 +195,14 @@ export class SharedBrowser {
       released = true;
       this.resetSlots.release();
     };
+  }
+
+  /** Chromium's page targets in every context, tabs Playwright has not announced as pages yet included. */
+  async pageTargets(): Promise<TargetInfo[]> {
+    const session = this.targetSessions.get(await this.browser());
+    if (!session) return [];
+    const { targetInfos } = (await session.send('Target.getTargets')) as { targetInfos: TargetInfo[] };
+    return targetInfos.filter((t) => t.type === 'page');
   }
 
   /** A fresh isolated context; close it with `context.close()`. */

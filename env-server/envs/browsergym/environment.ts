@@ -273,7 +273,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
         return route.abort('blockedbyclient');
       });
       this.context = context;
-      this.tabTargets = new TabTargets(context);
+      this.tabTargets = new TabTargets(context, () => this.opts.browser.pageTargets());
       // The context can die under us (browser crash, killed renderer): the next reset starts afresh.
       context.on('close', () => {
         if (this.context === context) void this.dropContext(LOST_BY_CRASH);

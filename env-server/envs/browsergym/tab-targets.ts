@@ -6,22 +6,21 @@
 // every page Chromium has in its context is one it has seen: each counted tab's Chromium target is
 // known (one CDP call when it is counted); a tab closed at birth is gone from Chromium once closed.
 
-import type { BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import type { TargetInfo } from './browser.ts';
 
 const POLL_MS = 25;
-
-interface TargetInfo {
-  targetId: string;
-  type: string;
-  browserContextId?: string;
-}
 
 /** The Chromium targets of one context's counted tabs. */
 export class TabTargets {
   private readonly ids = new Map<Page, Promise<string | null>>();
   private contextId: string | null = null;
 
-  constructor(private readonly context: BrowserContext) {}
+  constructor(
+    private readonly context: BrowserContext,
+    /** Chromium's page targets (SharedBrowser.pageTargets). */
+    private readonly pageTargets: () => Promise<TargetInfo[]>,
+  ) {}
 
   /** Learns the Chromium target of a tab the session counted (null once it is gone). */
   track(page: Page): void {
@@ -46,20 +45,15 @@ export class TabTargets {
    * the browser, not a page: a page that spins or crashes does not hold it up.
    */
   async settled(withinMs: number): Promise<void> {
-    const browser = this.context.browser();
-    if (!browser) return;
     const until = Date.now() + withinMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     // A tab's target id comes from a CDP call to its page: one that never answers ends the wait too.
     const timeUp = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), withinMs)));
-    let session: CDPSession | null = null;
     try {
-      session = await browser.newBrowserCDPSession();
       for (;;) {
         const known = await Promise.race([Promise.all(this.ids.values()), timeUp]);
         if (known === null) return;
-        const { targetInfos } = (await session.send('Target.getTargets')) as { targetInfos: TargetInfo[] };
-        const unseen = targetInfos.filter((t) => t.type === 'page' && t.browserContextId === this.contextId && !known.includes(t.targetId));
+        const unseen = (await this.pageTargets()).filter((t) => t.browserContextId === this.contextId && !known.includes(t.targetId));
         if (unseen.length === 0 || Date.now() >= until) return;
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
@@ -67,7 +61,6 @@ export class TabTargets {
       // The browser closed meanwhile: nothing is left to wait for.
     } finally {
       clearTimeout(timer);
-      await session?.detach().catch(() => undefined);
     }
   }
 }
