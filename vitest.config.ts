@@ -8,8 +8,10 @@ import TimingsSequencer from './tests/timings-sequencer.ts';
 //    presets' learning), on lavapipe, the faster CPU adapter (~3.4× SwiftShader on the same work).
 //  - browser: Chromium drives the app or the engine in a page (WebGPU on Chromium's SwiftShader).
 //  - serial: tests whose numbers depend on the whole machine being theirs (renderer memory and CPU
-//    deadlines, sandboxed Chromium as another user, the default ports 8000–8019); they run one at a
-//    time after the rest (maxWorkers 1: vitest puts such a project in its own, last group).
+//    deadlines, sandboxed Chromium as another user, the default ports 8000–8019) or that load it on
+//    purpose (CPU hogs); they run one at a time after the rest (maxWorkers 1: vitest puts such a
+//    project in its own, last group). Tests that read only what they own (a server process they
+//    spawned: its RSS and fds, on a port of its own) stay where their cost puts them.
 // GPU tests use Dawn (`webgpu` package) on a CPU Vulkan driver, which is slow and native: files run in
 // forked processes (not threads). Tests fail fast (30 s); the GPU projects allow 600 s, and the
 // browser and training files that need longer set their own timeouts at their top (vi.setConfig).
@@ -70,6 +72,7 @@ const SERIAL_TESTS = [
   'tests/hostile/model-files.test.ts', // render fails within 60 s, train stops within 15 s of SIGTERM
   'tests/hostile/upstream-replies.test.ts', // the server's RSS under hostile upstream frames
   'tests/hostile/browsergym-tabs.test.ts', // Chromium's memory after 200 middle clicks
+  'tests/envs/browsergym-load.test.ts', // 8 CPU hogs of its own (they would slow every file beside it); /health within 1.5 s
 ];
 
 const gpuProject = (adapter: 'swiftshader' | 'lavapipe') => ({
@@ -103,7 +106,8 @@ export default defineConfig({
       gpuProject('swiftshader'),
       gpuProject('lavapipe'),
       { extends: true, test: { name: 'learning', include: LEARNING_TESTS, env: { WEBGPU_ADAPTER: 'lavapipe' } } },
-      { extends: true, test: { name: 'browser', include: BROWSER_TESTS } },
+      // The app is built once for the whole project (tests/e2e/app-build.global.ts), not once per file.
+      { extends: true, test: { name: 'browser', include: BROWSER_TESTS, globalSetup: ['tests/e2e/app-build.global.ts'] } },
       // One file at a time, and only after every other project (groupOrder 1): they measure the machine.
       { extends: true, test: { name: 'serial', include: SERIAL_TESTS, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
+import { inject } from 'vitest';
 import { RunStore } from '../../env-server/runs.ts';
 import { runsHandler } from '../../env-server/runs-http.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
@@ -32,8 +33,12 @@ export async function buildAppInto(outDir: string): Promise<void> {
 /** `upstreams`: remote OpenEnv servers the app's env-server proxies (name → replica base URLs). */
 export async function startAppServer(opts: { upstreams?: Record<string, string[]> } = {}): Promise<AppServer> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-'));
-  const dist = path.join(work, 'dist');
-  await buildAppInto(dist);
+  // The browser project builds the UI once for all its files (app-build.global.ts); elsewhere, here.
+  let dist = inject('appDist') ?? '';
+  if (dist === '') {
+    dist = path.join(work, 'dist');
+    await buildAppInto(dist);
+  }
   const serve = async (port: number) => {
     const store = new RunStore(path.join(work, 'runs.db'));
     try {

@@ -39,7 +39,10 @@ describe('browsergym under load', () => {
     try {
       const results = await Promise.all(
         sessions.map(async (s, seed) => {
-          const obs = (await s.reset({ task_name: 'click-test', seed })).data.observation;
+          const reply = await s.reset({ task_name: 'click-test', seed });
+          // Under load a reset that errs says why (an error frame has no observation).
+          expect(reply.data?.observation, `session ${seed}'s reset replied ${JSON.stringify(reply).slice(0, 2000)}`).toBeDefined();
+          const obs = reply.data.observation;
           // Every session's first action is the one the issue saw fail: the click, at once.
           const won = await s.step(`click('${bidOf(obs.axtree_txt, 'button', 'Click Me!')}')`);
           return [won.data.observation.error, won.data.reward, won.data.done];

@@ -4,7 +4,7 @@
 import WebSocket from 'ws';
 import type { EnvServer } from '../../env-server/server.ts';
 
-const FRAME_WAIT_MS = 30_000;
+const FRAME_WAIT_MS = 120_000;
 
 /** A socket that answers one request frame at a time. */
 export class Session {

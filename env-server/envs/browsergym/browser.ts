@@ -8,7 +8,9 @@
 // or WebSockets: those are closed at the Chromium level (see `chromiumArgs`).
 
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import os from 'node:os';
+import { chromium, type Browser, type BrowserContext, type CDPSession } from 'playwright-core';
+import { SlotPool } from '../../slots.ts';
 import { watchRendererMemory } from './renderer-memory.ts';
 import { failUnroutedRequests } from './unrouted-requests.ts';
 
@@ -60,6 +62,13 @@ export function knownSandboxBlocker(uid: number | undefined = process.getuid?.()
   return uid === 0 ? 'the server runs as root, and Chromium allows its sandbox to no root process' : null;
 }
 
+/** A Chromium target, as CDP's Target domain lists it. */
+export interface TargetInfo {
+  targetId: string;
+  type: string;
+  browserContextId?: string;
+}
+
 export interface ContextOptions {
   viewport: { width: number; height: number };
 }
@@ -70,6 +79,12 @@ export interface SharedBrowserOptions {
   /** Where the sandbox warning goes (default: stderr). */
   warn?: (line: string) => void;
 }
+
+/**
+ * How long a reset may wait for its turn (resetTurn): each reset before it is bounded by its own
+ * deadline (at most 300 s, BROWSERGYM_STEP_TIMEOUT_S), so a wait this long means the server is stuck.
+ */
+const RESET_TURN_WAIT_MS = 600_000;
 
 const SANDBOX_OFF_NOTE =
   'task pages still reach only the env-server\'s task pages (from memory or the --miniwob folder; every request of every tab routed or blocked, WebRTC and sockets sent to a dead proxy), downloads are refused, every action has a deadline, and renderers have heap and memory limits';
@@ -85,6 +100,18 @@ export class SharedBrowser {
   private readonly args: string[];
   private readonly rendererMemoryMb: number;
   private readonly warn: (line: string) => void;
+  /**
+   * Resets running at once: as many as the machine has cores. A reset opens a page (the first one a
+   * context and a renderer); eight at once on a busy 2-core machine each took 8 times as long, and all
+   * ran past their deadline together (20 s, measured next to CPU hogs), where one at a time per core
+   * each finishes its own work well inside it.
+   */
+  private readonly resetSlots = new SlotPool(os.availableParallelism());
+  /**
+   * Each launch's browser-level CDP session for pageTargets, open as long as the browser: detaching
+   * a browser-level session stopped the renderer memory watch's own (its next call failed).
+   */
+  private readonly targetSessions = new WeakMap<Browser, CDPSession>();
 
   constructor(options: SharedBrowserOptions = {}) {
     this.args = chromiumArgs(options.rendererHeapMb ?? DEFAULT_RENDERER_HEAP_MB);
@@ -106,6 +133,7 @@ export class SharedBrowser {
     const browser = await this.launchSandboxedIfPossible(executablePath);
     await failUnroutedRequests(browser);
     await watchRendererMemory(browser, this.rendererMemoryMb, this.warn);
+    this.targetSessions.set(browser, await browser.newBrowserCDPSession());
     return browser;
   }
 
@@ -151,6 +179,30 @@ export class SharedBrowser {
   /** Resolves once Chromium runs (launching it if needed): a launch is not charged to a session's deadline. */
   async ready(): Promise<void> {
     await this.browser();
+  }
+
+  /**
+   * Waits for a reset's turn (see resetSlots); call the returned function once the reset is over.
+   * A session's deadline starts with its turn: it bounds that session's own work, not the queue.
+   */
+  async resetTurn(): Promise<() => void> {
+    if (!this.resetSlots.tryAcquire() && !(await this.resetSlots.wait(RESET_TURN_WAIT_MS).granted)) {
+      throw new Error(`this browsergym server's resets waited ${RESET_TURN_WAIT_MS / 1000} s for a turn: the server is stuck`);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.resetSlots.release();
+    };
+  }
+
+  /** Chromium's page targets in every context, tabs Playwright has not announced as pages yet included. */
+  async pageTargets(): Promise<TargetInfo[]> {
+    const session = this.targetSessions.get(await this.browser());
+    if (!session) return [];
+    const { targetInfos } = (await session.send('Target.getTargets')) as { targetInfos: TargetInfo[] };
+    return targetInfos.filter((t) => t.type === 'page');
   }
 
   /** A fresh isolated context; close it with `context.close()`. */

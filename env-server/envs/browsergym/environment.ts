@@ -19,6 +19,7 @@ import { cleanMessage } from './error-text.ts';
 import type { SharedBrowser } from './browser.ts';
 import { readPage } from './observe.ts';
 import { screenshot } from './screenshot.ts';
+import { TabTargets } from './tab-targets.ts';
 import { pageSeed } from './seed.ts';
 import { MINIWOB_BASE_URL, type MiniwobSource } from './miniwob-source.ts';
 import { HIDE_HUMAN_DISPLAY, startRealEpisode, READ_GOAL } from './miniwob-episode.ts';
@@ -76,6 +77,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   private cumReward = 0;
   private context: BrowserContext | null = null;
   private tabs: Tabs | null = null;
+  /** The Chromium targets of the context's counted tabs: a step and a reset wait for tabs not yet announced. */
+  private tabTargets: TabTargets | null = null;
   private taskPage: Page | null = null;
   private taskUrl = '';
   private cdp: CDPSession | null = null;
@@ -110,8 +113,13 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
   }
 
   private async withDeadline<T>(what: 'reset' | 'step', work: () => Promise<T>): Promise<T> {
-    // Chromium's launch (first reset) is Playwright's to bound; the deadline is for the page's work.
-    if (what === 'reset') await this.opts.browser.ready();
+    // Chromium's launch (first reset) is Playwright's to bound, the wait for a reset's turn is the
+    // other sessions' resets; the deadline is for this session's page work.
+    let release = (): void => undefined;
+    if (what === 'reset') {
+      await this.opts.browser.ready();
+      release = await this.opts.browser.resetTurn();
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -127,6 +135,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       return await Promise.race([running, expired]);
     } finally {
       clearTimeout(timer);
+      release();
     }
   }
 
@@ -136,6 +145,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
     this.generation++;
     this.context = null;
     this.tabs = null;
+    this.tabTargets = null;
     this.taskPage = null;
     this.cdp = null;
     this.cdpPage = null;
@@ -155,6 +165,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       void page.close().catch(() => undefined);
       return;
     }
+    this.tabTargets?.track(page);
     const tabs = this.tabs;
     if (tabs && !tabs.pages.includes(page)) tabs.pages.push(page);
     page.once('close', () => {
@@ -163,6 +174,11 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       tabs!.pages.splice(i, 1);
       if (tabs!.active > i || tabs!.active >= tabs!.pages.length) tabs!.active = Math.max(0, tabs!.active - 1);
     });
+  }
+
+  /** Waits (at most the action timeout) until Chromium has no tab in this context that was not counted yet. */
+  private async settleTabs(): Promise<void> {
+    await this.tabTargets?.settled(this.opts.actionTimeoutMs);
   }
 
   reset(kwargs: Record<string, unknown>): Promise<WireObservation> {
@@ -257,6 +273,7 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
         return route.abort('blockedbyclient');
       });
       this.context = context;
+      this.tabTargets = new TabTargets(context, () => this.opts.browser.pageTargets());
       // The context can die under us (browser crash, killed renderer): the next reset starts afresh.
       context.on('close', () => {
         if (this.context === context) void this.dropContext(LOST_BY_CRASH);
@@ -271,6 +288,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
       });
     }
     const context = this.context;
+    // The last step's tabs may not all be announced yet: they are that episode's, closed here too.
+    await this.settleTabs();
     // One tab again: keep the first open page (navigating it is cheaper than a new one).
     const [keep, ...extra] = context.pages().filter((p) => !p.isClosed());
     for (const p of extra) await p.close().catch(() => undefined);
@@ -312,6 +331,8 @@ export class BrowserGymEnvironment implements AnyEnvInstance {
         return this.errorObservation(`This episode reached the server's limit of ${this.opts.maxEpisodeSteps} steps (BROWSERGYM_MAX_EPISODE_STEPS); reset to start a new one.`, true);
       }
       const actionError = await executeAction(this.tabs, actionStr);
+      // Tabs the action opened are this step's: counted (or refused) before it answers.
+      await this.settleTabs();
       const { reward, done } = await this.validate();
       const terminated = done || this.tabs.infeasible;
       this.cumReward += reward;
