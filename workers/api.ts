@@ -93,6 +93,13 @@ export interface RolloutView {
   overBudget?: { tokens: number; budget: number };
 }
 
+/** An environment-class module as the run store keeps it (env.envClass): its text and where it came from. */
+export interface EnvClassText {
+  /** A file name, or "your environment" for pasted text (named in its errors). */
+  source: string;
+  text: string;
+}
+
 export interface RunOptions {
   runId: string;
   /** TRL-named config (GRPOConfig fields + webgrpo's lora_* keys). */
@@ -102,6 +109,8 @@ export interface RunOptions {
   /** The task: a TRL example's env name, or 'mcp' (the user's `prompts` on an MCP env's tools). */
   envName: string;
   prompts?: DatasetRow[];
+  /** The user's environment class (its module's text, stored with the run): the task instead of `envName`'s. */
+  envClass?: EnvClassText;
   /** SFT warm-up steps on transcripts from the built-in scripted solver (0 = none). */
   sftSteps: number;
   /** Uploaded SFT transcripts (JSONL of message lists), used instead of the solver's when given. */

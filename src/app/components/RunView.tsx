@@ -21,6 +21,7 @@ import { Charts } from './Charts.tsx';
 import { ProgressBar } from './ProgressBar.tsx';
 import { RolloutViewer } from './RolloutViewer.tsx';
 import { NotFound } from './NotFound.tsx';
+import { EnvClassCode } from './EnvClassCode.tsx';
 
 /** Stored rollouts by step, their data unchecked (the viewer checks each one's shape). */
 function groupRollouts(rows: { step: number; data: unknown }[]): { step: number; rollouts: unknown[] }[] {
@@ -260,6 +261,7 @@ export function RunView({ id }: { id: string }) {
       </p>
       {ui.statusMessage && live && <p className={status === 'failed' ? 'error' : 'muted'} role="status">{ui.statusMessage}</p>}
       {run?.error && !live && <p className="error">{run.error}</p>}
+      {run && <EnvClassCode env={run.env} />}
       {error && <p className="error" role="alert">{error}</p>}
       {live && ui.outage && (
         <div className="banner" role="status" data-testid="outage-banner">
