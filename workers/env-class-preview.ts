@@ -4,36 +4,10 @@
 // Runs in its own worker (env-class-preview.worker.ts): the module is the user's code, and a module
 // that never finishes loading is ended with its worker, never the page or the trainer.
 
-import { envToolSchemas, type DatasetRow, type ToolEnv } from '../src/rl/rollout/env.ts';
-import { pyJsonDumps, type ToolSchema } from '../src/rl/rollout/schema.ts';
+import { envToolSchemas, type ToolEnv } from '../src/rl/rollout/env.ts';
+import { pyJsonDumps } from '../src/rl/rollout/schema.ts';
 import { classTools, envClassResolved, loadEnvClassModule, MAX_CLASS_TEXT } from '../src/rl/tasks/env-class.ts';
-import type { EnvClassText } from './api.ts';
-
-/** One environment of the module (TRL's dict form has several) and the tools the model is offered in it. */
-export interface PreviewEnvironment {
-  /** null: the module's one class; else its name in the dict form (a row's `environment` column). */
-  name: string | null;
-  className: string;
-  /** The schemas the chat template gets, sorted as the rollout sorts them. */
-  tools: ToolSchema[];
-  /** Each tool as the Qwen3 template writes it into the system prompt (`{{ tool | tojson }}`). */
-  toolJson: string[];
-}
-
-export type EnvClassPreview =
-  | {
-      ok: true;
-      /** The run's task name: the class's name (or the module's, in the dict form). */
-      name: string;
-      environments: PreviewEnvironment[];
-      /** Reward sources by metric name (`rewards/<name>/mean`). */
-      rewards: string[];
-      /** The module's own dataset: its row count and first row's prompt; null: the environment owns the data (reset supplies the prompt). */
-      dataset: { rows: number; firstPrompt: DatasetRow['prompt'] } | null;
-      /** The module's `config` export (GRPOConfig keys). */
-      config: Record<string, unknown>;
-    }
-  | { ok: false; error: string };
+import type { EnvClassPreview, EnvClassText, PreviewEnvironment } from './api.ts';
 
 /** Longest a module may take to load in a preview (its top-level awaits included), ms. */
 export const PREVIEW_LOAD_MS = 10_000;

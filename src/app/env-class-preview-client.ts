@@ -2,8 +2,7 @@
 // worker per preview, ended when the preview answers, is superseded (the text changed) or overruns its
 // time — a module whose top level loops forever takes its worker with it, never the page.
 import * as Comlink from 'comlink';
-import type { EnvClassPreview } from '../../workers/env-class-preview.ts';
-import type { EnvClassText } from '../../workers/api.ts';
+import type { EnvClassPreview, EnvClassText } from '../../workers/api.ts';
 
 type PreviewApi = { previewEnvClass(module: EnvClassText, timeoutMs?: number): Promise<EnvClassPreview> };
 

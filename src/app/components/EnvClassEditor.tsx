@@ -4,8 +4,7 @@
 // it, all from loading the module in a worker of its own (env-class-preview-client.ts). Code from a
 // forked run is shown first and runs only once the user chose to load it.
 import { useEffect, useRef, useState, type ReactNode } from 'react';
-import type { EnvClassText } from '../../../workers/api.ts';
-import type { EnvClassPreview } from '../../../workers/env-class-preview.ts';
+import type { EnvClassPreview, EnvClassText } from '../../../workers/api.ts';
 import type { ToolSchema } from '../../rl/rollout/schema.ts';
 import { draftProblem } from '../env-class-draft.ts';
 import { previewInWorker } from '../env-class-preview-client.ts';
