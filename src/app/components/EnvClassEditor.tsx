@@ -90,7 +90,7 @@ export function EnvClassEditor({ draft, onDraft, pendingFork, onLoadFork, previe
       <h3>Your environment</h3>
       <p className="muted">
         A JavaScript module whose default export is an environment class, as TRL's <code>environment_factory</code>: <code>reset(row)</code> starts an episode,
-        every public method documented with JSDoc (<code>@param {'{type}'} name description</code>) is a tool, and <code>getReward()</code> or an exported <code>rewardFuncs</code> scores it.
+        every public method documented with JSDoc (<code>@param {'{type}'} name description</code>) is a tool, and <code>getReward()</code> or an exported <code>rewardFuncs</code> scores it.{' '}
         <code>import {'{ EnvClient, envUrl }'} from 'webgrpo/openenv'</code> talks to any OpenEnv server. The repository's <code>examples/</code> folder has echo, catch, wordle and multi_env.
       </p>
       <label className="muted">Open a module file: <input type="file" accept=".mjs,.js" data-testid="env-class-file" onChange={(e) => { const f = e.target.files?.[0]; if (f) void open(f); }} /></label>
@@ -146,7 +146,7 @@ function ToolItem({ tool }: { tool: ToolSchema }) {
       {Object.keys(props).length > 0 && (
         <ul className="tool-params">
           {Object.entries(props).map(([name, s]) => (
-            <li key={name}><code>{name}</code> <span className="muted">{JSON.stringify(s.type ?? 'any')}{required.has(name) ? ', required' : ''}</span>{typeof s.description === 'string' ? ` — ${s.description}` : ''}</li>
+            <li key={name}><code>{name}</code> <span className="muted">{typeof s.type === 'string' ? s.type : JSON.stringify(s.type ?? 'any')}{required.has(name) ? ', required' : ''}</span>{typeof s.description === 'string' ? ` — ${s.description}` : ''}</li>
           ))}
         </ul>
       )}
