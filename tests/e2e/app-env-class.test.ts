@@ -118,6 +118,22 @@ describe('an environment class pasted into the app trains, and its fork keeps it
     await page.screenshot({ path: `${SCREENSHOTS}app-env-class-run.png` });
   });
 
+  it('shows the class read-only through a share link, without loading it', async () => {
+    const { runs } = (await (await fetch(`${app.url}/api/runs`)).json()) as { runs: { id: string; shareToken: string }[] };
+    const viewer = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    try {
+      await viewer.goto(`${app.url}/#/runs/${runId}?share=${runs.find((r) => r.id === runId)!.shareToken}`);
+      await viewer.getByTestId('run-env-class').waitFor({ timeout: 30_000 });
+      expect(await viewer.getByText('Read-only view of a shared run.').count()).toBe(1);
+      expect(await viewer.getByTestId('run-env-class').locator('pre').textContent()).toBe(ECHO);
+      // Shown, never imported: no preview worker started, and the page has no editor to run it from.
+      expect(viewer.workers().map((w) => w.url()).filter((u) => u.includes('env-class-preview'))).toEqual([]);
+      expect(await viewer.locator('.cm-content').count()).toBe(0);
+    } finally {
+      await viewer.context().close();
+    }
+  });
+
   it('forks with the class shown, runs it only once loaded, and the fork keeps its text', async () => {
     await page.getByTestId('fork').click();
     await page.getByTestId('env-class-fork').waitFor({ timeout: 30_000 });
