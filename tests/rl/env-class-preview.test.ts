@@ -4,10 +4,10 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { previewEnvClass } from '../../workers/env-class-preview.ts';
+import { envClassRunTask } from '../../workers/env-class-run.ts';
 import { envToolSchemas } from '../../src/rl/rollout/env.ts';
 import { pyJsonDumps } from '../../src/rl/rollout/schema.ts';
 import { envClassTask, loadEnvClassModule, MAX_CLASS_TEXT } from '../../src/rl/tasks/env-class.ts';
-import { MAX_STORED_CLASS_TEXT, envClassProblem } from '../../env-server/run-env-class.ts';
 
 const ECHO = fs.readFileSync(new URL('../../examples/echo.mjs', import.meta.url), 'utf8');
 /** TRL's dict form: two environments, each with its own tool. */
@@ -68,18 +68,12 @@ describe('previewEnvClass', () => {
   });
 });
 
-describe('the run store keeps a run’s environment class', () => {
-  it('bounds it as the trainer does', () => {
-    expect(MAX_STORED_CLASS_TEXT).toBe(MAX_CLASS_TEXT);
-  });
-
-  it('takes {source, text} and refuses anything else with a reason', () => {
-    expect(envClassProblem({ name: 'catch' })).toBeNull();
-    expect(envClassProblem({ envClass: { source: SOURCE, text: ECHO } })).toBeNull();
-    expect(envClassProblem({ envClass: 'x' })).toMatch(/must be an object/);
-    expect(envClassProblem({ envClass: { source: SOURCE } })).toMatch(/text" must be the module's text/);
-    expect(envClassProblem({ envClass: { source: SOURCE, text: 'x'.repeat(MAX_CLASS_TEXT + 1) } })).toMatch(/65537 characters long; a run keeps at most 65536/);
-    expect(envClassProblem({ envClass: { source: 5, text: '' } })).toMatch(/source" must be a string/);
-    expect(envClassProblem({ envClass: { source: SOURCE, text: '', run: true } })).toMatch(/not run/);
+describe('envClassRunTask (the trainer worker, from the text stored with the run)', () => {
+  it('resolves the class as the CLI resolves its file, and refuses what a run cannot keep', async () => {
+    const resolved = await envClassRunTask({ source: SOURCE, text: ECHO });
+    expect(resolved).toMatchObject({ name: 'EchoToolEnv', url: null, env: null, solver: null });
+    expect(resolved.task.dataset()).toHaveLength(5);
+    await expect(envClassRunTask({ source: SOURCE, text: `// ${'x'.repeat(MAX_CLASS_TEXT)}` })).rejects.toThrow(/at most 65536/);
+    await expect(envClassRunTask({ source: SOURCE } as never)).rejects.toThrow(/must be \{source, text\} strings/);
   });
 });
