@@ -12,7 +12,6 @@ export const PASTED_SOURCE = 'your environment';
 
 /** Why `text` cannot be a run's environment class, or null. */
 export function draftProblem(text: string): string | null {
-  if (text.trim() === '') return 'Paste or open an environment module: its default export is the class.';
   if (text.length > MAX_CLASS_TEXT) return `The module is ${text.length} characters long; a run keeps at most ${MAX_CLASS_TEXT} (put its data in a dataset, or train it with the CLI's --env-class).`;
   return null;
 }

@@ -63,7 +63,8 @@ describe('an environment class pasted into the app trains, and its fork keeps it
     await withLogs(expect.poll(() => page.getByTestId('model-info').textContent(), { timeout: 120_000 }).toContain('built-in demo'));
     await page.getByTestId('env-class-mode').check();
     await page.locator('.cm-content').waitFor({ timeout: 30_000 });
-    expect(await page.getByTestId('start-blocker').textContent()).toMatch(/your environment/i);
+    expect(await page.getByTestId('start-blocker').textContent()).toBe('Paste or open your environment module.');
+    expect(await page.getByTestId('env-class-error').count()).toBe(0);
 
     // A class with an undocumented tool: the trainer's own error, under the editor, and no Start.
     await paste('export default class Bad {\n  reset() { return null; }\n  act(x) { return x; }\n  getReward() { return 0; }\n}\n');

@@ -20,7 +20,8 @@ export type PreviewState = { state: 'idle' } | { state: 'checking' } | { state: 
 export function useEnvClassPreview(draft: EnvClassText | null): PreviewState {
   const [state, setState] = useState<PreviewState>({ state: 'idle' });
   useEffect(() => {
-    if (!draft) {
+    // Nothing written yet is no error: the Start button says what is missing.
+    if (!draft || draft.text.trim() === '') {
       setState({ state: 'idle' });
       return;
     }

@@ -196,6 +196,7 @@ export function SetupView() {
 
   const taskBlocker = !envTasks ? 'Asking the environment for its tasks…' : !exampleTask && !hasTools ? 'This environment offers nothing to train on.' : mode === 'prompts' && !prompts.rows ? 'Write the prompts for your task.' : null;
   const classBlocker = pendingFork ? 'Read the environment code that came with the fork, then load it.'
+    : classPreview.state === 'idle' ? 'Paste or open your environment module.'
     : classPreview.state !== 'done' ? 'Loading your environment…'
     : !classPreview.preview.ok ? 'Fix your environment: its error is shown under the editor.'
     : Number(checked.config?.sft_steps ?? 0) > 0 && sftJsonl === undefined ? 'No scripted solver knows your environment: set sft_steps to 0, or upload SFT transcripts.'
