@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ARTIFACT_BUNDLES, RUN_STATUSES, type ArtifactBundle, type ArtifactInfo, type CreatedRun, type RolloutRecord, type RunExport, type RunListEntry, type RunStatus, type RunSummary, type StepRecord } from './runs-wire.ts';
 import { checkRunName } from './run-name.ts';
+import { envClassProblem } from './run-env-class.ts';
 
 export { MAX_NAME_LENGTH } from './run-name.ts';
 
@@ -252,6 +253,8 @@ export class RunStore {
     const shareToken = newId();
     const now = new Date().toISOString();
     const name = input.name === undefined ? 'untitled run' : checkedName(input.name, '"name"');
+    const classProblem = envClassProblem(input.env);
+    if (classProblem) throw new RunStoreError(classProblem, 400);
     this.db.prepare(
       'INSERT INTO runs (id, write_token, share_token, name, status, created_at, updated_at, config, model, env, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
     ).run(id, tokenDigest(writeToken), shareToken, name, input.status ?? 'created', now, now, JSON.stringify(input.config), JSON.stringify(input.model), JSON.stringify(input.env));

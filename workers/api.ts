@@ -3,6 +3,7 @@
 import type { GpuInfo } from '../src/engine/gpu.ts';
 import type { LoadProgress, ModelConfig } from '../src/model/types.ts';
 import type { DatasetRow } from '../src/rl/rollout/env.ts';
+import type { ToolSchema } from '../src/rl/rollout/schema.ts';
 import type { PauseCause } from '../src/rl/run-control.ts';
 import type { RunProgress } from '../src/rl/run.ts';
 
@@ -93,6 +94,39 @@ export interface RolloutView {
   overBudget?: { tokens: number; budget: number };
 }
 
+/** An environment-class module as the run store keeps it (env.envClass): its text and where it came from. */
+export interface EnvClassText {
+  /** A file name, or "your environment" for pasted text (named in its errors). */
+  source: string;
+  text: string;
+}
+
+/** What the setup page shows of an environment class before Start (workers/env-class-preview.ts). One environment of the module (TRL's dict form has several) and the tools the model is offered in it. */
+export interface PreviewEnvironment {
+  /** null: the module's one class; else its name in the dict form (a row's `environment` column). */
+  name: string | null;
+  className: string;
+  /** The schemas the chat template gets, sorted as the rollout sorts them. */
+  tools: ToolSchema[];
+  /** Each tool as the Qwen3 template writes it into the system prompt (`{{ tool | tojson }}`). */
+  toolJson: string[];
+}
+
+export type EnvClassPreview =
+  | {
+      ok: true;
+      /** The run's task name: the class's name (or the module's, in the dict form). */
+      name: string;
+      environments: PreviewEnvironment[];
+      /** Reward sources by metric name (`rewards/<name>/mean`). */
+      rewards: string[];
+      /** The module's own dataset: its row count and first row's prompt; null: the environment owns the data (reset supplies the prompt). */
+      dataset: { rows: number; firstPrompt: DatasetRow['prompt'] } | null;
+      /** The module's `config` export (GRPOConfig keys). */
+      config: Record<string, unknown>;
+    }
+  | { ok: false; error: string };
+
 /**
  * A run the page starts or resumes: the launcher's request (src/rl/launch.ts RunRequest) as
  * structured-clone data, the trainer service turns it into one.
@@ -113,6 +147,8 @@ export interface RunOptions {
    */
   task: string;
   prompts?: DatasetRow[];
+  /** The user's environment class (its module's text, stored with the run): the task instead of `task`'s built-in one. */
+  envClass?: EnvClassText;
   /** Uploaded SFT transcripts (JSONL of message lists), used instead of the scripted solver's when given. */
   sftJsonl?: string;
   /** Continue from the checkpoint kept for this run (after a reload or crash). */

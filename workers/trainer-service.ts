@@ -23,10 +23,11 @@ import type { Rollout } from '../src/rl/rollout/rollout.ts';
 import { checkpointVision } from '../src/rl/rollout/checkpoint-vision.ts';
 import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
-import { solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
+import { builtinEnvUrls, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
 import { splitRows } from '../src/rl/eval/eval-rows.ts';
 import { seedSpace } from '../src/rl/eval/seed-space.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
+import { envClassRunTask } from './env-class-run.ts';
 import { evaluate } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
@@ -207,7 +208,8 @@ export class TrainerService implements TrainerWorkerApi {
       const { tokenizer, checkpoint } = model.loaded;
       const resolved = await resolveRun(runRequest(opts, resume), checkpoint.config);
       const { config } = resolved;
-      const task = bindRun(resolved, { tokenizer, model: checkpoint.config, ...(model.vision ? { vision: model.vision } : {}) });
+      // The page's own env-server serves the built-in envs an environment class names with envUrl().
+      const task = bindRun(resolved, { tokenizer, model: checkpoint.config, builtinUrls: builtinEnvUrls(new URL(opts.envUrl).origin), ...(model.vision ? { vision: model.vision } : {}) });
       await this.startingPoint(model, trainableMode(config));
       model.chat = trainedChat(config, task);
       // A checkpoint must never get ahead of the steps the page holds: the trainer saves step k's
@@ -318,6 +320,7 @@ function runRequest(opts: RunOptions, resume: RunState | undefined): RunRequest 
     prompts: async () => opts.prompts ?? [],
     preset: false,
     config: [runConfigLayer(opts.config)],
+    ...(opts.envClass ? { envClass: () => envClassRunTask(opts.envClass!) } : {}),
     ...(resume ? { resume } : {}),
   };
 }

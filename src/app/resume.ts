@@ -6,6 +6,7 @@ import { api, type RunSummary } from './api.ts';
 import { startLiveRun } from './live-run.ts';
 import { ensureRunModel } from './model-loader.ts';
 import { claimRun, TRAINING_IN_ANOTHER_TAB } from './run-lock.ts';
+import { runEnvClass } from './env-class-draft.ts';
 import { useUi } from './store.ts';
 import { trainer } from './trainer-client.ts';
 import { parsePromptText } from '../rl/tasks/mcp-task.ts';
@@ -41,6 +42,7 @@ export function trainingHere(s: { liveRunId: string | null; status: string }): b
 
 export async function resumeRun(run: RunSummary, token: string): Promise<void> {
   // Taken before anything loads: two tabs must never train (or import checkpoints for) one run.
+  const envClass = runEnvClass(run.env);
   const claim = await claimRun(run.id);
   if (!claim) throw new Error(TRAINING_IN_ANOTHER_TAB);
   try {
@@ -57,5 +59,5 @@ export async function resumeRun(run: RunSummary, token: string): Promise<void> {
   }
   const envPath = String(run.env.name ?? '');
   location.hash = `#/runs/${run.id}`;
-  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, task: String(run.env.task ?? envPath), prompts: runPrompts(run.env), resume: true }, claim);
+  void startLiveRun({ runId: run.id, token, config: run.config, envUrl: `${location.origin}/envs/${envPath}`, task: String(run.env.task ?? envPath), prompts: runPrompts(run.env), ...(envClass ? { envClass } : {}), resume: true }, claim);
 }

@@ -20,6 +20,7 @@ import { RunControls } from './RunControls.tsx';
 import { RunFiles } from './RunFiles.tsx';
 import { RunHeader } from './RunHeader.tsx';
 import { TrainedModelPanel } from './TrainedModelPanel.tsx';
+import { EnvClassCode } from './EnvClassCode.tsx';
 
 function mergeSteps(stored: StepRecord[], local: StepRecord[]): StepRecord[] {
   const by = new Map(stored.map((s) => [s.step, s]));
@@ -81,6 +82,7 @@ export function RunView({ id }: { id: string }) {
         done={done} total={total} stoppedResumable={stoppedResumable} owned={owned} busy={busy} act={act}
       />
       {live && <RunControls steps={shownSteps} done={done} total={total} status={status} now={now} />}
+      {run && <EnvClassCode env={run.env} />}
       <div className="summary">
         {['reward', 'success_rate', 'loss', 'kl', 'entropy', 'tools/call_frequency'].filter((k) => k !== 'success_rate' || lastMetrics[k] !== undefined).map((k) => (
           <span key={k} data-testid={`summary-${k}`}><code>{k}</code> {k === 'kl' && klOff ? 'off (beta = 0)' : formatNumber(lastMetrics[k])}</span>

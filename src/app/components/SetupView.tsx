@@ -17,6 +17,9 @@ import { RunsList } from './RunsList.tsx';
 import { TaskPanel, useEnvTasks, type TaskMode } from './TaskPanel.tsx';
 import { startLiveRun } from '../live-run.ts';
 import { setupMemoryPlan } from '../run-plan.ts';
+import { ENV_CLASS_TASK, envClassRecord, PASTED_SOURCE, runEnvClass } from '../env-class-draft.ts';
+import type { EnvClassText } from '../../../workers/api.ts';
+import { EnvClassEditor, useEnvClassPreview } from './EnvClassEditor.tsx';
 
 /** What "fork" on a run view hands to the setup page (sessionStorage 'webgrpo.fork'). */
 export interface ForkSeed {
@@ -35,6 +38,15 @@ function takeFork(): ForkSeed | null {
   return seed.parent && seed.config ? { parent: seed.parent, name: seed.name ?? 'run', config: seed.config, model: seed.model ?? {}, env: seed.env ?? {} } : null;
 }
 
+/** The environment class a fork carries (shown, not run, until the user loads it), or why it cannot be read. */
+function forkEnvClass(fork: ForkSeed | null): { module: EnvClassText | null; error: string | null } {
+  try {
+    return { module: fork ? runEnvClass(fork.env) : null, error: null };
+  } catch (err) {
+    return { module: null, error: (err as Error).message };
+  }
+}
+
 /** The form values of a preset for a model of `params` parameters (null: the built-in demo model, before loading). */
 function presetForm(name: PresetName, params: number | null): Record<string, string> {
   return formValuesOf({ ...DEFAULT_CONFIG, ...presetValues(name, params) });
@@ -43,10 +55,17 @@ function presetForm(name: PresetName, params: number | null): Record<string, str
 export function SetupView() {
   const { model, probe, modelSource, modelLoading } = useUi();
   const [fork] = useState(takeFork);
+  const [forkClass] = useState(() => forkEnvClass(fork));
   const [env, setEnv] = useState<EnvSelection | null>(() => {
     const name = fork?.env.name;
-    return typeof name === 'string' && name ? { name, url: `${location.origin}/envs/${name}` } : null;
+    return typeof name === 'string' && name && !forkClass.module ? { name, url: `${location.origin}/envs/${name}` } : null;
   });
+  // "Your environment": a class module instead of a served env's task.
+  const [classMode, setClassMode] = useState(forkClass.module !== null);
+  const [draft, setDraft] = useState<EnvClassText>(forkClass.module ?? { source: PASTED_SOURCE, text: '' });
+  const [pendingFork, setPendingFork] = useState(forkClass.module && fork ? { parent: fork.parent, name: fork.name } : null);
+  const classPreview = useEnvClassPreview(classMode && !pendingFork ? draft : null);
+  const classReady = classPreview.state === 'done' && classPreview.preview.ok ? classPreview.preview : null;
   const [preset, setPreset] = useState<PresetName | null>(fork ? null : DEFAULT_PRESET);
   const [values, setValues] = useState<Record<string, string>>(() =>
     fork ? formValuesOf({ ...DEFAULT_CONFIG, ...fork.config }) : presetForm(DEFAULT_PRESET, model?.params ?? null),
@@ -54,7 +73,7 @@ export function SetupView() {
   /** The values the selected preset filled in: the fields differ from them once the user edits one. */
   const [presetBase, setPresetBase] = useState(values);
   const [startError, setStartError] = useState<string | null>(null);
-  const [forkError, setForkError] = useState<string | null>(null);
+  const [forkError, setForkError] = useState<string | null>(forkClass.error);
   const [sftJsonl, setSftJsonl] = useState<string | undefined>(undefined);
   const [starting, setStarting] = useState(false);
   const [importError, setImportError] = useState<string | null>(null);
@@ -107,6 +126,15 @@ export function SetupView() {
     setPresetBase(next);
   }, [tier, appliedTier, preset, model]);
 
+  // A module's own config fills the fields when it loads or changes (a fork's fields are kept as forked).
+  const moduleConfig = classReady ? JSON.stringify(classReady.config) : null;
+  const [configFrom, setConfigFrom] = useState<string | null>(forkClass.module ? 'fork' : null);
+  useEffect(() => {
+    if (moduleConfig === null || moduleConfig === configFrom) return;
+    if (configFrom !== 'fork') setValues((v) => ({ ...v, ...formValuesOf(JSON.parse(moduleConfig) as Record<string, unknown>) }));
+    setConfigFrom(moduleConfig);
+  }, [moduleConfig, configFrom]);
+
   // The selected preset, and whether the fields still hold its values.
   const presetEdited = preset !== null && Object.entries(presetBase).some(([k, v]) => values[k] !== v);
 
@@ -119,11 +147,24 @@ export function SetupView() {
   }
 
   async function start() {
-    if (!model || !env || !checked.config) return;
+    if (!model || !checked.config || (classMode ? !classReady : !env)) return;
     const config: Record<string, unknown> = { ...checked.config };
     setStarting(true);
     setStartError(null);
     try {
+      if (classMode) {
+        const created = await api.createRun({
+          name: `${classReady!.name} · ${model.name}`,
+          config,
+          model: { name: model.name, params: model.params, weightDtype: model.weightDtype, ...(modelSource ? { source: modelSource } : {}) },
+          env: envClassRecord(classReady!.name, draft),
+          ...(fork ? { parent: fork.parent } : {}),
+        });
+        location.hash = `#/runs/${created.id}`;
+        void startLiveRun({ runId: created.id, token: created.writeToken, config, envUrl: `${location.origin}/envs/${classReady!.name}`, task: ENV_CLASS_TASK, envClass: draft, sftJsonl, resume: false });
+        return;
+      }
+      if (!env) return;
       // A preset may name its own task on the env (browsergym-vlm on browsergym); else the env's example.
       const presetTask = preset !== null && PRESETS[preset].env === env.name ? PRESETS[preset].task : undefined;
       const task = mode === 'prompts' ? 'mcp' : presetTask ?? exampleTask!;
@@ -154,7 +195,13 @@ export function SetupView() {
   }
 
   const taskBlocker = !envTasks ? 'Asking the environment for its tasks…' : !exampleTask && !hasTools ? 'This environment offers nothing to train on.' : mode === 'prompts' && !prompts.rows ? 'Write the prompts for your task.' : null;
-  const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : !env ? 'Pick an environment.' : taskBlocker ? taskBlocker : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
+  const classBlocker = pendingFork ? 'Read the environment code that came with the fork, then load it.'
+    : classPreview.state === 'idle' ? 'Paste or open your environment module.'
+    : classPreview.state !== 'done' ? 'Loading your environment…'
+    : !classPreview.preview.ok ? 'Fix your environment: its error is shown under the editor.'
+    : Number(checked.config?.sft_steps ?? 0) > 0 && sftJsonl === undefined ? 'No scripted solver knows your environment: set sft_steps to 0, or upload SFT transcripts.'
+    : null;
+  const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : classMode ? (classBlocker ?? (invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null)) : !env ? 'Pick an environment.' : taskBlocker ? taskBlocker : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
   return (
     <div className="setup">
       {probe && !probe.webgpu && (
@@ -168,8 +215,18 @@ export function SetupView() {
         </p>
       )}
       <ModelPicker plan={live?.plan ?? null} />
-      <EnvPicker value={env} onChange={pickEnv} />
-      {env && <TaskPanel tasks={envTasks} mode={mode} onMode={setTaskMode} promptText={promptText} onPromptText={setPromptText} promptError={prompts.error} />}
+      <div className="wide panel env-source" role="radiogroup" aria-label="what to train on">
+        <label className="choice"><input type="radio" name="env-source" checked={!classMode} onChange={() => setClassMode(false)} /> An environment the server runs</label>
+        <label className="choice"><input type="radio" name="env-source" checked={classMode} onChange={() => setClassMode(true)} data-testid="env-class-mode" /> Your environment: a class you write</label>
+      </div>
+      {classMode ? (
+        <EnvClassEditor draft={draft} onDraft={setDraft} pendingFork={pendingFork} onLoadFork={() => setPendingFork(null)} preview={classPreview} />
+      ) : (
+        <>
+          <EnvPicker value={env} onChange={pickEnv} />
+          {env && <TaskPanel tasks={envTasks} mode={mode} onMode={setTaskMode} promptText={promptText} onPromptText={setPromptText} promptError={prompts.error} />}
+        </>
+      )}
       <section className="panel">
         <h3>Presets</h3>
         <div className="presets" role="group" aria-label="presets">

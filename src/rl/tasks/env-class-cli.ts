@@ -3,20 +3,9 @@
 // the data), and the env URL its envUrl() returns (--env-url, else the in-process env-server's).
 
 import { readFile } from 'node:fs/promises';
-import { envClassTask, parseEnvClassDataset, type EnvClassModule, type EnvClassTaskOptions } from './env-class.ts';
+import { envClassResolved, parseEnvClassDataset } from './env-class.ts';
 import { loadEnvClassFile } from './env-class-file.ts';
 import type { ResolvedTask } from './resolve-task.ts';
-
-/** The class name (or the module's file name) a run of this module is called. */
-function taskName(mod: EnvClassModule): string {
-  const single = mod.classes.get(null);
-  return single?.name || mod.source.replace(/^.*[\\/]/, '').replace(/\.[cm]?[jt]s$/, '');
-}
-
-/** The module as a resolved task (resolve-task.ts), ready for bindTask. */
-export function envClassResolved(mod: EnvClassModule, o: EnvClassTaskOptions = {}): ResolvedTask {
-  return { name: taskName(mod), task: envClassTask(mod, o), url: o.envUrl ?? null, env: null, preset: null, solver: null };
-}
 
 /** What `train`/`render --env-class FILE [--dataset rows.jsonl] [--env-url URL]` train on: a resolved task. */
 export async function envClassFromCli(o: { file: string; dataset?: string | null; envUrl?: string | null }): Promise<ResolvedTask> {
