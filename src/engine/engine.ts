@@ -14,7 +14,7 @@ import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.t
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
 import { LinearStatePool } from './linear-state.ts';
-import { DEFAULT_IMAGE_PATCHES, planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { chooseKvDtype, DEFAULT_IMAGE_PATCHES, planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { CachedDecodeSession, SequenceState, generateBatch, type GenerateStats } from './generate.ts';
@@ -47,6 +47,8 @@ export interface LoadEngineOptions {
    * software adapters (measured faster there at 0.8B shapes, BENCHMARKS.md), chunked otherwise.
    */
   deltaRule?: 'auto' | DeltaRuleVariant;
+  /** The KV cache's element type: 'auto' (default) as memory-plan.ts chooseKvDtype decides; 'f16' needs shader-f16. */
+  kvCache?: 'auto' | GpuDtype;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -87,7 +89,7 @@ export class WebGpuEngine implements Engine {
     readonly warnings: string[] = [],
   ) {
     const { config } = internals;
-    this.cache = new KvCache(internals.device, config.layerTypes.map((t) => t === 'full_attention'), config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+    this.cache = new KvCache(internals.device, config.layerTypes.map((t) => t === 'full_attention'), config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits), memoryPlan.kvDtype);
     this.linearState = config.linearAttention ? new LinearStatePool(internals.device, config, bindingLimit(internals.gpu.limits)) : null;
   }
 
@@ -262,18 +264,26 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error(cfg.visionError ? `vision: the vision tower cannot be used: ${cfg.visionError}` : 'vision: config.json has no vision_config (not a vision-language checkpoint)');
   }
-  const planFor = (weightDtype: GpuDtype) => planMemory({
+  const planFor = (weightDtype: GpuDtype, kvDtype: GpuDtype) => planMemory({
     config: cfg,
     weightDtype,
+    kvDtype,
     mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
     numSequences: opts.plan?.numSequences ?? 1,
     maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
     limits: { maxStorageBufferBindingSize: maxBindingBytes, maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
     ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
   });
-  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
+  let kvDtype: GpuDtype;
+  try {
+    kvDtype = chooseKvDtype(opts.kvCache ?? 'auto', gpu, (kv) => planFor(opts.weightDtype === 'f32' ? 'f32' : 'f16', kv).fits);
+  } catch (err) {
+    if (ownsGpu) gpu.device.destroy();
+    throw err;
+  }
+  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d, kvDtype).fits });
   const matrixDtype = precision.stored;
-  const memoryPlan = planFor(matrixDtype);
+  const memoryPlan = planFor(matrixDtype, kvDtype);
   if (!memoryPlan.fits) {
     if (ownsGpu) gpu.device.destroy();
     throw new Error(`model does not fit this GPU: ${memoryPlan.message}`);
