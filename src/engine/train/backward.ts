@@ -57,6 +57,8 @@ interface DeltaNetGrads {
   db: GPUBuffer; //      (T, Hv) in_proj_b's output
   work: GPUBuffer; //    delta backward chunk states + per-workgroup scratch (linear-attention-plan.ts)
   scratchOffset: number;
+  /** Chunks per saved segment state of the delta rule (deltaBackwardWork). */
+  seg: number;
   dwScratchB: GPUBuffer; // a second frozen-dw target (A_log and dt_bias share a dispatch)
   threads: number; // invocations per workgroup of the delta backward: max(dk, dv)
 }
@@ -317,6 +319,7 @@ class BackwardPass {
         db: scratch.f32('la db', T * hv),
         work: scratch.f32('la delta work', work.floats),
         scratchOffset: work.scratchOffset,
+        seg: work.seg,
         dwScratchB: scratch.f32('frozen dw b', hv),
         threads: deltaBackwardThreads(dk, dv, internals.gpu.limits.maxComputeInvocationsPerWorkgroup),
       };
@@ -552,7 +555,7 @@ class BackwardPass {
     // dq/dk per value head into g.dqk; dv straight into the v columns of the conv output's gradient.
     ops.gatedDeltaBackward(rec, {
       qk: acts.laQk!, v: acts.laConv!, gb: acts.laGb!, dout: g.dCore, seqTable: this.batch.seqTable!, work: g.work, dqk: g.dqk, dv: g.dConv, dgb: g.dgb,
-      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, threads: g.threads, scratchOffset: g.scratchOffset,
+      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, threads: g.threads, scratchOffset: g.scratchOffset, seg: g.seg,
       vOffset: 2 * hk * dk, vStride: C,
     });
     // q and k heads: one l2norm backward over 2·Hk heads, summing each key head's group of value heads.
