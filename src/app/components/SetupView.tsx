@@ -167,7 +167,7 @@ export function SetupView() {
           {forkError && <span className="error"> {forkError}</span>}
         </p>
       )}
-      <ModelPicker plan={live?.plan ?? null} />
+      <ModelPicker plan={live?.plan ?? null} lower={live?.lower ?? null} />
       <EnvPicker value={env} onChange={pickEnv} />
       {env && <TaskPanel tasks={envTasks} mode={mode} onMode={setTaskMode} promptText={promptText} onPromptText={setPromptText} promptError={prompts.error} />}
       <section className="panel">
