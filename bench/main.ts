@@ -78,6 +78,17 @@ const BENCHES: Record<string, { load: () => Promise<Bench>; help: string; option
     options: stringOptions([...MODEL_OPTIONS, 'mode', 'weights', 'r', 'alpha', 'batch', 'seqLen', 'steps',
       'vision', 'visionDepth', 'visionHidden', 'visionIntermediate', 'visionHeads', 'visionPositions', 'images', 'imageSize', 'tower', 'reps']),
   },
+  'kv-cache': {
+    load: async () => (await import('./engine/kv-cache.ts')).benchKvCache as Bench,
+    gpu: true,
+    help: 'decode tokens/s at B=1 and B=8 with an f16 KV cache against the f32 one (same run, ratio); needs shader-f16',
+    options: stringOptions([...MODEL_OPTIONS, 'prompt', 'newTokens', 'weights', 'rounds']),
+  },
+  memory: {
+    load: async () => (await import('./engine/memory-plans.ts')).benchMemoryPlans as Bench,
+    help: 'the memory plan at the real shapes (no GPU): 0.6B/0.8B with f32 vs f16 KV, the seeds\' Qwen3.5-2B run, the longest completion per GPU size',
+    options: stringOptions(['r', 'patches', 'prompt']),
+  },
   rollouts: {
     load: async () => (await import('./rollouts/run.ts')).benchRollouts as Bench,
     gpu: true,
@@ -100,8 +111,8 @@ const HELP = `usage: webgrpo bench [${Object.keys(BENCHES).join('|')}|all] [--ou
 
 ${Object.entries(BENCHES).map(([k, b]) => `  ${k.padEnd(11)} ${b.help}`).join('\n')}
 Options are passed to the benchmark: env-server --sessions N --steps M --cap N --queue|--no-queue;\n  engine --weights --matmul --attention --matmulSize M,N,K;\n  decode --batch N --prompt N --newTokens N --layers N (Qwen3-0.6B shapes by default);
-  engine, decode, kernels, train: --shape qwen3-0.6b|qwen3.5-0.8b (real shapes, random weights) or --arch qwen3|qwen3_5 --hidden … --fullAttentionInterval N;
-  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  train --vision on [--visionDepth --visionHidden --visionIntermediate --visionHeads --visionPositions] --images N --imageSize WxH --tower frozen|lora|both --reps N;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.
+  engine, decode, kernels, train: --shape qwen3-0.6b|qwen3.5-0.8b|qwen3.5-2b (real shapes, random weights) or --arch qwen3|qwen3_5 --hidden … --fullAttentionInterval N;
+  kernels --train off (decode steps only);\n  kernels --method auto|timestamp|serial --batch --seqLen --prompt --decodeBatches 1,8 --peakSize M,N,K; train --mode lora|full --weights;\n  train --vision on [--visionDepth --visionHidden --visionIntermediate --visionHeads --visionPositions] --images N --imageSize WxH --tower frozen|lora|both --reps N;\n  half-loads --rounds N --rows 1,8,128 --bwdRows 128 --trainStep off;\n  memory --r N --patches N --prompt N;\n  kv-cache --prompt N --newTokens N --weights f16|f32 --rounds N;\n  rollouts --task catch|browsergym --tasks mix|a,b --env URL --episodes N --max-batch N --scheduler lockstep|continuous|both --latency on|off --model DIR --sft-steps N --sft-lr X;\n  peer --model DIR --lora DIR --prompt N --tokens N --batches 1,8 --device webgpu|wasm --reps N;\n  rollouts-bound --episodes N,N… --slots N --turns N|N,N… --decode-fixed-ms X --decode-per-seq-ms X --runs N;\n  browsergym-load --sessions N --rounds N --miniwob DIR|URL --load train|hogs:N|none.
 
 ${ADAPTER_HELP}`;
 

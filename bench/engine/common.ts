@@ -40,8 +40,20 @@ export const QWEN3_5_0_8B = {
  */
 export const QWEN3_5_0_8B_VISION = { visionDepth: '12', visionHidden: '768', visionIntermediate: '3072', visionHeads: '12', visionPositions: '2304' };
 
+/**
+ * Qwen3.5-2B, the seeds' model (TRL's BrowserGym example), text and vision tower. Text (text_config of
+ * Qwen/Qwen3.5-2B): 24 layers, every 4th gated full attention with 8 / 2 heads of 256, the rest Gated DeltaNet
+ * with 16 key / 16 value heads of 128, hidden 2048, intermediate 6144, a tied 248320-row embedding. Tower
+ * (vision_config): 24 blocks of width 1024 (16 heads of 64), MLP 4096, the 48×48 position grid, 2×2 merge into
+ * 2048. Where these numbers came from: BENCHMARKS.md, "The seeds' run".
+ */
+export const QWEN3_5_2B = {
+  ...QWEN3_5_0_8B, hidden: '2048', intermediate: '6144',
+  visionDepth: '24', visionHidden: '1024', visionIntermediate: '4096', visionHeads: '16', visionPositions: '2304',
+};
+
 /** The named shape presets (`--shape`): options given beside a preset override its fields. */
-export const SHAPES: Record<string, Record<string, string>> = { 'qwen3-0.6b': QWEN3_0_6B, 'qwen3.5-0.8b': QWEN3_5_0_8B };
+export const SHAPES: Record<string, Record<string, string>> = { 'qwen3-0.6b': QWEN3_0_6B, 'qwen3.5-0.8b': QWEN3_5_0_8B, 'qwen3.5-2b': QWEN3_5_2B };
 
 /** The options with `--shape NAME` expanded (explicit options win). */
 export function withShape(opts: Record<string, string>): Record<string, string> {

@@ -7,7 +7,7 @@
 // shapes; both schedulers must produce the same tokens (each episode samples from its own stream).
 //
 // Options (strings, from `webgrpo bench decode --KEY VALUE`):
-//   model | shape qwen3-0.6b|qwen3.5-0.8b (default qwen3-0.6b) | hidden, layers, … (override the shape's fields)
+//   model | shape qwen3-0.6b|qwen3.5-0.8b|qwen3.5-2b (default qwen3-0.6b) | hidden, layers, … (override the shape's fields)
 //   batch     sequences decoded together (default 4)
 //   prompt    prompt tokens per sequence (default 8)
 //   newTokens decoded tokens per sequence (default 8)

@@ -20,7 +20,7 @@ import { benchCheckpoint, matmulPeak, peakName, now, num } from './common.ts';
 import { loadEngine, type WebGpuEngine } from '../../src/engine/engine.ts';
 
 /** Prefill (prompt − 1 tokens per sequence) and decode (newTokens steps) rates with B sequences. */
-async function measure(engine: WebGpuEngine, B: number, prompt: number, newTokens: number, vocab: number) {
+export async function measure(engine: WebGpuEngine, B: number, prompt: number, newTokens: number, vocab: number) {
   const sampling = { temperature: 1, topP: 1, topK: 0, seed: 7 };
   const seqs = Array.from({ length: B }, () => engine.newSequence());
   const ids = (b: number) => Array.from({ length: prompt }, (_, i) => (i * 31 + b * 17 + 3) % vocab);

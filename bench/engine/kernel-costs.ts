@@ -86,7 +86,8 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       const [T, H, KV] = [p[0]!, p[1]!, p[2]!];
       const dh = Number(d.constants.HEAD_DIM);
       const { attendedKeys, kvRows } = ctx.attention;
-      return one('attention', H * attendedKeys * (4 * dh + 3), (2 * T * H * dh + T * H + 2 * kvRows * KV * dh) * F);
+      const kvBytes = d.constants.KV_ELEM === 'f16' ? 2 : F; // an f16 KV cache's rows
+      return one('attention', H * attendedKeys * (4 * dh + 3), (2 * T * H * dh + T * H) * F + 2 * kvRows * KV * dh * kvBytes);
     }
     case 'attention_backward.wgsl': {
       // PASS 0 per (token, head, key): s (2d), dP = dO·v (2d), dq += dS·k (2d) + ~4; reads q, o, dO, K, V; writes dq, stats.
@@ -141,8 +142,8 @@ export function dispatchCost(d: Dispatch, ctx: CostContext): DispatchCost {
       // dx[index[i]] += dout[i]: dout read, dx read and written.
       return one('gather_rows_backward', p[0]! * p[1]!, (3 * p[0]! * p[1]! + p[0]!) * F);
     case 'kv_write.wgsl':
-      // k and v rows (T, width) copied into the cache.
-      return one('kv_write', 0, (4 * p[0]! * p[1]! + 4 * p[0]!) * F);
+      // k and v rows (T, width) read in f32, written into the cache in its element type; the meta words.
+      return one('kv_write', 0, (2 * p[0]! * p[1]! + 4 * p[0]!) * F + 2 * p[0]! * p[1]! * (d.constants.KV_ELEM === 'f16' ? 2 : F));
     case 'logits_stats.wgsl': {
       // per logit: running max, exp, Σexp, Σexp·z (5); reads the (rows, cols) chunk, reads + writes (rows, 4) stats.
       const [rows, cols] = [p[0]!, p[1]!];

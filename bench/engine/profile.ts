@@ -21,7 +21,7 @@
 // Options (strings, from `webgrpo bench kernels --KEY VALUE`):
 //   model, hidden, layers, heads, kvHeads, headDim, intermediate, vocab   as in the other engine benches
 //   weights        auto|f16|f32 (default auto)
-//   shape, arch    a named real shape (qwen3-0.6b, qwen3.5-0.8b) or the generated model's architecture
+//   shape, arch    a named real shape (qwen3-0.6b, qwen3.5-0.8b, qwen3.5-2b) or the generated model's architecture
 //   r              LoRA rank on every linear of the model (default 16; alpha = 2r)
 //   batch, seqLen  the train step's sequences and tokens each (default 4 × 64, second half scored)
 //   prompt         decode context (default 64): the profiled decode steps feed positions prompt, prompt + 1, …

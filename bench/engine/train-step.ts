@@ -14,7 +14,7 @@
 //   hidden, layers, heads, kvHeads, headDim, intermediate, vocab   generated model shape
 //   mode         lora|full (default lora)
 //   r, alpha     LoRA rank and alpha (default 16, 32), on every linear (Qwen3: 7; Qwen3.5: 12 names)
-//   shape        qwen3-0.6b | qwen3.5-0.8b: a real model's shapes (common.ts SHAPES); arch qwen3|qwen3_5
+//   shape        qwen3-0.6b | qwen3.5-0.8b | qwen3.5-2b: a real model's shapes (common.ts SHAPES); arch qwen3|qwen3_5
 //   batch        sequences per step (default 4)
 //   seqLen       tokens per sequence (default 64); the second half is scored (completions)
 //   steps        timed steps (default 3), after one untimed warm-up step

@@ -40,7 +40,7 @@ copyFileSync(process.execPath, join(STAGE, 'node'));
 chmodSync(join(STAGE, 'node'), 0o755);
 copyFileSync(realpathSync(VULKAN_LOADER), join(STAGE, 'lib/libvulkan.so.1'));
 writeFileSync(join(STAGE, 'run.sh'), `#!/bin/sh
-# webgrpo GPU benchmark: parity vs float64, engine, memory, decode, train and kernel benches at Qwen3-0.6B and Qwen3.5-0.8B shapes → JSON.
+# webgrpo GPU benchmark: parity vs float64, engine, memory, decode, train and kernel benches at Qwen3-0.6B, Qwen3.5-0.8B and Qwen3.5-2B shapes → JSON.
 here="$(cd "$(dirname "$0")" && pwd)"
 export LD_LIBRARY_PATH="$here/lib\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec "$here/node" "$here/bench.mjs" "$@"

@@ -2,7 +2,7 @@
 // loader into one archive). On a machine with a real GPU, for a few minutes and without network:
 //   1. parity: a small random Qwen3 scored on the GPU (f16 and f32 weights) against the float64
 //      reference; the run fails when any logprob differs by more than 1e-4;
-// then for each shape of --shapes (default: Qwen3-0.6B, then Qwen3.5-0.8B; random weights at the real
+// then for each shape of --shapes (default: Qwen3-0.6B, Qwen3.5-0.8B, then Qwen3.5-2B, the seeds' model; random weights at the real
 // shapes, generated on the spot, none carried):
 //   2. engine: prefill and decode tokens/s at B = 1 and B = 8, f16 weights, plus the matmul peak
 //      (f32 and real halves, output checked);

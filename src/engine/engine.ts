@@ -14,7 +14,7 @@ import { bindingLimit, fitsHalf, uploadTensor, type RowReader } from './params.t
 import type { ParamEntry } from './internals.ts';
 import { KvCache } from './kv-cache.ts';
 import { LinearStatePool } from './linear-state.ts';
-import { DEFAULT_IMAGE_PATCHES, planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
+import { chooseKvDtype, DEFAULT_IMAGE_PATCHES, planMemory, type GpuDtype, type MemoryPlan, type TrainingMode } from './memory-plan.ts';
 import { chooseWeightPrecision, matrixDtypeOf, type WeightChoice, type WeightPrecision } from './weight-precision.ts';
 import { QWEN3_LINEARS } from '../model/qwen3-tensors.ts';
 import { CachedDecodeSession, SequenceState, generateBatch, type GenerateStats } from './generate.ts';
@@ -47,6 +47,8 @@ export interface LoadEngineOptions {
    * software adapters (measured faster there at 0.8B shapes, BENCHMARKS.md), chunked otherwise.
    */
   deltaRule?: 'auto' | DeltaRuleVariant;
+  /** The KV cache's element type: 'auto' (default) as memory-plan.ts chooseKvDtype decides; 'f16' needs shader-f16. */
+  kvCache?: 'auto' | GpuDtype;
   /** Cap on bytes per GPU buffer below the device's binding limit (tests force row-chunking with it). */
   maxBindingBytes?: number;
   /**
@@ -77,20 +79,23 @@ export interface LoadPlan {
  * The weight precision (weight-precision.ts) and the memory plan of loading `ckpt` on `gpu` for
  * `opts.plan`'s workload, under the engine's own binding limit (params.ts bindingLimit).
  */
-export function planLoad(ckpt: Checkpoint, gpu: Pick<Gpu, 'limits' | 'f16'>, opts: Pick<LoadEngineOptions, 'weightDtype' | 'plan' | 'vision' | 'maxBindingBytes'> = {}): LoadPlan {
+export function planLoad(ckpt: Checkpoint, gpu: Pick<Gpu, 'limits' | 'f16' | 'software'>, opts: Pick<LoadEngineOptions, 'weightDtype' | 'plan' | 'vision' | 'maxBindingBytes' | 'kvCache'> = {}): LoadPlan {
   const cfg = ckpt.config;
   const visionConfig = opts.vision ? cfg.vision : null;
-  const planFor = (weightDtype: GpuDtype) => planMemory({
+  const planFor = (weightDtype: GpuDtype, kvDtype: GpuDtype) => planMemory({
     config: cfg,
     weightDtype,
+    kvDtype,
     mode: opts.plan?.mode ?? { kind: 'lora', r: 16, targets: QWEN3_LINEARS },
     numSequences: opts.plan?.numSequences ?? 1,
     maxTokensPerSequence: opts.plan?.maxTokensPerSequence ?? 1024,
     limits: { maxStorageBufferBindingSize: bindingLimit(gpu.limits, opts.maxBindingBytes), maxBufferSize: gpu.limits.maxBufferSize, budgetBytes: opts.plan?.budgetBytes },
     ...(visionConfig ? { vision: { config: visionConfig, maxPatches: opts.plan?.maxImagePatches ?? DEFAULT_IMAGE_PATCHES } } : {}),
   });
-  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d).fits });
-  return { precision, memory: planFor(precision.stored) };
+  // The KV cache's type first (at the weights' likely precision), then the weights' under it.
+  const kvDtype = chooseKvDtype(opts.kvCache ?? 'auto', gpu, (kv) => planFor(opts.weightDtype === 'f32' ? 'f32' : 'f16', kv).fits);
+  const precision = chooseWeightPrecision({ wanted: opts.weightDtype ?? 'auto', checkpoint: matrixDtypeOf(ckpt.tensors.values()), f16: gpu.f16, fits: (d) => planFor(d, kvDtype).fits });
+  return { precision, memory: planFor(precision.stored, kvDtype) };
 }
 
 /** The train side's part of Engine (src/engine/train). */
@@ -118,7 +123,7 @@ export class WebGpuEngine implements Engine {
     readonly warnings: string[] = [],
   ) {
     const { config } = internals;
-    this.cache = new KvCache(internals.device, config.layerTypes.map((t) => t === 'full_attention'), config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits));
+    this.cache = new KvCache(internals.device, config.layerTypes.map((t) => t === 'full_attention'), config.numKvHeads * config.headDim, bindingLimit(internals.gpu.limits), memoryPlan.kvDtype);
     this.linearState = config.linearAttention ? new LinearStatePool(internals.device, config, bindingLimit(internals.gpu.limits)) : null;
   }
 
@@ -293,7 +298,14 @@ export async function loadEngine(ckpt: Checkpoint, opts: LoadEngineOptions = {})
     if (ownsGpu) gpu.device.destroy();
     throw new Error(cfg.visionError ? `vision: the vision tower cannot be used: ${cfg.visionError}` : 'vision: config.json has no vision_config (not a vision-language checkpoint)');
   }
-  const { precision, memory: memoryPlan } = opts.decided ?? planLoad(ckpt, gpu, opts);
+  let decided: LoadPlan;
+  try {
+    decided = opts.decided ?? planLoad(ckpt, gpu, opts);
+  } catch (err) {
+    if (ownsGpu) gpu.device.destroy();
+    throw err;
+  }
+  const { precision, memory: memoryPlan } = decided;
   const matrixDtype = precision.stored;
   if (!memoryPlan.fits) {
     if (ownsGpu) gpu.device.destroy();

@@ -11,10 +11,15 @@ import type {
 import { KernelCache, MAX_GROUPS, Recorder, StagingPool, UniformPool, f32, groups1d, type Binding } from './recorder.ts';
 import { ropeTable } from './rope-table.ts';
 import { mropeTable } from './vision/inputs.ts';
-import { layerActsCounts } from './memory-plan.ts';
+import { layerActsCounts, type GpuDtype } from './memory-plan.ts';
 import { linearTensorName, type ModelLinear } from '../model/qwen3-tensors.ts';
 import { DELTA_CHUNK, sequenceTable } from './linear-attention-plan.ts';
 import { weightLoads, type HalfLoads } from './weight-loads.ts';
+
+/** The attention and kv_write kernels' K/V element constants for a KV cache of `dtype` (f16 needs shader-f16). */
+export function kvElement(dtype: GpuDtype): { ENABLE_F16: string; KV_ELEM: GpuDtype } {
+  return { ENABLE_F16: dtype === 'f16' ? 'enable f16;' : '', KV_ELEM: dtype };
+}
 
 export type { HalfLoads };
 
@@ -33,7 +38,7 @@ export class Qwen3Forward implements EngineInternals {
   private readonly stagingPool: StagingPool;
   /** Matmul pipelines by matmulKey: resolved once per weight storage and write mode, not per dispatch. */
   private readonly matmulPipes = new Map<number, GPUComputePipeline>();
-  private attentionPipe: GPUComputePipeline | undefined;
+  private readonly attentionPipes: Partial<Record<GpuDtype, GPUComputePipeline>> = {};
   private readonly scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch buffers, destroyed after the next submit. */
   private retired: GPUBuffer[] = [];
@@ -305,23 +310,25 @@ export class Qwen3Forward implements EngineInternals {
     rec.dispatch(rope, [batch.rope, acts.k], [T, K, half, d], groups1d(T * K * half), 'rope k');
     let kSrc = acts.k;
     let vSrc = acts.v;
+    // The packed k/v are f32; a KV cache holds its own element type (kv-cache.ts).
+    const kvDtype = opts.kv?.dtype ?? 'f32';
     if (opts.kv) {
       kSrc = opts.kv.k[layer]!;
       vSrc = opts.kv.v[layer]!;
-      rec.dispatch(this.getPipeline('kv_write.wgsl'), [acts.k, acts.v, batch.meta, kSrc, vSrc], [T, K * d, 0, 0], groups1d(T * K * d), 'kv write');
+      rec.dispatch(this.getPipeline('kv_write.wgsl', kvElement(kvDtype)), [acts.k, acts.v, batch.meta, kSrc, vSrc], [T, K * d, 0, 0], groups1d(T * K * d), 'kv write');
     }
     const attnParams = [T, H, K, 0, f32(1 / Math.sqrt(d))];
     const attnBuffers = [acts.q, kSrc, vSrc, batch.meta, acts.attn, acts.lse];
-    // One attention pipeline per model (HEAD_DIM is the model's), resolved once.
+    // One attention pipeline per model and K/V element type (HEAD_DIM is the model's), resolved once.
     const workgroup = this.kernelVariants.attention === 'workgroup';
-    this.attentionPipe ??= this.getPipeline(workgroup ? 'attention_wg.wgsl' : 'attention.wgsl', { HEAD_DIM: d });
+    const pipe = this.attentionPipes[kvDtype] ??= this.getPipeline(workgroup ? 'attention_wg.wgsl' : 'attention.wgsl', { HEAD_DIM: d, ...kvElement(kvDtype) });
     if (workgroup) {
       // one workgroup per (token, head)
       const n = T * H;
       const groups: [number, number, number] = [Math.min(n, MAX_GROUPS), Math.ceil(n / MAX_GROUPS), 1];
-      rec.dispatch(this.attentionPipe, attnBuffers, attnParams, groups, 'attention');
+      rec.dispatch(pipe, attnBuffers, attnParams, groups, 'attention');
     } else {
-      rec.dispatch(this.attentionPipe, attnBuffers, attnParams, groups1d(T * H), 'attention');
+      rec.dispatch(pipe, attnBuffers, attnParams, groups1d(T * H), 'attention');
     }
     let oIn = acts.attn;
     if (gated) {

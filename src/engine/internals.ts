@@ -171,6 +171,8 @@ export interface LayerActs {
 export interface KvTarget {
   k: GPUBuffer[]; // per layer (capacityRows, K·d)
   v: GPUBuffer[]; // per layer (capacityRows, K·d)
+  /** Element type of the rows: f16 halves the cache where shader-f16 exists (memory-plan.ts chooseKvDtype). */
+  dtype: 'f16' | 'f32';
 }
 
 export interface LayerForwardOptions {

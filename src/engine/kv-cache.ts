@@ -1,4 +1,5 @@
-// The KV cache: per layer one K and one V buffer of rows (K·d f32 each). Every sequence owns one
+// The KV cache: per layer one K and one V buffer of rows (K·d values each, f32, or f16 where the
+// adapter has shader-f16 and the memory plan chose it: kv_write rounds, attention reads into f32). Every sequence owns one
 // contiguous region of rows; attention reads its keys at region.start + position. Regions are
 // handed out first-fit; a sequence that outgrows its region moves (2·L buffer copies), and when no
 // gap is large enough every buffer grows (doubling) with its contents copied.
@@ -6,6 +7,7 @@
 // linear-state.ts): their entries are a shared 16-byte placeholder, as memory-plan.ts counts.
 
 import type { KvTarget } from './internals.ts';
+import type { GpuDtype } from './memory-plan.ts';
 
 interface Region {
   start: number;
@@ -30,10 +32,12 @@ export class KvCache implements KvTarget {
     private readonly rowWidth: number,
     /** Largest buffer in bytes (the binding limit). */
     private readonly maxBytes: number,
+    /** Element type of the rows (memory-plan.ts chooseKvDtype). */
+    readonly dtype: GpuDtype = 'f32',
   ) {}
 
   get rowBytes(): number {
-    return this.rowWidth * 4;
+    return this.rowWidth * (this.dtype === 'f16' ? 2 : 4);
   }
 
   get capacity(): number {

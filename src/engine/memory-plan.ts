@@ -42,7 +42,29 @@ export interface MemoryPlanInput {
   limits: MemoryLimits;
   /** Qwen3.5's vision tower when loaded, and the most image patches one forward pass encodes. */
   vision?: { config: VisionTowerConfig; maxPatches: number };
+  /** Element type of the KV cache (default f32; f16 needs shader-f16: chooseKvDtype). */
+  kvDtype?: GpuDtype;
 }
+
+/**
+ * The KV cache's element type. 'auto': f16 on GPUs with shader-f16 (what real-GPU engines keep; the
+ * attention kernels accumulate in f32, log-probs move by ~KV_F16_LOGPROB_ERROR), f32 on software
+ * adapters (their memory is the host's, and f32 keeps generation exact against scoring) unless only
+ * f16 fits; f32 without shader-f16.
+ */
+export function chooseKvDtype(wanted: 'auto' | GpuDtype, adapter: { f16: boolean; software: boolean }, fits: (kv: GpuDtype) => boolean): GpuDtype {
+  if (wanted === 'f16' && !adapter.f16) throw new Error("kvCache: 'f16' needs an adapter with shader-f16 (this one has none); use 'f32' or 'auto'");
+  if (wanted !== 'auto') return wanted;
+  if (!adapter.f16) return 'f32';
+  return !adapter.software || (!fits('f32') && fits('f16')) ? 'f16' : 'f32';
+}
+
+/**
+ * Bound on |Δ log-prob| of generation with an f16 KV cache against the exact forward: measured 5.7e-4 on
+ * transformers' Qwen3.5 checkpoint and 4.6e-5 on a tiny Qwen3, on lavapipe with f32 weights
+ * (tests/engine/gpu-kv-cache-f16.test.ts): k and v rounded to 11 significant bits.
+ */
+export const KV_F16_LOGPROB_ERROR = 1e-3;
 
 /** Image patches per pass the memory plan assumes by default: one 512×512 image at patch 16. */
 export const DEFAULT_IMAGE_PATCHES = 1024;
@@ -83,6 +105,8 @@ export interface MemoryPlan {
   fits: boolean;
   /** One readable paragraph: the total, the splits, and what does not fit. */
   message: string;
+  /** Element type of the KV cache the plan counts. */
+  kvDtype: GpuDtype;
 }
 
 const F32 = 4;
@@ -179,24 +203,60 @@ export function logitsChunkRows(Ts: number, vocab: number, bindingBytes: number)
   return Math.min(vocab, Math.max(1, Math.floor(Math.min(LOGITS_CHUNK_BYTES, bindingBytes) / (Ts * F32))));
 }
 
+/** LayerActs fields only a gated/softmax attention layer uses (every other field serves both layer types). */
+const ATTENTION_ACTS = new Set(['qRaw', 'kRaw', 'qRstd', 'kRstd', 'q', 'k', 'v', 'attn', 'lse', 'qGate', 'attnGated']);
+/** Backward gradient roles only an attention layer uses. */
+const ATTENTION_GRADS = new Set(['dattn', 'dq', 'dq raw', 'dk', 'dk raw', 'dv', 'attention stats', 'dattn gated', 'dq gate']);
+
+/**
+ * Every buffer of one backward call (backwardBufferPlan's), and the buffer each role is taken from.
+ * Qwen3.5 recomputes and differentiates one layer at a time, a Gated DeltaNet or a gated-attention
+ * one, so the roles only one layer type uses share buffers with the other type's: the largest
+ * attention-only role with the largest DeltaNet-only one, and so on down, each buffer sized by the
+ * larger of its two roles.
+ */
+export interface BackwardBuffers {
+  /** Buffer name → bytes as allocated (a shared buffer is named `role a | role b`). */
+  buffers: Map<string, number>;
+  /** Role → the buffer it is taken from (roles not listed are their own buffer). */
+  slotOf: Map<string, string>;
+}
+
 /**
  * Every buffer one backward call over packed sequences of `lengths` tokens (Ts of them scored)
- * allocates, by role, in bytes as allocated. `loraR` is the largest LoRA rank (0: none).
+ * allocates, in bytes as allocated. `loraR` is the largest LoRA rank (0: none).
  * backward.ts allocates exactly these.
  */
 export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
   vision?: { config: VisionTowerConfig; patches: number; full?: boolean }): Map<string, number> {
+  return backwardBuffers(c, lengths, Ts, loraR, bindingBytes, vision).buffers;
+}
+
+/** backwardBufferPlan's buffers with the role → shared buffer map (backward.ts takes its roles through it). */
+export function backwardBuffers(c: ModelConfig, lengths: readonly number[], Ts: number, loraR: number, bindingBytes: number,
+  vision?: { config: VisionTowerConfig; patches: number; full?: boolean }): BackwardBuffers {
   const { hiddenSize: D, intermediateSize: F, numHeads: H, numKvHeads: K, headDim: d, numLayers: L } = c;
   const T = lengths.reduce((a, n) => a + n, 0);
   const plan = new Map<string, number>();
   const add = (role: string, bytes: number) => plan.set(role, bufferSize(bytes));
+  // Per-token roles of one layer type only, (role, bytes) each: shared below when the model has both types.
+  const attentionOnly: [string, number][] = [];
+  const deltaOnly: [string, number][] = [];
+  const la = c.layerTypes.includes('linear_attention') ? c.linearAttention : undefined;
+  const share = la !== undefined && c.layerTypes.includes('full_attention');
+  const addTyped = (role: string, bytes: number, type: 'attention' | 'delta' | null) => {
+    if (share && type === 'attention') attentionOnly.push([role, bufferSize(bytes)]);
+    else if (share && type === 'delta') deltaOnly.push([role, bufferSize(bytes)]);
+    else add(role, bytes);
+  };
   // the packed batch: token ids, [kvBase, position, kvSlot, seq], RoPE cos/sin of the rotary dims
   add('packed tokens', Math.max(T, 1) * 4);
   add('packed meta', Math.max(T, 1) * 16);
   add('packed rope', Math.max(T * c.rotaryDim * F32, 4));
-  for (const [role, n] of Object.entries(layerActsCounts(c))) add(`layer ${role}`, T * n * F32);
+  for (const [role, n] of Object.entries(layerActsCounts(c))) {
+    addTyped(`layer ${role}`, T * n * F32, ATTENTION_ACTS.has(role) ? 'attention' : role.startsWith('la') ? 'delta' : null);
+  }
   for (let l = 0; l < L; l++) add(`x[${l}]`, T * D * F32);
-  const la = c.layerTypes.includes('linear_attention') ? c.linearAttention : undefined;
   const perToken: [string, number][] = [
     ['dx', D], ['dnorm', D], ['dhidden', F], ['dgate', F], ['dup', F], ['dattn', H * d], ['dq', H * d], ['dq raw', H * d],
     ['dk', K * d], ['dk raw', K * d], ['dv', K * d], ['attention stats', 2 * H], ['rstd', Math.max(H, K, la?.numValueHeads ?? 1)], ['sequence bounds', 2],
@@ -218,7 +278,17 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
     // A_log and dt_bias are written by one dispatch: two distinct frozen scratches.
     add('frozen dw b', hv * F32);
   }
-  for (const [role, n] of perToken) add(role, T * n * F32);
+  for (const [role, n] of perToken) addTyped(role, T * n * F32, ATTENTION_GRADS.has(role) ? 'attention' : role.startsWith('la ') ? 'delta' : null);
+  const slotOf = new Map<string, string>();
+  const bySize = (a: [string, number], b: [string, number]) => b[1] - a[1];
+  attentionOnly.sort(bySize);
+  deltaOnly.sort(bySize);
+  for (let i = 0; i < Math.max(attentionOnly.length, deltaOnly.length); i++) {
+    const pair = [attentionOnly[i], deltaOnly[i]].filter((r): r is [string, number] => r !== undefined);
+    const slot = pair.map(([role]) => role).join(' | ');
+    plan.set(slot, Math.max(...pair.map(([, bytes]) => bytes)));
+    for (const [role] of pair) slotOf.set(role, slot);
+  }
   add('frozen dw', frozen * F32);
   if (loraR > 0) {
     add('lora u', T * loraR * F32);
@@ -230,7 +300,7 @@ export function backwardBufferPlan(c: ModelConfig, lengths: readonly number[], T
   add('logits chunk', Ts * logitsChunkRows(Ts, c.vocabSize, bindingBytes) * F32);
   // LoRA on the vision tower or its full fine-tuning: its checkpoints, one block's intermediates and gradients, the merger's (vision-backward.ts).
   if (vision) for (const [role, bytes] of visionBackwardRoles(vision.config, vision.patches, loraR, vision.full)) add(role, bytes);
-  return plan;
+  return { buffers: plan, slotOf };
 }
 
 /**
@@ -329,8 +399,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const params = qwen3ParamCount(c);
   // Full fine-tuning updates weights in f32; LoRA keeps the frozen base in the chosen dtype.
   const weightDtype: GpuDtype = mode.kind === 'full' ? 'f32' : input.weightDtype;
-  // The engine's KV cache holds f32 rows whatever the weights are (kv-cache.ts).
-  const kvDtype: GpuDtype = 'f32';
+  // The KV cache's rows: f32, or f16 where chosen (chooseKvDtype), whatever the weights are (kv-cache.ts).
+  const kvDtype: GpuDtype = input.kvDtype ?? 'f32';
   const binding = limits.maxStorageBufferBindingSize;
 
   const items: MemoryItem[] = [];
@@ -462,5 +532,5 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     splits.length > 0 ? `Split by rows: ${splits.join('; ')}.` : '',
     problems.length > 0 ? `Does not fit: ${problems.join('; ')}.` : 'Fits the adapter limits.',
   ].filter(Boolean).join(' ');
-  return { params, trainableParams, items, buffers, totalBytes, fits: problems.length === 0, message };
+  return { params, trainableParams, items, buffers, totalBytes, fits: problems.length === 0, message, kvDtype };
 }

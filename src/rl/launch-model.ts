@@ -26,7 +26,7 @@ export function runWeightChoice(config: Pick<GRPOConfig, 'train_mode'>, wanted: 
  * The weight precision and memory plan of loading `ckpt` for `config`'s workload on `gpu`, decided
  * once: the app's model card shows them, and loadModelEngine loads with them.
  */
-export async function planModelLoad(ckpt: OpenedCheckpoint, gpu: Pick<Gpu, 'limits' | 'f16'>, o: { wanted: WeightChoice; config: GRPOConfig; vision: boolean }): Promise<LoadPlan> {
+export async function planModelLoad(ckpt: OpenedCheckpoint, gpu: Pick<Gpu, 'limits' | 'f16' | 'software'>, o: { wanted: WeightChoice; config: GRPOConfig; vision: boolean }): Promise<LoadPlan> {
   const { planLoad } = await import('../engine/engine.ts');
   // The weights as asked, not runWeightChoice's: a loaded model serves many runs, and full fine-tuning
   // promotes f16 weights to f32 masters when it starts.

@@ -411,12 +411,15 @@ describe(onAdapter('linear-attention kernels'), () => {
     { name: 'chunks of 2, sequences of 5 and 3', lengths: [5, 3], chunk: 2, wide: false },
     { name: 'chunks of 4, ragged sequences of 1, 9, 4, 6, gates over a trained model\'s range', lengths: [1, 9, 4, 6], chunk: 4, wide: true },
     { name: 'chunks of 16 (more tokens than invocations), sequences of 19 and 6', lengths: [19, 6], chunk: 16, wide: true },
-  ])('gated_delta_backward: dq, dk, dv, dg, dβ equal float64 central differences ($name)', async ({ lengths, chunk, wide }) => {
+    // 19 chunks: states saved every 4 chunks (segments replayed, the last one short), 8 states instead of 19.
+    { name: 'chunks of 2, sequences of 37 and 11: segments of 4 chunks replayed', lengths: [37, 11], chunk: 2, wide: false, seg: 4 },
+  ])('gated_delta_backward: dq, dk, dv, dg, dβ equal float64 central differences ($name)', async ({ lengths, chunk, wide, seg }) => {
     const { hk, hv, dk, dv } = dims;
     const { T, firsts } = pack(lengths);
     const { qk, v, gb } = deltaInputs(T, 30, wide);
     const dout = wave(T * hv * dv, 31);
     const work = deltaBackwardWork(lengths, hv, dk, dv, chunk);
+    expect(work.seg).toBe(seg ?? 1);
     const threads = deltaBackwardThreads(dk, dv, gpu.limits.maxComputeInvocationsPerWorkgroup);
     expect(threads).toBe(8); // dk > dv: the row invocations outnumber the column ones
     // v lives in a wider strided buffer (the conv output), and dv is written into one like it.
@@ -429,7 +432,7 @@ describe(onAdapter('linear-attention kernels'), () => {
     const [gotDqk, gotDv, gotDgb] = await h.run((rec) => {
       rec.dispatch(h.pipeline('gated_delta_backward.wgsl', { DK: dk, DV: dv, CHUNK: chunk, NT: threads }),
         [h.buffer(qk), h.buffer(vWide), h.buffer(gb), h.buffer(dout), h.buffer(sequenceTable(firsts, lengths, undefined, chunk)), h.buffer(work.floats * 4), dqk, dvWide, dgb],
-        [lengths.length, T, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk))], [lengths.length * hv, 1, 1]);
+        [lengths.length, T, hk, hv, work.scratchOffset, vOffset, vStride, vOffset, vStride, f32(1 / Math.sqrt(dk)), work.seg], [lengths.length * hv, 1, 1]);
     }, [[dqk, T * 2 * hv * dk], [dvWide, vWide.length], [dgb, T * hv * 2]]);
     // Per-value-head dq/dk summed over each key head's group = the gradient of qk.
     const group = hv / hk;

@@ -49,7 +49,7 @@ describe(onAdapter('Qwen3.5 scoring vs transformers'), () => {
     const C = 2 * la.numKeyHeads * la.keyHeadDim + la.numValueHeads * la.valueHeadDim;
     const kvWidth = cfg.numKvHeads * cfg.headDim;
     const make = (label: string, bytes: number) => fwd.createBuffer(label, bytes);
-    const kv = { k: cfg.layerTypes.map(() => make('k cache', ids.length * kvWidth * 4)), v: cfg.layerTypes.map(() => make('v cache', ids.length * kvWidth * 4)) };
+    const kv = { k: cfg.layerTypes.map(() => make('k cache', ids.length * kvWidth * 4)), v: cfg.layerTypes.map(() => make('v cache', ids.length * kvWidth * 4)), dtype: 'f32' as const };
     // State slot 1 of 2 (slot 0 stays unused), so that the slot indexing is exercised too.
     const linearState = {
       conv: cfg.layerTypes.map(() => make('conv state', 2 * C * (la.convKernelDim - 1) * 4)),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { kvBytesPerToken, linearStateBytesPerSequence, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
+import { backwardBuffers, chooseKvDtype, kvBytesPerToken, linearStateBytesPerSequence, loraParamCount, planBuffer, planMemory } from '../../src/engine/memory-plan.ts';
 import { parseConfig } from '../../src/model/config.ts';
 import { QWEN3_5_LINEARS, QWEN3_LINEARS } from '../../src/model/qwen3-tensors.ts';
 import { visionParamCount } from '../../src/model/qwen3_5-vision-tensors.ts';
@@ -91,6 +91,42 @@ describe('memory plan for a Qwen3.5 hybrid', () => {
     expect(plan.items.find((i) => i.name === 'linear-attention state')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
     expect(plan.items.find((i) => i.name === 'linear-attention state snapshot')!.bytes).toBe(3 * linearStateBytesPerSequence(cfg));
     expect(plan.items.find((i) => i.name === 'weights')!.bytes).toBe(plan.params * 4);
+  });
+
+  it('one scratch for both layer types: each attention-only role shares a buffer with a DeltaNet-only one, sized by the larger', () => {
+    const T = 40;
+    const { buffers, slotOf } = backwardBuffers(cfg, [T], T - 1, 2, GiB);
+    // H·2d = 128 (the gated q_proj's output) pairs with the largest DeltaNet role, C = 80 (conv input).
+    expect(slotOf.get('layer qGate')).toBe(slotOf.get('layer laQkv'));
+    expect(buffers.get(slotOf.get('layer qGate')!)).toBe(T * 2 * 4 * 16 * 4);
+    // No role of one type shares with a role of the same type, and every role used by both types keeps its own buffer.
+    for (const [role, slot] of slotOf) {
+      const parts = slot.split(' | ');
+      expect(parts).toContain(role);
+      if (parts.length === 2) expect(parts.filter((p) => /^(layer la|la )/.test(p))).toHaveLength(1);
+    }
+    for (const role of ['dx', 'dnorm', 'rstd', 'layer x', 'layer xMid', 'la delta work']) expect(slotOf.has(role)).toBe(false);
+    // The shared plan is smaller than one buffer per role by the smaller role of every pair.
+    const perRole = [...slotOf.keys()].length;
+    expect(perRole).toBeGreaterThan(20);
+    const qwen3Plan = backwardBuffers(qwen3, [T], T - 1, 2, GiB);
+    expect(qwen3Plan.slotOf.size).toBe(0);
+  });
+
+  it('an f16 KV cache halves the KV item; chooseKvDtype: f16 on GPUs with shader-f16, f32 on software adapters unless only f16 fits, an error without shader-f16', () => {
+    const at = (kvDtype: 'f16' | 'f32') => planMemory({ config: cfg, weightDtype: 'f16', mode: { kind: 'full' }, numSequences: 4, maxTokensPerSequence: 64, limits: RAISED_LIMITS, kvDtype });
+    const kv = (dtype: 'f16' | 'f32') => at(dtype).items.find((i) => i.name === 'KV cache')!.bytes;
+    expect(kv('f16')).toBe(4 * 64 * kvBytesPerToken(cfg, 'f16'));
+    expect(kv('f16') * 2).toBe(kv('f32'));
+    expect(at('f16').kvDtype).toBe('f16');
+    const gpu = { f16: true, software: false };
+    const cpu = { f16: true, software: true };
+    expect(chooseKvDtype('auto', gpu, () => true)).toBe('f16');
+    expect(chooseKvDtype('auto', cpu, () => true)).toBe('f32');
+    expect(chooseKvDtype('auto', cpu, (d) => d === 'f16')).toBe('f16');
+    expect(chooseKvDtype('auto', { f16: false, software: false }, () => true)).toBe('f32');
+    expect(chooseKvDtype('f32', gpu, () => true)).toBe('f32');
+    expect(() => chooseKvDtype('f16', { f16: false, software: true }, () => true)).toThrow(/kvCache: 'f16' needs an adapter with shader-f16/);
   });
 
   it('counts LoRA per layer type: DeltaNet linears in linear_attention layers, q/k/v/o in the attention layer; a name in neither is an error', () => {

@@ -16,10 +16,18 @@ describe('bench shapes', () => {
     expect(SHAPES['qwen3-0.6b']).toEqual({ hidden: '1024', layers: '28', heads: '16', kvHeads: '8', headDim: '128', intermediate: '3072', vocab: '151936' });
   });
 
+  it('qwen3.5-2b is Qwen/Qwen3.5-2B, text model and vision tower (the seeds\' model)', () => {
+    expect(SHAPES['qwen3.5-2b']).toEqual({
+      arch: 'qwen3_5', hidden: '2048', layers: '24', heads: '8', kvHeads: '2', headDim: '256', intermediate: '6144', vocab: '248320',
+      linearKeyHeads: '16', linearValueHeads: '16', linearKeyHeadDim: '128', linearValueHeadDim: '128', fullAttentionInterval: '4',
+      visionDepth: '24', visionHidden: '1024', visionIntermediate: '4096', visionHeads: '16', visionPositions: '2304',
+    });
+  });
+
   it('--shape expands to the preset, explicit options win, an unknown name is a clear error', () => {
     expect(withShape({ shape: 'qwen3.5-0.8b', layers: '8' })).toMatchObject({ arch: 'qwen3_5', layers: '8', hidden: '1024' });
     expect(withShape({ hidden: '64' })).toEqual({ hidden: '64' });
-    expect(() => withShape({ shape: 'qwen3.5-9b' })).toThrow(/--shape must be one of qwen3-0.6b, qwen3.5-0.8b, got 'qwen3.5-9b'/);
+    expect(() => withShape({ shape: 'qwen3.5-9b' })).toThrow(/--shape must be one of qwen3-0.6b, qwen3.5-0.8b, qwen3.5-2b, got 'qwen3.5-9b'/);
   });
 
   it('a generated Qwen3.5 has 3 linear-attention layers to 1 full, with the asked-for DeltaNet heads', async () => {

@@ -115,7 +115,7 @@ describe('the weight precision and memory plan, decided once', () => {
 
   it("planLoad decides them under the engine's binding limit, and loadEngine takes a decided plan as it is", async () => {
     const ckpt = await openCheckpoint(await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS));
-    const plan = await planModelLoad(ckpt, { limits, f16: false }, { wanted: 'auto', config: { ...DEFAULT_CONFIG }, vision: false });
+    const plan = await planModelLoad(ckpt, { limits, f16: false, software: true }, { wanted: 'auto', config: { ...DEFAULT_CONFIG }, vision: false });
     expect(plan.precision).toMatchObject({ checkpoint: 'F32', stored: 'f32' });
     expect(plan.memory.fits).toBe(true);
     // Not decided again: a plan said not to fit is refused before the (fake) device is touched.

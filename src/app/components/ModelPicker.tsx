@@ -22,8 +22,8 @@ function architectureOf(config: ModelConfig): string {
   return config.visionError ? `${decoder}, text only (its vision tower cannot be used: ${config.visionError})` : decoder;
 }
 
-/** `plan`: the memory plan of the config in the form (null until model, adapter limits and config are known). */
-export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
+/** `plan`: the memory plan of the config in the form (null until model, adapter limits and config are known); `lower`: which setting to lower when it does not fit. */
+export function ModelPicker({ plan, lower = null }: { plan: MemoryPlan | null; lower?: string | null }) {
   const { model, modelError, progress, probe, set, modelLoading: busy, modelSource } = useUi();
   const [kind, setKind] = useState<'demo' | 'tiny' | 'hub' | 'files'>(modelSource?.kind ?? 'demo');
   const [repo, setRepo] = useState(modelSource?.kind === 'hub' ? modelSource.repo : 'Qwen/Qwen3-0.6B');
@@ -113,6 +113,7 @@ export function ModelPicker({ plan }: { plan: MemoryPlan | null }) {
                 </tbody>
               </table>
               {!plan.fits && <p className="error">{plan.message}</p>}
+              {lower && <p className="error" data-testid="memory-lower">{lower}</p>}
             </>
           ) : (
             <p className="muted">The memory plan shows once the config below is valid.</p>

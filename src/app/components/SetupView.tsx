@@ -214,7 +214,7 @@ export function SetupView() {
           {forkError && <span className="error"> {forkError}</span>}
         </p>
       )}
-      <ModelPicker plan={live?.plan ?? null} />
+      <ModelPicker plan={live?.plan ?? null} lower={live?.lower ?? null} />
       <div className="wide panel env-source" role="radiogroup" aria-label="what to train on">
         <label className="choice"><input type="radio" name="env-source" checked={!classMode} onChange={() => setClassMode(false)} /> An environment the server runs</label>
         <label className="choice"><input type="radio" name="env-source" checked={classMode} onChange={() => setClassMode(true)} data-testid="env-class-mode" /> Your environment: a class you write</label>

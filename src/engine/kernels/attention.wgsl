@@ -3,14 +3,16 @@
 // cache when generating; see internals.ts PackedBatch), with kv head h / (H/K):
 //   out[t,h] = Σ_j softmax_j(q·k_j·scale) v_j,  lse[t,h] = log Σ_j exp(q·k_j·scale)
 // One invocation per (token, head), online softmax in registers (no T×T scores in memory).
+// K and V rows are KV_ELEM (f16 in an f16 KV cache), read into f32: every sum accumulates in f32.
+{{ENABLE_F16}}
 const HEAD_DIM: u32 = {{HEAD_DIM}}u;
 
 struct Params { T: u32, H: u32, KV: u32, _pad: u32, scale: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;     // (T, H, d)
-@group(0) @binding(2) var<storage, read> kb: array<f32>;    // (rows, KV, d)
-@group(0) @binding(3) var<storage, read> vb: array<f32>;    // (rows, KV, d)
+@group(0) @binding(2) var<storage, read> kb: array<{{KV_ELEM}}>;    // (rows, KV, d)
+@group(0) @binding(3) var<storage, read> vb: array<{{KV_ELEM}}>;    // (rows, KV, d)
 @group(0) @binding(4) var<storage, read> tok_meta: array<u32>;  // (T, 4): kvBase, position, kvSlot, seq
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (T, H, d)
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // (T, H)
@@ -36,12 +38,12 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   for (var j = 0u; j <= pos; j++) {
     let kbase = ((kv_base + j) * p.KV + g) * HEAD_DIM;
     var score = 0.0;
-    for (var i = 0u; i < HEAD_DIM; i++) { score += qv[i] * kb[kbase + i]; }
+    for (var i = 0u; i < HEAD_DIM; i++) { score += qv[i] * f32(kb[kbase + i]); }
     let m_new = max(m, score);
     let corr = exp(m - m_new);
     let e = exp(score - m_new);
     s = s * corr + e;
-    for (var i = 0u; i < HEAD_DIM; i++) { acc[i] = acc[i] * corr + e * vb[kbase + i]; }
+    for (var i = 0u; i < HEAD_DIM; i++) { acc[i] = acc[i] * corr + e * f32(vb[kbase + i]); }
     m = m_new;
   }
   let inv = 1.0 / s;

@@ -4,6 +4,8 @@
 // the workgroup computes a block's scores together (one key per invocation), takes their max and
 // sum with a tree reduction, then each invocation accumulates its own slice of the head dims
 // over the block. Online softmax across blocks, as in attention.wgsl.
+// K and V rows are KV_ELEM (f16 in an f16 KV cache), read into f32: every sum accumulates in f32.
+{{ENABLE_F16}}
 const HEAD_DIM: u32 = {{HEAD_DIM}}u;
 const WG: u32 = 64u;
 const BLOCK: u32 = 256u;
@@ -14,8 +16,8 @@ struct Params { T: u32, H: u32, KV: u32, _pad: u32, scale: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;     // (T, H, d)
-@group(0) @binding(2) var<storage, read> kb: array<f32>;    // (rows, KV, d)
-@group(0) @binding(3) var<storage, read> vb: array<f32>;    // (rows, KV, d)
+@group(0) @binding(2) var<storage, read> kb: array<{{KV_ELEM}}>;    // (rows, KV, d)
+@group(0) @binding(3) var<storage, read> vb: array<{{KV_ELEM}}>;    // (rows, KV, d)
 @group(0) @binding(4) var<storage, read> tok_meta: array<u32>;  // (T, 4): kvBase, position, kvSlot, seq
 @group(0) @binding(5) var<storage, read_write> out: array<f32>; // (T, H, d)
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>; // (T, H)
@@ -60,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     for (var j = lid; j < n; j += WG) {
       let kbase = ((kv_base + b0 + j) * p.KV + g) * HEAD_DIM;
       var score = 0.0;
-      for (var i = 0u; i < HEAD_DIM; i++) { score += qs[i] * kb[kbase + i]; }
+      for (var i = 0u; i < HEAD_DIM; i++) { score += qs[i] * f32(kb[kbase + i]); }
       scores[j] = score;
       local_max = max(local_max, score);
     }
@@ -78,7 +80,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       let i = lid + c * WG;
       if (i < HEAD_DIM) {
         var a = acc[c] * corr;
-        for (var j = 0u; j < n; j++) { a += scores[j] * vb[((kv_base + b0 + j) * p.KV + g) * HEAD_DIM + i]; }
+        for (var j = 0u; j < n; j++) { a += scores[j] * f32(vb[((kv_base + b0 + j) * p.KV + g) * HEAD_DIM + i]); }
         acc[c] = a;
       }
     }

@@ -17,8 +17,11 @@
 //   dG_t = Σ_j (dw_tj w_tj + scale γ_t (q_t·s0) do_tj) + Σ_{s≤t} X_ts − Σ_{u≥t} X_ut + Σ_{s<t} Y_ts − Σ_{u>t} Y_ut − Z_t
 //          (+ Σ_j γ_{n−1} s0·ds + Σ_s Z_s at t = n−1), X_ts = scale E_ts (q_t·k_s) R1_ts,
 //          Y_ts = −β_t E_ts (k_t·k_s) R2_ts, Z_s = E_{n−1,s} Σ_j (k_s·ds) δ_s;   dg_u = Σ_{t≥u} dG_t
-// A first walk over the chunks (the same forward form, no outputs) saves S0 of every chunk (`work`,
-// (checkpoints, Hv, dk, dv)); then chunks go last to first. One workgroup per (sequence, value head)
+// A first walk over the chunks (the same forward form, no outputs) saves S0 of every SEG-th chunk
+// (`work`, (checkpoints, Hv, dk, dv)); then chunks go last to first, and entering a segment of SEG
+// chunks replays it from its saved state, saving S0 of its other chunks after the segment states:
+// ⌈chunks/SEG⌉ + SEG − 1 states per (sequence, head) instead of one per chunk (SEG ≈ √chunks,
+// linear-attention-plan.ts deltaSegment), for one more forward walk (none at SEG = 1). One workgroup per (sequence, value head)
 // of NT = max(DK, DV) invocations: invocation j owns column j of the state (the per-column parts),
 // invocation e row e (dq, dk), and the CHUNK² dot products are spread over all of them. Per-column
 // values the rows need go through the workgroup's scratch in `work` at scratch_offset ((seqs, Hv,
@@ -33,7 +36,7 @@ const SCR: u32 = DK * DV + 6u * CHUNK * DV; // floats of one workgroup's scratch
 struct Params {
   seqs: u32, T: u32, hk: u32, hv: u32, scratch_offset: u32,
   v_offset: u32, v_stride: u32, dv_offset: u32, dv_stride: u32,
-  scale: f32,
+  scale: f32, seg: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -63,6 +66,30 @@ var<private> h: u32;
 
 fn kq(t: u32, e: u32) -> f32 { return qk[t * 2u * p.hk * DK + k_at + e]; }
 fn qq(t: u32, e: u32) -> f32 { return qk[t * 2u * p.hk * DK + q_at + e]; }
+
+// Column j of the state across the loaded chunk [t0, t0 + n): S ← γ_{n−1} S + Σ_t E_{n−1,t} k_t δ_t.
+fn advance(t0: u32, n: u32, j: u32, s: ptr<function, array<f32, DK>>) {
+  var d: array<f32, CHUNK>;
+  for (var t = 0u; t < n; t++) {
+    var w = 0.0;
+    for (var e = 0u; e < DK; e++) { w += kq(t0 + t, e) * (*s)[e]; }
+    var b = cb[t] * (vv(t0 + t, j) - exp(cg[t]) * w);
+    for (var u = 0u; u < t; u++) { b -= cb[t] * exp(cg[t] - cg[u]) * kk[t * CHUNK + u] * d[u]; }
+    d[t] = b;
+  }
+  let gl = cg[n - 1u];
+  for (var e = 0u; e < DK; e++) { (*s)[e] *= exp(gl); }
+  for (var t = 0u; t < n; t++) {
+    let f = exp(gl - cg[t]) * d[t];
+    for (var e = 0u; e < DK; e++) { (*s)[e] += kq(t0 + t, e) * f; }
+  }
+}
+
+// Column j of the state as checkpoint `index` of value head h.
+fn save(index: u32, j: u32, s: ptr<function, array<f32, DK>>) {
+  let base = index * DK * DV * p.hv + h * DK * DV + j;
+  for (var e = 0u; e < DK; e++) { work[base + e * DV] = (*s)[e]; }
+}
 
 // The chunk [t0, t0 + n) into workgroup memory: k·k and q·k of every pair, G, β. Ends on a barrier.
 fn load_chunk(t0: u32, n: u32, i: u32) {
@@ -112,7 +139,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) i: u
   let j = i; // as a column
   let chunks = (sq.y + CHUNK - 1u) / CHUNK;
 
-  // ---- first walk: S0 of every chunk ----
+  // ---- first walk: S0 of every SEG-th chunk ----
   var s: array<f32, DK>;
   var d: array<f32, CHUNK>;
   for (var e = 0u; e < DK; e++) { s[e] = 0.0; }
@@ -121,25 +148,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) i: u
     let n = min(CHUNK, sq.y - c * CHUNK);
     load_chunk(t0, n, i);
     if (j < DV) {
-      let cb0 = (sq.w + c) * ckf + h * DK * DV + j;
-      for (var e = 0u; e < DK; e++) { work[cb0 + e * DV] = s[e]; }
-      for (var t = 0u; t < n; t++) {
-        var w = 0.0;
-        for (var e = 0u; e < DK; e++) { w += kq(t0 + t, e) * s[e]; }
-        var b = cb[t] * (vv(t0 + t, j) - exp(cg[t]) * w);
-        for (var u = 0u; u < t; u++) { b -= cb[t] * exp(cg[t] - cg[u]) * kk[t * CHUNK + u] * d[u]; }
-        d[t] = b;
-      }
-      let gl = cg[n - 1u];
-      for (var e = 0u; e < DK; e++) { s[e] *= exp(gl); }
-      for (var t = 0u; t < n; t++) {
-        let f = exp(gl - cg[t]) * d[t];
-        for (var e = 0u; e < DK; e++) { s[e] += kq(t0 + t, e) * f; }
-      }
+      if (c % p.seg == 0u) { save(sq.w + c / p.seg, j, &s); }
+      advance(t0, n, j, &s);
     }
     workgroupBarrier(); // kk/cg are reloaded next
   }
   storageBarrier(); // the checkpoints are read across invocations below
+  let segs = (chunks + p.seg - 1u) / p.seg; // the chunk states of the current segment follow the segment states
 
   // ---- chunks last to first ----
   var ds: array<f32, DK>;
@@ -150,9 +165,30 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) i: u
   var ak: array<f32, CHUNK>;
   for (var e = 0u; e < DK; e++) { ds[e] = 0.0; }
   for (var c = chunks; c > 0u; c--) {
-    let t0 = sq.x + (c - 1u) * CHUNK;
-    let n = min(CHUNK, sq.y - (c - 1u) * CHUNK);
-    let ck = (sq.w + c - 1u) * ckf + h * DK * DV;
+    let cc = c - 1u;
+    let c0 = cc - cc % p.seg; // first chunk of cc's segment
+    if (cc > c0 && (c == chunks || cc % p.seg == p.seg - 1u)) {
+      // Entering a segment of several chunks (its last first): replay it from its saved state, saving
+      // S0 of its chunks after the first (whose S0 is the segment's).
+      var s2: array<f32, DK>;
+      if (j < DV) {
+        let sb = (sq.w + c0 / p.seg) * ckf + h * DK * DV + j;
+        for (var e = 0u; e < DK; e++) { s2[e] = work[sb + e * DV]; }
+      }
+      for (var cx = c0; cx < cc; cx++) {
+        let tx = sq.x + cx * CHUNK;
+        load_chunk(tx, min(CHUNK, sq.y - cx * CHUNK), i);
+        if (j < DV) {
+          advance(tx, min(CHUNK, sq.y - cx * CHUNK), j, &s2);
+          save(sq.w + segs + cx - c0, j, &s2);
+        }
+        workgroupBarrier(); // kk/cg are reloaded next
+      }
+      storageBarrier(); // the chunk states are read across invocations below
+    }
+    let t0 = sq.x + cc * CHUNK;
+    let n = min(CHUNK, sq.y - cc * CHUNK);
+    let ck = select(sq.w + segs + cc - c0 - 1u, sq.w + c0 / p.seg, cc == c0) * ckf + h * DK * DV;
     load_chunk(t0, n, i);
     let gl = cg[n - 1u];
 

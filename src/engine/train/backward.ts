@@ -15,7 +15,7 @@ import type { Recorder } from '../recorder.ts';
 import type { BackwardRequest, LoraTarget } from '../types.ts';
 import type { TrainOps } from './ops.ts';
 import type { TrainableSet } from './trainable.ts';
-import { backwardBufferPlan, bufferSize, logitsChunkRows } from '../memory-plan.ts';
+import { backwardBuffers, bufferSize, logitsChunkRows, type BackwardBuffers as PlannedBuffers } from '../memory-plan.ts';
 import { DELTA_CHUNK, deltaBackwardThreads, deltaBackwardWork } from '../linear-attention-plan.ts';
 import { linearAttnConvDim } from '../../model/qwen3-tensors.ts';
 import { checkImageInputs, encodeImages, packPrompts } from '../vision/prompts.ts';
@@ -57,6 +57,8 @@ interface DeltaNetGrads {
   db: GPUBuffer; //      (T, Hv) in_proj_b's output
   work: GPUBuffer; //    delta backward chunk states + per-workgroup scratch (linear-attention-plan.ts)
   scratchOffset: number;
+  /** Chunks per saved segment state of the delta rule (deltaBackwardWork). */
+  seg: number;
   dwScratchB: GPUBuffer; // a second frozen-dw target (A_log and dt_bias share a dispatch)
   threads: number; // invocations per workgroup of the delta backward: max(dk, dv)
 }
@@ -164,15 +166,17 @@ export class BackwardBuffers {
  * is a bug that would make the plan lie, so it fails loudly).
  */
 class Scratch {
-  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers, private readonly plan: Map<string, number>) {}
+  constructor(private readonly internals: EngineInternals, private readonly pool: BackwardBuffers, private readonly plan: PlannedBuffers) {}
 
-  /** A planned buffer of `bytes` for `role`. */
+  /** A planned buffer of `bytes` for `role`: its own, or the one it shares with the other layer type's role (memory-plan.ts backwardBuffers). */
   take(role: string, bytes: number): GPUBuffer {
-    const planned = this.plan.get(role);
-    if (planned !== bufferSize(bytes)) {
+    const slot = this.plan.slotOf.get(role);
+    const planned = this.plan.buffers.get(slot ?? role);
+    const fits = slot === undefined ? planned === bufferSize(bytes) : planned !== undefined && bufferSize(bytes) <= planned;
+    if (!fits) {
       throw new Error(`backward: buffer '${role}' of ${bytes} bytes is not in the memory plan (${planned === undefined ? 'no such role' : `planned ${planned}`}); update backwardBufferPlan in memory-plan.ts`);
     }
-    return this.pool.get(role, bytes);
+    return this.pool.get(slot ?? role, slot === undefined ? bytes : planned!);
   }
 
   f32(label: string, count: number): GPUBuffer {
@@ -215,7 +219,7 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const patches = adapters && (visionLora.size > 0 || towerGrads) ? req.sequences.reduce((n, s) => n + (s.images?.grids.reduce((a, [t, h, w]) => a + t * h * w, 0) ?? 0), 0) : 0;
   const tower = internals.vision;
   if (patches > 0 && !(tower instanceof VisionTower)) throw new Error('backward: training the vision tower needs the engine\'s own vision tower');
-  const plan = backwardBufferPlan(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize,
+  const plan = backwardBuffers(cfg, req.sequences.map((s) => s.ids.length), Ts, loraR, internals.gpu.limits.maxStorageBufferBindingSize,
     patches > 0 ? { config: tower!.config, patches, full: towerGrads !== null } : undefined);
   const scratch = new Scratch(internals, pool, plan);
   const vision = patches > 0 ? new VisionBackward(internals, ops, tower as VisionTower, visionLora, towerGrads, patches, loraR, (role, bytes) => scratch.take(role, bytes)) : null;
@@ -315,6 +319,7 @@ class BackwardPass {
         db: scratch.f32('la db', T * hv),
         work: scratch.f32('la delta work', work.floats),
         scratchOffset: work.scratchOffset,
+        seg: work.seg,
         dwScratchB: scratch.f32('frozen dw b', hv),
         threads: deltaBackwardThreads(dk, dv, internals.gpu.limits.maxComputeInvocationsPerWorkgroup),
       };
@@ -550,7 +555,7 @@ class BackwardPass {
     // dq/dk per value head into g.dqk; dv straight into the v columns of the conv output's gradient.
     ops.gatedDeltaBackward(rec, {
       qk: acts.laQk!, v: acts.laConv!, gb: acts.laGb!, dout: g.dCore, seqTable: this.batch.seqTable!, work: g.work, dqk: g.dqk, dv: g.dConv, dgb: g.dgb,
-      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, threads: g.threads, scratchOffset: g.scratchOffset,
+      seqs: this.batch.seqStarts.length, tokens: T, hk, hv, dk, dvDim: dv, chunk: DELTA_CHUNK, threads: g.threads, scratchOffset: g.scratchOffset, seg: g.seg,
       vOffset: 2 * hk * dk, vStride: C,
     });
     // q and k heads: one l2norm backward over 2·Hk heads, summing each key head's group of value heads.

@@ -243,12 +243,14 @@ export class TrainOps {
   gatedDeltaBackward(rec: Recorder, a: {
     qk: GPUBuffer; v: GPUBuffer; gb: GPUBuffer; dout: GPUBuffer; seqTable: GPUBuffer; work: GPUBuffer; dqk: GPUBuffer; dv: GPUBuffer; dgb: GPUBuffer;
     seqs: number; tokens: number; hk: number; hv: number; dk: number; dvDim: number; chunk: number; threads: number; scratchOffset: number; vOffset: number; vStride: number;
+    /** Chunks per saved segment state (deltaBackwardWork's seg). */
+    seg: number;
   }): void {
     const groups = a.seqs * a.hv;
     rec.dispatch(
       this.internals.getPipeline('gated_delta_backward.wgsl', { DK: a.dk, DV: a.dvDim, CHUNK: a.chunk, NT: a.threads }),
       [a.qk, a.v, a.gb, a.dout, a.seqTable, a.work, a.dqk, a.dv, a.dgb],
-      [a.seqs, a.tokens, a.hk, a.hv, a.scratchOffset, a.vOffset, a.vStride, a.vOffset, a.vStride, f32(1 / Math.sqrt(a.dk))],
+      [a.seqs, a.tokens, a.hk, a.hv, a.scratchOffset, a.vOffset, a.vStride, a.vOffset, a.vStride, f32(1 / Math.sqrt(a.dk)), a.seg],
       [Math.min(groups, MAX_GROUPS), Math.ceil(groups / MAX_GROUPS), 1],
       'gated delta backward',
     );

@@ -158,7 +158,7 @@ export class VisionTower implements VisionEncoder {
     const ropePipe = fwd.getPipeline('rope.wgsl');
     rec.dispatch(ropePipe, [inp.rope, a.q], [S, H, d / 2, d], groups1d(S * H * d / 2), `visual ${p} rope q`);
     rec.dispatch(ropePipe, [inp.rope, a.k], [S, H, d / 2, d], groups1d(S * H * d / 2), `visual ${p} rope k`);
-    rec.dispatch(fwd.getPipeline('attention.wgsl', { HEAD_DIM: d }), [a.q, a.k, a.v, inp.meta, a.attn, a.lse], [S, H, H, 0, f32(1 / Math.sqrt(d))], groups1d(S * H), `visual ${p} attention`);
+    rec.dispatch(fwd.getPipeline('attention.wgsl', { HEAD_DIM: d, ENABLE_F16: '', KV_ELEM: 'f32' }), [a.q, a.k, a.v, inp.meta, a.attn, a.lse], [S, H, H, 0, f32(1 / Math.sqrt(d))], groups1d(S * H), `visual ${p} attention`);
     this.linear(rec, `${p}.attn.proj`, a.attn, a.xMid, S, Act.None, adapters, a.x); // xMid = x + proj(attn)
     this.layerNorm(rec, `${p}.norm2`, a.xMid, a.n2, S);
     if (a.pre === a.hidden) {
