@@ -6,7 +6,8 @@
 
 import { envToolSchemas, type ToolEnv } from '../src/rl/rollout/env.ts';
 import { pyJsonDumps } from '../src/rl/rollout/schema.ts';
-import { classTools, envClassResolved, loadEnvClassModule, MAX_CLASS_TEXT } from '../src/rl/tasks/env-class.ts';
+import { classTools, loadEnvClassModule, MAX_CLASS_TEXT } from '../src/rl/tasks/env-class.ts';
+import { envClassResolved } from '../src/rl/tasks/env-class-resolved.ts';
 import type { EnvClassPreview, EnvClassText, PreviewEnvironment } from './api.ts';
 
 /** Longest a module may take to load in a preview (its top-level awaits included), ms. */

@@ -2,7 +2,8 @@
 // (RunOptions.envClass) loaded the way the CLI's --env-class loads a file (env-class.ts), its data the
 // module's own dataset (or the environment's, reset supplying the prompt).
 
-import { envClassResolved, loadEnvClassModule, MAX_CLASS_TEXT } from '../src/rl/tasks/env-class.ts';
+import { loadEnvClassModule, MAX_CLASS_TEXT } from '../src/rl/tasks/env-class.ts';
+import { envClassResolved } from '../src/rl/tasks/env-class-resolved.ts';
 import type { ResolvedTask } from '../src/rl/tasks/resolve-task.ts';
 import type { EnvClassText } from './api.ts';
 

@@ -199,7 +199,7 @@ export function SetupView() {
     : classPreview.state === 'idle' ? 'Paste or open your environment module.'
     : classPreview.state !== 'done' ? 'Loading your environment…'
     : !classPreview.preview.ok ? 'Fix your environment: its error is shown under the editor.'
-    : Number(checked.config?.sft_steps ?? 0) > 0 && sftJsonl === undefined ? 'No scripted solver knows your environment: set sft_steps to 0, or upload SFT transcripts.'
+    : Number(checked.config?.sft_steps) > 0 && sftJsonl === undefined ? 'No scripted solver knows your environment: set sft_steps to 0, or upload SFT transcripts.'
     : null;
   const blocker = !model ? (modelLoading ? 'Loading the model…' : 'Load a model first.') : !model.fits ? 'This model does not fit this GPU.' : classMode ? (classBlocker ?? (invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null)) : !env ? 'Pick an environment.' : taskBlocker ? taskBlocker : invalid.length ? `Fix ${invalid.length === 1 ? 'the field' : `${invalid.length} fields`} marked in red: ${invalid.join(', ')}.` : null;
   return (

@@ -3,7 +3,8 @@
 // the data), and the env URL its envUrl() returns (--env-url, else the in-process env-server's).
 
 import { readFile } from 'node:fs/promises';
-import { envClassResolved, parseEnvClassDataset } from './env-class.ts';
+import { parseEnvClassDataset } from './env-class.ts';
+import { envClassResolved } from './env-class-resolved.ts';
 import { loadEnvClassFile } from './env-class-file.ts';
 import type { ResolvedTask } from './resolve-task.ts';
 

@@ -5,7 +5,6 @@
 // `rewardFuncs` (TRL's reward functions), `dataset` (rows) and `config` (GRPOConfig keys). It becomes the
 // same task object the built-in tasks are (task.ts), so training, rendering and evaluation take one path.
 
-import type { ResolvedTask } from './resolve-task.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { ToolDeclaration, ToolSchema } from '../rollout/schema.ts';
 import type { RewardArgs, RewardFunction } from '../grpo/rewards.ts';
@@ -349,15 +348,4 @@ export async function envClassTaskFromText(text: string, o: EnvClassTaskOptions 
   const { rows, envUrl, ...load } = o;
   const mod = await loadEnvClassModule(text, { ...load, source: o.source ?? 'your environment' });
   return envClassTask(mod, { rows, envUrl });
-}
-
-/** The class name (or the module's file name) a run of this module is called. */
-function taskName(mod: EnvClassModule): string {
-  const single = mod.classes.get(null);
-  return single?.name || mod.source.replace(/^.*[\\/]/, '').replace(/\.[cm]?[jt]s$/, '');
-}
-
-/** The module as a resolved task (resolve-task.ts), ready for bindTask. */
-export function envClassResolved(mod: EnvClassModule, o: EnvClassTaskOptions = {}): ResolvedTask {
-  return { name: taskName(mod), task: envClassTask(mod, o), url: o.envUrl ?? null, env: null, preset: null, solver: null };
 }
