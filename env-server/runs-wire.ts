@@ -37,9 +37,11 @@ export interface RunListEntry {
   /** Steps stored (SFT included) and the steps the config plans (null when unknown). */
   steps: number;
   totalSteps: number | null;
-  /** Best GRPO step of the run by mean reward / by success rate (null before any). */
-  bestReward: number | null;
-  bestSuccessRate: number | null;
+  /** Mean reward of the last GRPO steps (up to recentSteps of them; null before any). */
+  recentReward: number | null;
+  recentSteps: number;
+  /** The latest held-out success (the app's Evaluate, else the trainer's eval loop), null when never evaluated. */
+  heldOut: HeldOutSuccess | null;
   createdAt: string;
   updatedAt: string;
   parent: string | null;
@@ -47,6 +49,14 @@ export interface RunListEntry {
   artifacts: string[];
   /** What a share link carries to let others read the run. */
   shareToken: string;
+}
+
+/** A held-out evaluation's success rate with its Wilson 95% interval, at a step (the store's, from 0). */
+export interface HeldOutSuccess {
+  step: number;
+  successRate: number;
+  ci95: [number, number];
+  episodes: number | null;
 }
 
 /** A new run's credentials: the write token stays in its owner's browser, the share token goes in share links. */

@@ -4,7 +4,7 @@
 // task, weight precision and memory plan — the launcher decides (src/rl/launch.ts, launch-model.ts);
 // the run itself — warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
-import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
+import type { EvalProgress, EvalResult, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
 import type { LoadPlan } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
@@ -25,7 +25,7 @@ import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
-import { evaluate } from './evaluate.ts';
+import { evaluate, withAdapters } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
 import type { RunState } from '../src/rl/run-state.ts';
@@ -284,19 +284,53 @@ export class TrainerService implements TrainerWorkerApi {
     return ckpt.runStep;
   }
 
-  async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0]): Promise<EvalRow[]> {
+  async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0], events?: Parameters<TrainerWorkerApi['evaluate']>[1]): Promise<EvalResult> {
     const model = this.ready();
-    const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
-    const { config } = layerConfig([runConfigLayer(opts.config)]);
-    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, task: opts.task, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    const layer = runConfigLayer(opts.config);
+    const mode = trainableMode(layerConfig([layer]).config);
+    const { tokenizer, checkpoint } = model.loaded;
+    return evaluate({
+      tokenizer,
+      model: checkpoint.config,
+      ...(model.vision ? { vision: model.vision } : {}),
+      config: layer,
+      task: opts.task,
+      envUrl: opts.envUrl,
+      ...(opts.prompts ? { prompts: opts.prompts } : {}),
+      episodes: opts.episodes,
+      ...(events ? { onProgress: (p: EvalProgress) => void events.onProgress(p) } : {}),
+      policies: async (policy, play) => {
+        if (mode.kind !== 'full') return play(withAdapters(model.engine, policy === 'trained'));
+        if (policy === 'trained' || !model.baseTrained) return play(model.engine);
+        return this.playStartingWeights(model, mode, play);
+      },
+    });
   }
-}
 
-/** bindTask's visionError: why a checkpoint's vision_config cannot be used, named when a vision task is refused. */
-function visionErrorOf(model: ReadyModel): { visionError?: string } {
-  const why = model.loaded.checkpoint.config.visionError;
-  return why ? { visionError: why } : {};
+  /**
+   * After full fine-tuning the base weights are gone from the engine: the trained ones (with their
+   * optimizer moments) are copied to the host, the run's starting weights uploaded again as a new run
+   * does (startingPoint), the base played, and the trained state loaded back over them — the engine
+   * ends as it was, so downloads and a second evaluation see the trained model.
+   */
+  private async playStartingWeights<T>(model: ReadyModel, mode: TrainableMode, play: (engine: Engine) => Promise<T>): Promise<T> {
+    const trained = await model.engine.saveState();
+    model.engine.destroy();
+    const gpu = await this.gpu();
+    try {
+      model.engine = await loadModelEngine(model.loaded.checkpoint, gpu, model.plan, { vision: model.vision !== undefined });
+    } catch (err) {
+      this.model = null;
+      throw new Error(`Could not upload the base weights of ${model.loaded.name} again to evaluate them (${(err as Error).message}): load the model again on the setup page`);
+    }
+    try {
+      return await play(model.engine);
+    } finally {
+      model.engine.setTrainable(mode);
+      await model.engine.loadState(trained);
+    }
+  }
 }
 
 /** The run's config as the page stored it, the preset merged in: a newer or older webgrpo's keys are dropped. */

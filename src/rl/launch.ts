@@ -128,7 +128,7 @@ export async function resolveRun(request: RunRequest, model: ModelConfig | null)
   return { ...resolved, tier, task, ...(request.resume ? { resume: request.resume } : {}) };
 }
 
-export interface RunBinding extends Pick<BindOptions, 'builtinUrls' | 'datasetSize'> {
+export interface RunBinding extends Pick<BindOptions, 'builtinUrls' | 'datasetSize' | 'split'> {
   tokenizer: TextTokenizer;
   /** The model's images, when it reads them (a vision-language checkpoint loaded with its tower). */
   vision?: RolloutVision;
@@ -143,6 +143,7 @@ export function bindRun(run: ResolvedRun, b: RunBinding): RunTask {
     readsImages: b.vision !== undefined,
     ...(b.builtinUrls ? { builtinUrls: b.builtinUrls } : {}),
     ...(b.datasetSize !== undefined ? { datasetSize: b.datasetSize } : {}),
+    ...(b.split ? { split: b.split } : {}),
     ...(b.model.visionError ? { visionError: b.model.visionError } : {}),
   });
 }

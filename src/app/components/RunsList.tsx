@@ -4,7 +4,7 @@
 // started can be deleted here (after a confirmation); ticked runs open side by side in the compare view.
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
-import { formatAgo, formatNumber } from '../format.ts';
+import { formatAgo, formatNumber, formatSuccess } from '../format.ts';
 import { liveState, resumeRun } from '../resume.ts';
 import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
@@ -99,7 +99,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       ) : (
         <table className="runs-table">
           <thead>
-            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num">best reward</th><th className="num">best success</th><th>started</th><th>last update</th><th /></tr>
+            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num" title="mean reward of the last GRPO steps (up to 5)">recent reward</th><th className="num" title="the latest held-out evaluation: success with its 95% interval">held-out success</th><th>started</th><th>last update</th><th /></tr>
           </thead>
           <tbody>
             {data.runs.map((r) => {
@@ -122,8 +122,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td>{r.task}</td>
                   <td>{r.model}{r.trainMode === 'full' ? <span className="muted"> (full)</span> : null}</td>
                   <td className="num">{r.steps}{r.totalSteps !== null ? ` / ${r.totalSteps}` : ''}</td>
-                  <td className="num">{formatNumber(r.bestReward)}</td>
-                  <td className="num">{r.bestSuccessRate === null ? '—' : `${Math.round(r.bestSuccessRate * 100)}%`}</td>
+                  <td className="num" data-testid="run-row-recent-reward" title={r.recentSteps ? `mean of the last ${r.recentSteps} GRPO steps` : undefined}>{formatNumber(r.recentReward)}</td>
+                  <td className="num" data-testid="run-row-held-out" title={r.heldOut ? `step ${r.heldOut.step + 1}${r.heldOut.episodes ? `, ${r.heldOut.episodes} episodes` : ''}` : 'not evaluated on held-out episodes yet'}>{r.heldOut ? formatSuccess(r.heldOut.successRate, r.heldOut.ci95) : '—'}</td>
                   <td title={r.createdAt}>{formatAgo(r.createdAt)}</td>
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
