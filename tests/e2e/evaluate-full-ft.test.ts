@@ -14,7 +14,7 @@ import { E2E_RUN_CONFIG } from './run-config.ts';
 
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
-const CONFIG = { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 1, learning_rate: 5e-2 };
+const CONFIG = { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 1, max_steps: 1 };
 const events: WorkerEvents = { onProgress: () => undefined, onStep: () => undefined, onStatus: () => undefined };
 
 describe('Evaluate after full fine-tuning (Node)', () => {
@@ -41,7 +41,7 @@ describe('Evaluate after full fine-tuning (Node)', () => {
     // The base here is the untouched model: the same games played the same way as in the tab that never trained.
     expect(result.trajectories.base).toEqual(untrained.trajectories.base);
     expect(result.base).toEqual(untrained.base);
-    // Full fine-tuning changed the weights, so the base above was not simply the engine as trained.
+    // Training (an SFT step, which always moves them) changed the weights: the base above was not the engine as trained.
     const tiny = [...(await makeTinyCheckpointFiles(TINY_MODEL_OPTIONS))].map(([name, bytes]) => ({ name, bytes }));
     const tensor = (files: { name: string; bytes: Uint8Array }[], name: string) => {
       const bytes = files.find((f) => f.name === 'model.safetensors')!.bytes;
