@@ -53,7 +53,7 @@ export function formatAgo(iso: string, now = Date.now()): string {
 
 const pct = (v: number) => `${Math.round(v * 100)}%`;
 
-/** A success rate with its 95% interval: "62% (45–77%)". */
+/** A success rate with its 95% interval: "62% (45%–77%)". */
 export function formatSuccess(rate: number, ci95: readonly [number, number]): string {
   return `${pct(rate)} (${pct(ci95[0])}–${pct(ci95[1])})`;
 }
