@@ -11,7 +11,10 @@ import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import { configFromObject, type GRPOConfig } from '../src/rl/config.ts';
-import { bindRun, resolveRun, type ConfigLayer, type RunRequest } from '../src/rl/launch.ts';
+import { bindRun, resolveRun, type ConfigLayer, type ResolvedRun, type RunBinding, type RunRequest } from '../src/rl/launch.ts';
+import { splitRows } from '../src/rl/eval/eval-rows.ts';
+import { seedSpace } from '../src/rl/eval/seed-space.ts';
+import type { Evaluation } from '../src/rl/eval/trainer-eval.ts';
 import { layerConfig } from '../src/rl/launch-config.ts';
 import { loadModelEngine, planModelLoad } from '../src/rl/launch-model.ts';
 import { jsonSafe } from '../src/rl/grpo/metrics.ts';
@@ -230,6 +233,7 @@ export class TrainerService implements TrainerWorkerApi {
         },
         resume,
         control,
+        ...(config.eval_strategy === 'steps' || config.eval_on_start ? { evaluation: heldOutEvaluation(resolved, { tokenizer, model: checkpoint.config, ...(model.vision ? { vision: model.vision } : {}) }) } : {}),
         onRollouts: (rollouts) => pauseIfEnvServerGone(rollouts, opts.envUrl, control),
         ...(events.onStepProgress ? { onProgress: stepProgressReporter((p) => void events.onStepProgress!(p)) } : {}),
       });
@@ -333,6 +337,12 @@ export class TrainerService implements TrainerWorkerApi {
   }
 }
 
+/** The held-out split TRL's eval loop plays during a run (eval_strategy steps): the same rows and seeds Evaluate plays. */
+function heldOutEvaluation(resolved: ResolvedRun, binding: RunBinding): Evaluation {
+  const rows = resolved.task.name === 'mcp' ? resolved.task.task.dataset() : splitRows(resolved.task, 'eval');
+  return { task: bindRun(resolved, { ...binding, split: 'eval' }), rows, seedOf: seedSpace(resolved.task.env, 'eval') };
+}
+
 /** The run's config as the page stored it, the preset merged in: a newer or older webgrpo's keys are dropped. */
 function runConfigLayer(config: Record<string, unknown>): ConfigLayer {
   return { source: 'run config', values: config, dropUnknown: true };
@@ -370,7 +380,8 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
         step: e.step - 1,
         totalSteps: e.totalSteps,
         phase: 'grpo',
-        metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib() }),
+        // TRL's eval loop ran with this step: its eval_* metrics are logged with the step's.
+        metrics: jsonSafe({ ...e.metrics, ...Object.assign({}, ...(e.evals ?? []).map((v) => v.metrics)), gpu_memory_mib: gpuMemoryMib() }),
         rollouts: e.rollouts
           ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer, screenshots })
           : [],
