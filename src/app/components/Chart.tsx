@@ -18,6 +18,8 @@ export interface ChartSeries {
   dash?: boolean;
   /** Drawn as points only (an evaluation now and then, beside training's line), never joined. */
   points?: boolean;
+  /** A points series drawn as a larger ring: a point at the same value as another's stays visible around it. */
+  ring?: boolean;
 }
 
 /** The run's step axis: steps 1…total, the first `sftSteps` of them the SFT warm-up. */
@@ -77,7 +79,7 @@ export function Chart({ title, steps, series, axis, height = 180, format = forma
         cursor: { points: { show: true } },
         hooks: { drawClear: [(u) => drawPhases(u, axisRef.current)] },
         series: [{ label: 'step' }, ...series.map((s) => (s.points
-          ? { label: s.label, stroke: s.color, width: 2, paths: () => null, points: { show: true, size: 10, width: 2, fill: s.color, stroke: s.color } }
+          ? { label: s.label, stroke: s.color, width: 2, paths: () => null, points: { show: true, size: s.ring ? 16 : 9, width: 2, fill: s.ring ? 'rgba(0,0,0,0)' : s.color, stroke: s.color } }
           : { label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
       },
       data(),

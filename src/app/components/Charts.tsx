@@ -40,7 +40,8 @@ function evalPoints(steps: StepRecord[], kind: 'success' | 'reward'): ChartSerie
   const keys = kind === 'success'
     ? [['eval_success_rate', 'held-out (eval loop)', 3], ['evaluate/success_rate', 'held-out, trained (Evaluate)', 4], ['evaluate/base_success_rate', 'held-out, base (Evaluate)', 6]] as const
     : [['eval_reward', 'eval_reward', 3], ['evaluate/mean_reward', 'held-out, trained (Evaluate)', 4], ['evaluate/base_mean_reward', 'held-out, base (Evaluate)', 6]] as const;
-  return keys.filter(([k]) => logged(steps, k)).map(([k, label, c]) => ({ label, value: m(k), color: color(c), points: true }));
+  // The base as a ring around the trained model's point: at equal values both stay visible.
+  return keys.filter(([k]) => logged(steps, k)).map(([k, label, c]) => ({ label, value: m(k), color: color(c), points: true, ring: k.startsWith('evaluate/base') }));
 }
 
 /** One metric's chart, as every single-metric chart is drawn: its TRL name as the legend, the first colour. */
