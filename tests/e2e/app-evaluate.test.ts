@@ -1,4 +1,4 @@
-// Evaluate after full fine-tuning, in headless Chromium (issue 37): a run of the built-in tiny model
+// Evaluate after full fine-tuning, in headless Chromium (issue 37): a run of the built-in demo model
 // fully fine-tuned for two GRPO steps with TRL's eval loop every step (eval_* points on its charts),
 // then Evaluate: the base (the starting weights uploaded again) and the trained model on the same
 // held-out episodes, success with its interval for both, the paired difference, the episodes' turns;
@@ -13,7 +13,7 @@ import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
-const RUN = { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 2, eval_strategy: 'steps', eval_steps: 1, num_generations_eval: 1, per_device_eval_batch_size: 8 };
+const RUN = { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 2, eval_strategy: 'steps', eval_steps: 1, num_generations_eval: 1, per_device_eval_batch_size: 8, max_completion_length: 160, max_tool_calling_iterations: 8 };
 const INTERVAL = /^\d+% \(\d+%–\d+%\)$/;
 
 describe('Evaluate after full fine-tuning', { timeout: 600_000 }, () => {
@@ -45,7 +45,7 @@ describe('Evaluate after full fine-tuning', { timeout: 600_000 }, () => {
 
   it('evaluates the trained model against the reloaded base, and draws eval points on the charts', async () => {
     await page.goto(`${app.url}/`);
-    await page.getByLabel(/built-in random tiny model/).check();
+    // The demo model (the page's default): trained on catch, so its episodes are games worth reading.
     await page.getByTestId('load-model').click();
     await withLogs(page.getByTestId('model-info').waitFor({ timeout: 120_000 }));
     await page.getByRole('button', { name: 'catch', exact: true }).click();
@@ -61,14 +61,14 @@ describe('Evaluate after full fine-tuning', { timeout: 600_000 }, () => {
     expect(stored.steps?.map((s) => typeof s.metrics.eval_success_rate), JSON.stringify(stored).slice(0, 300)).toEqual(['number', 'number']);
 
     // Evaluate: a few episodes, progress while it runs, then base and trained with their intervals.
-    await page.getByTestId('eval-episodes').fill('4');
+    await page.getByTestId('eval-episodes').fill('8');
     await page.getByTestId('evaluate').click();
     await withLogs(page.getByTestId('eval-table').waitFor({ timeout: 240_000 }));
     for (const policy of ['base', 'trained']) {
       expect(await page.getByTestId(`eval-row-${policy}`).locator('td').first().textContent()).toBe(policy);
       expect(await page.getByTestId(`eval-row-${policy}`).getByTestId('eval-success').textContent()).toMatch(INTERVAL);
     }
-    expect(await page.getByTestId('eval-difference').textContent()).toMatch(/paired over the same 4 episodes: success [+−]\d+ pp/);
+    expect(await page.getByTestId('eval-difference').textContent()).toMatch(/paired over the same 8 episodes: success [+−]\d+ pp/);
     await page.getByTestId('eval-trajectories').locator('summary').click();
     expect(await page.getByTestId('eval-episode-trained').count()).toBe(1);
     expect(await page.getByTestId('eval-episode-base').count()).toBe(1);

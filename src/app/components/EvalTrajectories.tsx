@@ -25,7 +25,7 @@ function Episode({ label, t }: { label: string; t: Trajectory }) {
         <div className="turn prompt"><div className="role">prompt</div><Text text={t.prompt} /></div>
         {t.turns.map((turn, i) => (
           <div key={i}>
-            <div className="turn assistant"><div className="role">model, turn {i + 1}</div>{turn.model_text.trim() ? <Text text={turn.model_text} /> : <p className="muted">(no text: the model stopped at once)</p>}</div>
+            <div className="turn assistant"><div className="role">model, turn {i + 1}</div>{turn.model_text.trim() ? <Text text={turn.model_text} /> : turn.call ? null : <p className="muted">(no text)</p>}</div>
             {[turn.call, ...(turn.more_calls ?? [])].filter((c) => c !== null).map((c, k) => (
               <div key={k} className="turn call"><div className="role">parsed call</div><code data-testid="parsed-call">{c!.name}({JSON.stringify(c!.arguments)})</code></div>
             ))}

@@ -90,7 +90,7 @@ export function TrainedModelPanel(p: { id: string; run: RunSummary | null; owned
           <p data-testid="eval-difference">
             trained − base, paired over the same {result.paired.success.episodes} episodes: success <b>{formatDifference(result.paired.success.difference, result.paired.success.ci95)}</b>
             {result.paired.reward.episodes > 0 && <>, reward {formatNumber(result.paired.reward.difference)} (95%: {formatNumber(result.paired.reward.ci95[0])} to {formatNumber(result.paired.reward.ci95[1])})</>}
-            {' '}<span className="muted">{Number.isFinite(result.paired.success.ci95[0]) && result.paired.success.ci95[0] <= 0 && result.paired.success.ci95[1] >= 0 ? '— the interval holds 0: no difference shown at this many episodes' : ''}</span>
+            {' '}<span className="muted">{Number.isFinite(result.paired.success.ci95[0]) && result.paired.success.ci95[0] <= 0 && result.paired.success.ci95[1] >= 0 ? '— the success interval holds 0: no difference in success shown at this many episodes' : ''}</span>
           </p>
           <EvalTrajectories trained={result.trajectories.trained} base={result.trajectories.base} />
         </>
