@@ -4,8 +4,6 @@
 // greedy, against the base on the same held-out episodes.
 import type { EvalResult } from '../../workers/api.ts';
 
-export const EVALUATE_PREFIX = 'evaluate/';
-
 export function evaluateMetrics(r: EvalResult): Record<string, number | null> {
   const num = (v: number | null) => (v !== null && Number.isFinite(v) ? v : null);
   const d = r.paired.success;
@@ -23,34 +21,4 @@ export function evaluateMetrics(r: EvalResult): Record<string, number | null> {
     'evaluate/success_difference_ci95_low': num(d.ci95[0]),
     'evaluate/success_difference_ci95_high': num(d.ci95[1]),
   };
-}
-
-/** A step's held-out numbers as stored (the app's Evaluate, else the trainer's eval loop); null when it has none. */
-export interface StepHeldOut {
-  source: 'evaluate' | 'eval';
-  successRate: number;
-  ci95: [number, number];
-  episodes: number | null;
-  base?: { successRate: number; ci95: [number, number] };
-  difference?: { value: number; ci95: [number, number] };
-}
-
-export function stepHeldOut(m: Record<string, number | null>): StepHeldOut | null {
-  const n = (k: string) => (typeof m[k] === 'number' ? (m[k] as number) : null);
-  const rate = n('evaluate/success_rate');
-  if (rate !== null) {
-    const base = n('evaluate/base_success_rate');
-    const diff = n('evaluate/success_difference');
-    return {
-      source: 'evaluate',
-      successRate: rate,
-      ci95: [n('evaluate/success_ci95_low') ?? 0, n('evaluate/success_ci95_high') ?? 1],
-      episodes: n('evaluate/episodes'),
-      ...(base !== null ? { base: { successRate: base, ci95: [n('evaluate/base_success_ci95_low') ?? 0, n('evaluate/base_success_ci95_high') ?? 1] as [number, number] } } : {}),
-      ...(diff !== null ? { difference: { value: diff, ci95: [n('evaluate/success_difference_ci95_low') ?? NaN, n('evaluate/success_difference_ci95_high') ?? NaN] as [number, number] } } : {}),
-    };
-  }
-  const evalRate = n('eval_success_rate');
-  if (evalRate === null) return null;
-  return { source: 'eval', successRate: evalRate, ci95: [n('eval_success_ci95_low') ?? 0, n('eval_success_ci95_high') ?? 1], episodes: n('eval_episodes') };
 }
