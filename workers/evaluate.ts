@@ -23,7 +23,7 @@ import type { Trajectory } from '../src/rl/eval/trajectory.ts';
 const EVAL_SAMPLING_SEED = 1_000_000;
 
 /** Episodes kept with the result for the trajectory viewer, per policy (the summary counts them all). */
-export const KEPT_TRAJECTORIES = 64;
+const KEPT_TRAJECTORIES = 64;
 
 export type Policy = 'base' | 'trained';
 
