@@ -17,6 +17,8 @@ const TURN_CHARS = 2000;
 const CHARTS: { title: string; metric: string }[] = [
   { title: 'success rate', metric: 'success_rate' },
   { title: 'reward', metric: 'reward' },
+  { title: 'held-out success (eval loop)', metric: 'eval_success_rate' },
+  { title: 'held-out success (Evaluate)', metric: 'evaluate/success_rate' },
   { title: 'loss', metric: 'loss' },
   { title: 'kl', metric: 'kl' },
   { title: 'entropy', metric: 'entropy' },
@@ -48,6 +50,32 @@ function svgChart(title: string, metric: string, steps: StepRecord[]): string | 
 <text x="${L - 4}" y="${T + 8}" text-anchor="end">${num(y1)}</text><text x="${L - 4}" y="${H - B}" text-anchor="end">${num(y0)}</text>
 <text x="${L}" y="${H - 8}">step ${x0}</text><text x="${W - R}" y="${H - 8}" text-anchor="end">${x1}</text>
 <polyline points="${line}" class="line"/><g class="dots">${dots}</g></svg></figure>`;
+}
+
+const pct = (v: unknown) => (typeof v === 'number' ? `${Math.round(v * 100)}%` : '—');
+const interval = (m: Record<string, number | null>, key: string) => `${pct(m[key])} (${pct(m[`${key.replace(/_rate$/, '')}_ci95_low`])}–${pct(m[`${key.replace(/_rate$/, '')}_ci95_high`])})`;
+const pp = (v: number | null | undefined) => (typeof v === 'number' ? `${v >= 0 ? '+' : '−'}${Math.abs(Math.round(v * 100))}` : '?');
+
+/**
+ * Every held-out evaluation of the run, a row per step: the app's Evaluate (greedy, trained against
+ * the base on the same episodes, with the paired difference) and the trainer's eval loop (TRL's eval_*).
+ */
+function heldOutSection(steps: StepRecord[]): string {
+  const rows = steps.flatMap((s) => {
+    const m = s.metrics;
+    const out: string[] = [];
+    if (typeof m['evaluate/success_rate'] === 'number') {
+      const d = m['evaluate/success_difference'];
+      out.push(`<tr data-testid="page-held-out"><td>${s.step + 1}</td><td>Evaluate (greedy)</td><td>${m['evaluate/episodes'] ?? '—'}</td><td>${interval(m, 'evaluate/success_rate')}</td><td>${interval(m, 'evaluate/base_success_rate')}</td><td>${typeof d === 'number' ? `${pp(d)} pp (${pp(m['evaluate/success_difference_ci95_low'])} to ${pp(m['evaluate/success_difference_ci95_high'])})` : '—'}</td></tr>`);
+    }
+    if (typeof m.eval_success_rate === 'number') {
+      out.push(`<tr data-testid="page-held-out"><td>${s.step + 1}</td><td>eval loop</td><td>${m.eval_episodes ?? '—'}</td><td>${interval(m, 'eval_success_rate')}</td><td>—</td><td>—</td></tr>`);
+    }
+    return out;
+  });
+  if (rows.length === 0) return '';
+  return `<section><h2>Held-out evaluation</h2><p class="muted">Success on episodes training never drew, with its 95% interval (Wilson); the difference is trained − base over the same episodes.</p>
+<table><tr><td>step</td><td>by</td><td>episodes</td><td>trained</td><td>base</td><td>difference</td></tr>${rows.join('')}</table></section>`;
 }
 
 /** Inline PNG/JPEG only (the page's CSP allows nothing else): a stored turn's screenshots. */
@@ -158,6 +186,7 @@ pre{white-space:pre-wrap;margin:2px 0 8px;background:#fff;border:1px solid #e5e7
 <p class="muted">task <b>${escape(task)}</b> · model <b>${escape(model)}</b> · ${steps.length} steps · run ${escape(run.id)} · exported ${escape(new Date().toISOString())} from webgrpo</p>
 ${run.error ? `<p>${escape(run.error)}</p>` : ''}
 <section><h2>Curves</h2><div class="charts">${charts.join('\n') || '<p class="muted">No steps were recorded.</p>'}</div></section>
+${heldOutSection(steps)}
 ${weightsSection(run, adapter, modelFiles)}
 <section><h2>Config</h2><table data-testid="page-config">${config}</table></section>
 <section><h2>Rollouts of the last steps</h2>${rolloutsHtml || '<p class="muted">None were kept.</p>'}</section>

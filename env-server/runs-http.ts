@@ -11,6 +11,8 @@
 //   GET  /api/runs/:id/export              the whole run as one JSON file
 //   GET  /api/runs/:id/page                the run as one self-contained HTML page (run-page.ts)
 //   POST /api/runs/:id/steps               {step, metrics, rollouts?}   (header x-webgrpo-write-token)
+//   POST /api/runs/:id/step-metrics        {step, metrics} merged into a stored step (an evaluation's
+//                                          numbers added to the step it evaluated)   (write token)
 //   POST /api/runs/:id/status              {status, error?}             (header x-webgrpo-write-token)
 //   GET  /api/runs/:id/artifacts           files kept with the run → {artifacts: [{bundle, name, bytes}]}
 //   POST /api/runs/:id/artifacts/:bundle   {files: [{name, base64}]} replaces the bundle (write token)
@@ -258,6 +260,10 @@ export function runsHandler(store: RunStore, options: RunsHttpOptions = {}) {
           metrics: asObject(body.metrics, '"metrics"'),
           rollouts: body.rollouts as Record<string, unknown>[] | undefined,
         });
+        send(res, 200, { ok: true });
+      } else if (parts.length === 2 && parts[1] === 'step-metrics' && method === 'POST') {
+        const body = asObject(await readJson(req, res), 'The step metrics');
+        store.mergeStepMetrics(parts[0], token, { step: body.step as number, metrics: asObject(body.metrics, '"metrics"') });
         send(res, 200, { ok: true });
       } else if (parts.length === 2 && parts[1] === 'status' && method === 'POST') {
         const body = asObject(await readJson(req, res), 'The status');

@@ -37,14 +37,11 @@ export interface RunListEntry {
   /** Steps stored (SFT included) and the steps the config plans (null when unknown). */
   steps: number;
   totalSteps: number | null;
-  /**
-   * Mean reward / success rate of the run's last GRPO steps (up to LAST_STEPS of them; null before
-   * any): where the run ended, not its luckiest step.
-   */
-  lastReward: number | null;
-  lastSuccessRate: number | null;
-  /** The latest held-out evaluation stored with a step (eval_success_rate and its Wilson interval), or null. */
-  heldOut: { step: number; successRate: number; ci95: [number, number] | null; episodes: number | null } | null;
+  /** Mean reward of the last GRPO steps (up to recentSteps of them; null before any). */
+  recentReward: number | null;
+  recentSteps: number;
+  /** The latest held-out success (the app's Evaluate, else the trainer's eval loop), null when never evaluated. */
+  heldOut: HeldOutSuccess | null;
   createdAt: string;
   updatedAt: string;
   parent: string | null;
@@ -52,6 +49,14 @@ export interface RunListEntry {
   artifacts: string[];
   /** What a share link carries to let others read the run. */
   shareToken: string;
+}
+
+/** A held-out evaluation's success rate with its Wilson 95% interval, at a step (the store's, from 0). */
+export interface HeldOutSuccess {
+  step: number;
+  successRate: number;
+  ci95: [number, number];
+  episodes: number | null;
 }
 
 /** A new run's credentials: the write token stays in its owner's browser, the share token goes in share links. */

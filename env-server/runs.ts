@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACT_BUNDLES, RUN_STATUSES, type ArtifactBundle, type ArtifactInfo, type CreatedRun, type RolloutRecord, type RunExport, type RunListEntry, type RunStatus, type RunSummary, type StepRecord } from './runs-wire.ts';
+import { ARTIFACT_BUNDLES, RUN_STATUSES, type ArtifactBundle, type ArtifactInfo, type CreatedRun, type HeldOutSuccess, type RolloutRecord, type RunExport, type RunListEntry, type RunStatus, type RunSummary, type StepRecord } from './runs-wire.ts';
 import { checkRunName } from './run-name.ts';
 import { envClassProblem } from './run-env-class.ts';
 
@@ -54,17 +54,6 @@ export const DEFAULT_MAX_ROLLOUTS_PER_RUN = 250_000;
  * The status of a run whose import is still being written: no read, list or write sees it until the
  * import flips it to its real status at the end, and a failed import removes it. Not a RunStatus.
  */
-/** The runs list's "last steps": the mean over this many final GRPO steps (one step's rate moves ±0.1 by chance at 64 games). */
-const LAST_STEPS = 3;
-
-/** The latest stored held-out evaluation ([step, rate, ci low, ci high, episodes] from the list query), or null. */
-function heldOutOf(cell: string | null): RunListEntry['heldOut'] {
-  if (cell === null) return null;
-  const [step, rate, low, high, episodes] = JSON.parse(cell) as (number | null)[];
-  if (typeof step !== 'number' || typeof rate !== 'number') return null;
-  return { step, successRate: rate, ci95: typeof low === 'number' && typeof high === 'number' ? [low, high] : null, episodes: episodes ?? null };
-}
-
 const IMPORTING = 'importing';
 /** An import renews its run's updated_at every batch; one silent this long died with its process. */
 const IMPORT_LEASE_MS = 60_000;
@@ -178,6 +167,24 @@ function checkedName(name: unknown, field: string): string {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON cannot carry NaN/Infinity; metrics keep them as null (the charts show a gap). */
+/** The runs list's mean reward is over the last this many GRPO steps: a run's level, not its luckiest step. */
+export const RECENT_STEPS = 5;
+
+/**
+ * A step's held-out success, from its stored metrics ("STEP {json}"): the app's Evaluate (evaluate/*,
+ * greedy, against the base) where there is one, else the trainer's eval loop (TRL's eval_*).
+ */
+function heldOutOf(text: string | null): HeldOutSuccess | null {
+  if (!text) return null;
+  const space = text.indexOf(' ');
+  const m = JSON.parse(text.slice(space + 1)) as Record<string, number | null>;
+  const [rate, low, high, episodes] = typeof m['evaluate/success_rate'] === 'number'
+    ? [m['evaluate/success_rate'], m['evaluate/success_ci95_low'], m['evaluate/success_ci95_high'], m['evaluate/episodes']]
+    : [m.eval_success_rate, m.eval_success_ci95_low, m.eval_success_ci95_high, m.eval_episodes];
+  if (typeof rate !== 'number') return null;
+  return { step: Number(text.slice(0, space)), successRate: rate, ci95: [low ?? 0, high ?? 1], episodes: episodes ?? null };
+}
+
 function finiteMetrics(metrics: Record<string, unknown>, where: string): Record<string, number | null> {
   const out: Record<string, number | null> = {};
   for (const [k, v] of Object.entries(metrics)) {
@@ -334,10 +341,9 @@ export class RunStore {
     const rows = this.db.prepare(
       `SELECT r.id, r.name, r.status, r.created_at, r.updated_at, r.config, r.model, r.env, r.share_token, p.parent_id,
          (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS steps,
-         (SELECT AVG(x.reward) FROM (SELECT json_extract(s.metrics, '$.reward') AS reward FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 ORDER BY s.step DESC LIMIT ${LAST_STEPS}) x) AS last_reward,
-         (SELECT AVG(x.rate) FROM (SELECT json_extract(s.metrics, '$.success_rate') AS rate FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 ORDER BY s.step DESC LIMIT ${LAST_STEPS}) x) AS last_success,
-         (SELECT json_array(s.step, json_extract(s.metrics, '$.eval_success_rate'), json_extract(s.metrics, '$.eval_success_ci95_low'), json_extract(s.metrics, '$.eval_success_ci95_high'), json_extract(s.metrics, '$.eval_episodes'))
-            FROM steps s WHERE s.run_id = r.id AND json_extract(s.metrics, '$.eval_success_rate') IS NOT NULL ORDER BY s.step DESC LIMIT 1) AS held_out,
+         (SELECT AVG(x.reward) FROM (SELECT json_extract(s.metrics, '$.reward') AS reward FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 AND json_extract(s.metrics, '$.reward') IS NOT NULL ORDER BY s.step DESC LIMIT ${RECENT_STEPS}) x) AS recent_reward,
+         (SELECT COUNT(*) FROM (SELECT 1 FROM steps s WHERE s.run_id = r.id AND COALESCE(json_extract(s.metrics, '$.phase_sft'), 0) = 0 AND json_extract(s.metrics, '$.reward') IS NOT NULL LIMIT ${RECENT_STEPS})) AS recent_steps,
+         (SELECT s.step || ' ' || s.metrics FROM steps s WHERE s.run_id = r.id AND (json_extract(s.metrics, '$."evaluate/success_rate"') IS NOT NULL OR json_extract(s.metrics, '$.eval_success_rate') IS NOT NULL) ORDER BY s.step DESC LIMIT 1) AS held_out,
          (SELECT group_concat(a.bundle || '/' || a.name, ',') FROM artifacts a WHERE a.run_id = r.id) AS artifacts
        FROM runs r LEFT JOIN run_parents p ON p.run_id = r.id ${where}
        ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`,
@@ -357,8 +363,8 @@ export class RunStore {
         trainMode: String(config.train_mode ?? 'lora'),
         steps: row.steps as number,
         totalSteps: planned.every((n) => Number.isInteger(n) && (n as number) >= 0) ? (planned[0] as number) + (planned[1] as number) : null,
-        lastReward: (row.last_reward as number | null) ?? null,
-        lastSuccessRate: (row.last_success as number | null) ?? null,
+        recentReward: (row.recent_reward as number | null) ?? null,
+        recentSteps: row.recent_steps as number,
         heldOut: heldOutOf(row.held_out as string | null),
         createdAt: row.created_at as string,
         updatedAt: row.updated_at as string,
@@ -436,6 +442,24 @@ export class RunStore {
       const ins = this.db.prepare('INSERT INTO rollouts (run_id, step, idx, data) VALUES (?, ?, ?, ?)');
       rollouts.forEach((r, i) => ins.run(id, record.step, i, JSON.stringify(r)));
       if ((this.get(id).status) === 'created') this.db.prepare("UPDATE runs SET status = 'running' WHERE id = ?").run(id);
+      this.touch(id);
+    })();
+  }
+
+  /**
+   * Adds metrics to a stored step, keeping its others and its rollouts: an evaluation run after the
+   * step (the app's Evaluate) is kept with the step it evaluated, and exports and share links carry it.
+   */
+  mergeStepMetrics(id: string, token: string | undefined, record: { step: number; metrics: Record<string, unknown> }): void {
+    this.authorize(id, token);
+    if (!Number.isInteger(record.step) || record.step < 0) throw new RunStoreError(`step must be a non-negative integer, got ${JSON.stringify(record.step)}`, 400);
+    if (!isObject(record.metrics)) throw new RunStoreError('metrics must be an object', 400);
+    const added = finiteMetrics(record.metrics, `step ${record.step}`);
+    this.db.transaction(() => {
+      const row = this.db.prepare('SELECT metrics FROM steps WHERE run_id = ? AND step = ?').get(id, record.step) as { metrics: string } | undefined;
+      if (!row) throw new RunStoreError(`run ${id} has no step ${record.step} to add metrics to`, 404);
+      const merged = { ...(JSON.parse(row.metrics) as Record<string, number | null>), ...added };
+      this.db.prepare('UPDATE steps SET metrics = ? WHERE run_id = ? AND step = ?').run(JSON.stringify(merged), id, record.step);
       this.touch(id);
     })();
   }

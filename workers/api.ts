@@ -6,6 +6,8 @@ import type { DatasetRow } from '../src/rl/rollout/env.ts';
 import type { ToolSchema } from '../src/rl/rollout/schema.ts';
 import type { PauseCause } from '../src/rl/run-control.ts';
 import type { RunProgress } from '../src/rl/run.ts';
+import type { EvalSummary, PairedDifference } from '../src/rl/eval/summary.ts';
+import type { Trajectory } from '../src/rl/eval/trajectory.ts';
 
 export type { PauseCause };
 
@@ -171,12 +173,25 @@ export interface WorkerEvents {
   onStatus(s: { status: 'running' | 'paused' | 'finished' | 'failed' | 'stopped'; message?: string; cause?: PauseCause }): void;
 }
 
-export interface EvalRow {
+/** Where an evaluation is: which policy plays (round of rounds) and its episodes over. */
+export interface EvalProgress {
   policy: 'base' | 'trained';
+  round: number;
+  rounds: number;
+  done: number;
+  total: number;
+}
+
+/** The trained policy against its base on the same held-out episodes (workers/evaluate.ts). */
+export interface EvalResult {
+  task: string;
   episodes: number;
-  meanReward: number;
-  successRate: number;
-  meanToolCalls: number;
+  base: EvalSummary;
+  trained: EvalSummary;
+  /** trained − base, per episode, with its 95% interval. */
+  paired: { success: PairedDifference; reward: PairedDifference };
+  /** The first episodes of each, for the trajectory viewer. */
+  trajectories: { base: Trajectory[]; trained: Trajectory[] };
 }
 
 export interface TrainerWorkerApi {
@@ -197,5 +212,6 @@ export interface TrainerWorkerApi {
   exportCheckpoint(runId: string): Promise<{ name: string; bytes: Uint8Array }[] | null>;
   /** Keeps a packed trainer checkpoint (e.g. from the run store) for this run, so it can resume here. */
   importCheckpoint(runId: string, files: { name: string; bytes: Uint8Array }[]): Promise<number>;
-  evaluate(opts: { envUrl: string; task: string; prompts?: DatasetRow[]; episodes: number; config: Record<string, unknown> }): Promise<EvalRow[]>;
+  /** Greedy, on the task's held-out split: the trained policy and its base (adapters off, or after full fine-tuning the starting weights uploaded again). */
+  evaluate(opts: { envUrl: string; task: string; prompts?: DatasetRow[]; episodes: number; config: Record<string, unknown> }, events?: { onProgress(p: EvalProgress): void }): Promise<EvalResult>;
 }

@@ -4,14 +4,17 @@
 // task, weight precision and memory plan — the launcher decides (src/rl/launch.ts, launch-model.ts);
 // the run itself — warm-up, reference, GRPO, checkpoints, pause and stop — is src/rl/run.ts's Run, as in the CLI.
 
-import type { EvalRow, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
+import type { EvalProgress, EvalResult, ModelChoice, ModelInfo, ProbeResult, RunOptions, TrainerWorkerApi, WorkerEvents } from './api.ts';
 import type { LoadPlan } from '../src/engine/engine.ts';
 import { getGpu, type Gpu } from '../src/engine/gpu.ts';
 import type { Engine, TrainableMode } from '../src/engine/types.ts';
 import type { LoadProgress } from '../src/model/types.ts';
 import type { TextTokenizer } from '../src/model/tokenizer.ts';
 import { configFromObject, type GRPOConfig } from '../src/rl/config.ts';
-import { bindRun, resolveRun, type ConfigLayer, type RunRequest } from '../src/rl/launch.ts';
+import { bindRun, resolveRun, type ConfigLayer, type ResolvedRun, type RunBinding, type RunRequest } from '../src/rl/launch.ts';
+import { splitRows } from '../src/rl/eval/eval-rows.ts';
+import { seedSpace } from '../src/rl/eval/seed-space.ts';
+import type { Evaluation } from '../src/rl/eval/trainer-eval.ts';
 import { layerConfig } from '../src/rl/launch-config.ts';
 import { loadModelEngine, planModelLoad } from '../src/rl/launch-model.ts';
 import { jsonSafe } from '../src/rl/grpo/metrics.ts';
@@ -24,11 +27,9 @@ import { checkpointVision } from '../src/rl/rollout/checkpoint-vision.ts';
 import type { RolloutVision } from '../src/rl/rollout/rollout-images.ts';
 import { envServerUnreachable, envTrouble } from './env-outage.ts';
 import { builtinEnvUrls, solverEpisodes, solverTranscripts, type RunTask } from '../src/rl/tasks/resolve-task.ts';
-import { splitRows } from '../src/rl/eval/eval-rows.ts';
-import { seedSpace } from '../src/rl/eval/seed-space.ts';
 import { modelTierOf, presetConfig } from '../src/rl/tasks/presets.ts';
 import { envClassRunTask } from './env-class-run.ts';
-import { evaluate } from './evaluate.ts';
+import { evaluate, withAdapters } from './evaluate.ts';
 import { trackGpuMemory, type GpuMemoryMeter } from './gpu-memory.ts';
 import { loadModelChoice, type LoadedModel } from './load-model.ts';
 import type { RunState } from '../src/rl/run-state.ts';
@@ -234,6 +235,7 @@ export class TrainerService implements TrainerWorkerApi {
         },
         resume,
         control,
+        ...(config.eval_strategy === 'steps' || config.eval_on_start ? { evaluation: heldOutEvaluation(resolved, { tokenizer, model: checkpoint.config, ...(model.vision ? { vision: model.vision } : {}) }) } : {}),
         onRollouts: (rollouts) => pauseIfEnvServerGone(rollouts, opts.envUrl, control),
         ...(events.onStepProgress ? { onProgress: stepProgressReporter((p) => void events.onStepProgress!(p)) } : {}),
         // TRL's eval loop on the task's held-out split (an MCP env has none of its own: no evaluation).
@@ -292,19 +294,59 @@ export class TrainerService implements TrainerWorkerApi {
     return ckpt.runStep;
   }
 
-  async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0]): Promise<EvalRow[]> {
+  async evaluate(opts: Parameters<TrainerWorkerApi['evaluate']>[0], events?: Parameters<TrainerWorkerApi['evaluate']>[1]): Promise<EvalResult> {
     const model = this.ready();
-    const { engine, loaded } = model;
     if (this.control && !this.control.paused) throw new Error('Evaluation needs the GPU to itself: wait for the run to finish, or pause it');
-    const { config } = layerConfig([runConfigLayer(opts.config)]);
-    return evaluate({ engine, tokenizer: loaded.tokenizer, ...(model.vision ? { vision: model.vision } : {}), ...visionErrorOf(model), tier: modelTierOf(loaded.checkpoint.config), config, task: opts.task, envUrl: opts.envUrl, prompts: opts.prompts, episodes: opts.episodes });
+    const layer = runConfigLayer(opts.config);
+    const mode = trainableMode(layerConfig([layer]).config);
+    const { tokenizer, checkpoint } = model.loaded;
+    return evaluate({
+      tokenizer,
+      model: checkpoint.config,
+      ...(model.vision ? { vision: model.vision } : {}),
+      config: layer,
+      task: opts.task,
+      envUrl: opts.envUrl,
+      ...(opts.prompts ? { prompts: opts.prompts } : {}),
+      episodes: opts.episodes,
+      ...(events ? { onProgress: (p: EvalProgress) => void events.onProgress(p) } : {}),
+      policies: async (policy, play) => {
+        if (mode.kind !== 'full') return play(withAdapters(model.engine, policy === 'trained'));
+        if (policy === 'trained' || !model.baseTrained) return play(model.engine);
+        return this.playStartingWeights(model, mode, play);
+      },
+    });
+  }
+
+  /**
+   * After full fine-tuning the base weights are gone from the engine: the trained ones (with their
+   * optimizer moments) are copied to the host, the run's starting weights uploaded again as a new run
+   * does (startingPoint), the base played, and the trained state loaded back over them — the engine
+   * ends as it was, so downloads and a second evaluation see the trained model.
+   */
+  private async playStartingWeights<T>(model: ReadyModel, mode: TrainableMode, play: (engine: Engine) => Promise<T>): Promise<T> {
+    const trained = await model.engine.saveState();
+    model.engine.destroy();
+    const gpu = await this.gpu();
+    try {
+      model.engine = await loadModelEngine(model.loaded.checkpoint, gpu, model.plan, { vision: model.vision !== undefined });
+    } catch (err) {
+      this.model = null;
+      throw new Error(`Could not upload the base weights of ${model.loaded.name} again to evaluate them (${(err as Error).message}): load the model again on the setup page`);
+    }
+    try {
+      return await play(model.engine);
+    } finally {
+      model.engine.setTrainable(mode);
+      await model.engine.loadState(trained);
+    }
   }
 }
 
-/** bindTask's visionError: why a checkpoint's vision_config cannot be used, named when a vision task is refused. */
-function visionErrorOf(model: ReadyModel): { visionError?: string } {
-  const why = model.loaded.checkpoint.config.visionError;
-  return why ? { visionError: why } : {};
+/** The held-out split TRL's eval loop plays during a run (eval_strategy steps): the same rows and seeds Evaluate plays. */
+function heldOutEvaluation(resolved: ResolvedRun, binding: RunBinding): Evaluation {
+  const rows = resolved.task.name === 'mcp' ? resolved.task.task.dataset() : splitRows(resolved.task, 'eval');
+  return { task: bindRun(resolved, { ...binding, split: 'eval' }), rows, seedOf: seedSpace(resolved.task.env, 'eval') };
 }
 
 /** The run's config as the page stored it, the preset merged in: a newer or older webgrpo's keys are dropped. */
@@ -345,9 +387,8 @@ function uiEvents(o: { events: WorkerEvents; config: GRPOConfig; task: RunTask; 
         step: e.step - 1,
         totalSteps: e.totalSteps,
         phase: 'grpo',
-        // The latest held-out evaluation taken with this step's weights rides along (eval_* keys): the
-        // charts plot it beside training's metrics and the runs list shows it.
-        metrics: jsonSafe({ ...e.metrics, gpu_memory_mib: gpuMemoryMib(), ...(e.evals?.length ? e.evals[e.evals.length - 1]!.metrics : {}) }),
+        // TRL's eval loop ran with this step: its eval_* metrics are logged with the step's.
+        metrics: jsonSafe({ ...e.metrics, ...Object.assign({}, ...(e.evals ?? []).map((v) => v.metrics)), gpu_memory_mib: gpuMemoryMib() }),
         rollouts: e.rollouts
           ? rolloutViews({ rollouts: e.rollouts, samples: e.completions, unscorable: e.unscorable, numGenerations: o.config.num_generations, rewardWeights: weights, tokenizer: o.tokenizer, screenshots })
           : [],

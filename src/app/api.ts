@@ -88,6 +88,9 @@ export const api = {
   /** One step as the store keeps it (see stepRecord); re-sending a step replaces it. */
   appendStep: (id: string, token: string, step: { step: number; metrics: Record<string, number | null>; rollouts: unknown[] }) =>
     call('POST', `/api/runs/${encodeURIComponent(id)}/steps`, step, token),
+  /** Metrics added to a stored step (an Evaluate result, kept with the step it evaluated). */
+  mergeStepMetrics: (id: string, token: string, step: number, metrics: Record<string, number | null>) =>
+    call('POST', `/api/runs/${encodeURIComponent(id)}/step-metrics`, { step, metrics }, token),
   setStatus: (id: string, token: string, status: string, error?: string) => call('POST', `/api/runs/${encodeURIComponent(id)}/status`, { status, error }, token),
   /** The importer owns the copy (a new run with its own tokens). */
   importRun: async (text: string) => remember(await call<CreatedRun>('POST', '/api/runs/import', text)),

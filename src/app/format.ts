@@ -50,3 +50,16 @@ export function formatAgo(iso: string, now = Date.now()): string {
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return new Date(t).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 }
+
+const pct = (v: number) => `${Math.round(v * 100)}%`;
+
+/** A success rate with its 95% interval: "62% (45%–77%)". */
+export function formatSuccess(rate: number, ci95: readonly [number, number]): string {
+  return `${pct(rate)} (${pct(ci95[0])}–${pct(ci95[1])})`;
+}
+
+/** A paired difference with its 95% interval, in percentage points: "+12 pp (−3 to +27)". */
+export function formatDifference(d: number, ci95: readonly [number, number]): string {
+  const pp = (v: number) => `${v >= 0 ? '+' : '−'}${Math.abs(Math.round(v * 100))}`;
+  return Number.isFinite(ci95[0]) ? `${pp(d)} pp (${pp(ci95[0])} to ${pp(ci95[1])})` : `${pp(d)} pp`;
+}

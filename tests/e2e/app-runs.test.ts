@@ -1,6 +1,6 @@
 // Finding runs again, in headless Chromium (WebGPU on SwiftShader) against the app as `webgrpo start`
 // serves it: a field's error shows beside it as the user types; a finished run is listed on the home
-// page (status, task, model, steps, last steps' reward) and its adapter, kept with the run, downloads from a
+// page (status, task, model, steps, recent mean reward) and its adapter, kept with the run, downloads from a
 // saved view in another browser; a run whose tab was reloaded mid-run shows as interrupted on the home
 // page and resumes there with one click (the model loads again by itself), and so does a stopped run
 // whose checkpoint is kept; the first step says what it is doing before any step has timed the run. Each run is one tiny group,
@@ -98,7 +98,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(await page.getByTestId('field-error-learning_rate').count()).toBe(0);
   });
 
-  it("lists a finished run on the home page with its task, model, steps and its last steps' reward", async () => {
+  it('lists a finished run on the home page with its task, model, steps and recent mean reward', async () => {
     // An SFT step, then GRPO: the run view's charts mark both phases on one step axis.
     finishedId = await startRun({ ...RUN, sft_steps: 1, max_steps: 2 });
     await waitDone(page);
@@ -118,9 +118,9 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     const stored = (await (await fetch(`${app.url}/api/runs/${finishedId}`)).json()) as { steps: { metrics: Record<string, number | null> }[] };
     const grpoRewards = stored.steps.filter((s) => !s.metrics.phase_sft).map((s) => s.metrics.reward!);
     expect(grpoRewards).toHaveLength(2);
-    // The mean of the last (up to 3) GRPO steps, not the best one.
+    // The level of the run's last steps (up to 5), not its luckiest one; never evaluated on held-out episodes.
     expect(Number(cells[5])).toBeCloseTo(grpoRewards.reduce((a, b) => a + b, 0) / grpoRewards.length, 3);
-    expect(cells[7]).toBe('—'); // no held-out evaluation in this run
+    expect(cells[6]).toBe('—');
     await page.getByTestId('nav-runs').click();
     await page.locator(`[data-testid=run-row][data-run-id="${finishedId}"]`).waitFor({ timeout: 30_000 });
   });

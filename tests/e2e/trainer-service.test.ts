@@ -124,8 +124,8 @@ describe('trainer worker API (Node)', () => {
     await expect.poll(() => r.statuses.at(-1), { timeout: 120_000, interval: 50 }).toBe('paused');
     expect(await service.checkpointStep('run-b')).toBe(1);
     // A paused run leaves the GPU idle: the page may evaluate meanwhile.
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
-    expect(rows.map((x) => x.episodes)).toEqual([1, 1]);
+    const result = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 1, config: { ...E2E_RUN_CONFIG } });
+    expect([result.base.episodes, result.trained.episodes]).toEqual([1, 1]);
     service.resume();
     await training;
     expect(r.statuses).toEqual(['running', 'paused', 'running', 'finished']);
@@ -204,15 +204,18 @@ describe('trainer worker API (Node)', () => {
     const header = parseSafetensors(files[1]!.bytes, 'adapter_model.safetensors');
     expect(header.tensors.some((t) => /^base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_A\.weight$/.test(t.name))).toBe(true);
 
-    const rows = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
-    expect(rows.map((x) => x.policy)).toEqual(['base', 'trained']);
-    for (const row of rows) {
-      expect(row.episodes).toBe(2);
-      expect(row.successRate).toBeGreaterThanOrEqual(0);
-      expect(row.successRate).toBeLessThanOrEqual(1);
+    const result = await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } });
+    for (const s of [result.base, result.trained]) {
+      expect(s.episodes).toBe(2);
+      expect(s.success_ci95[0]).toBeLessThanOrEqual(s.success_rate);
+      expect(s.success_ci95[1]).toBeGreaterThanOrEqual(s.success_rate);
     }
-    // Greedy decoding on the same seeded episodes: evaluating again gives the same table.
-    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(rows);
+    // Both policies played the held-out split's games, the same ones.
+    expect(result.trajectories.base.map((t) => t.seed)).toEqual(result.trajectories.trained.map((t) => t.seed));
+    expect(result.trajectories.base[0]!.seed).toBeGreaterThanOrEqual(2 ** 32);
+    expect(result.paired.success.difference).toBeCloseTo(result.trained.success_rate - result.base.success_rate, 12);
+    // Greedy decoding on the same seeded episodes: evaluating again gives the same result.
+    expect(await service.evaluate({ envUrl: `${server.url}/envs/catch`, task: 'catch', episodes: 2, config: { ...E2E_RUN_CONFIG } })).toEqual(result);
   });
 
   it('names the problem for unknown environments and bad model ids', async () => {

@@ -2,7 +2,7 @@
 // one step axis (counted from 1, as the progress bar and the rollout tabs count) with the SFT warm-up
 // shaded and labelled apart from GRPO. The title carries the latest value; the legend shows values
 // only while the pointer is over the chart (a chart of several runs carries each run's latest value).
-// Missing values (NaN, null) are gaps. A band series pair (mean ± std) is drawn as dashed bounds. A
+// Missing values (NaN, null) are gaps. Evaluations are points of their own, not joined. A band series pair (mean ± std) is drawn as dashed bounds. A
 // chart with no value yet shows an empty state of its size, not axes around nothing.
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
@@ -16,6 +16,10 @@ export interface ChartSeries {
   value: (m: Record<string, number | null>) => number | null | undefined;
   color: string;
   dash?: boolean;
+  /** Drawn as points only (an evaluation now and then, beside training's line), never joined. */
+  points?: boolean;
+  /** A points series drawn as a larger ring: a point at the same value as another's stays visible around it. */
+  ring?: boolean;
 }
 
 /** The run's step axis: steps 1…total, the first `sftSteps` of them the SFT warm-up. */
@@ -74,7 +78,9 @@ export function Chart({ title, steps, series, axis, height = 180, format = forma
         legend: { live: true },
         cursor: { points: { show: true } },
         hooks: { drawClear: [(u) => drawPhases(u, axisRef.current)] },
-        series: [{ label: 'step' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
+        series: [{ label: 'step' }, ...series.map((s) => (s.points
+          ? { label: s.label, stroke: s.color, width: 2, paths: () => null, points: { show: true, size: s.ring ? 16 : 9, width: 2, fill: s.ring ? 'rgba(0,0,0,0)' : s.color, stroke: s.color } }
+          : { label: s.label, stroke: s.color, width: 2, dash: s.dash ? [4, 4] : undefined, spanGaps: false, points: { show: steps.length < 40 } }))],
       },
       data(),
       host.current,

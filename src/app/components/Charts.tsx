@@ -29,6 +29,21 @@ function rewardSeries(steps: StepRecord[]): ChartSeries[] {
   ];
 }
 
+/** A metric logged at some steps only: present in any step. */
+const logged = (steps: StepRecord[], key: string) => steps.some((s) => typeof s.metrics[key] === 'number');
+
+/**
+ * Held-out evaluations as points beside training's line: the trainer's eval loop (TRL's `eval_*`,
+ * at eval_steps) and the app's Evaluate (`evaluate/*`, greedy, with the base on the same episodes).
+ */
+function evalPoints(steps: StepRecord[], kind: 'success' | 'reward'): ChartSeries[] {
+  const keys = kind === 'success'
+    ? [['eval_success_rate', 'held-out (eval loop)', 3], ['evaluate/success_rate', 'held-out, trained (Evaluate)', 4], ['evaluate/base_success_rate', 'held-out, base (Evaluate)', 6]] as const
+    : [['eval_reward', 'eval_reward', 3], ['evaluate/mean_reward', 'held-out, trained (Evaluate)', 4], ['evaluate/base_mean_reward', 'held-out, base (Evaluate)', 6]] as const;
+  // The base as a ring around the trained model's point: at equal values both stay visible.
+  return keys.filter(([k]) => logged(steps, k)).map(([k, label, c]) => ({ label, value: m(k), color: color(c), points: true, ring: k.startsWith('evaluate/base') }));
+}
+
 /** One metric's chart, as every single-metric chart is drawn: its TRL name as the legend, the first colour. */
 const single = (title: string, metric: string, steps: StepRecord[], axis: StepAxis) => (
   <Chart title={title} steps={steps} axis={axis} series={[{ label: metric, value: m(metric), color: color(0) }]} />
@@ -39,14 +54,14 @@ export function Charts({ steps, axis, task, klOff }: { steps: StepRecord[]; axis
   // Shown from the start (no layout jump at the first GRPO step); left out only for a run whose GRPO
   // steps logged no rollouts to count successes in (log_completions = false).
   const grpoSteps = steps.filter((s) => !s.metrics.phase_sft);
-  const hasSuccess = grpoSteps.length === 0 || steps.some((s) => s.metrics.success_rate !== undefined && s.metrics.success_rate !== null);
+  const hasSuccess = grpoSteps.length === 0 || steps.some((s) => s.metrics.success_rate !== undefined && s.metrics.success_rate !== null) || evalPoints(steps, 'success').length > 0;
   return (
     <>
       <div className="charts headline">
         {hasSuccess && (
-          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} yRange={[0, 1]} note={successDefinition(task)} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }]} />
+          <Chart title="success rate" steps={steps} axis={axis} height={220} format={percent} yRange={[0, 1]} note={successDefinition(task)} series={[{ label: `${task || 'task'} success`, value: m('success_rate'), color: color(2) }, ...evalPoints(steps, 'success')]} />
         )}
-        <Chart title="reward" steps={steps} axis={axis} height={220} series={rewardSeries(steps)} />
+        <Chart title="reward" steps={steps} axis={axis} height={220} series={[...rewardSeries(steps), ...evalPoints(steps, 'reward')]} />
       </div>
       <div className="charts">
         {single('loss', 'loss', steps, axis)}

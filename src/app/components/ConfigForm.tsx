@@ -10,6 +10,7 @@ const GROUPS: { title: string; keys: (keyof GRPOConfig)[] }[] = [
   { title: 'LoRA', keys: ['train_mode', 'freeze_vision_tower', 'lora_r', 'lora_alpha', 'lora_target_modules', 'vision_lora_target_modules'] },
   { title: 'SFT warm-up', keys: ['sft_steps', 'sft_learning_rate', 'sft_batch_size'] },
   { title: 'Rollouts', keys: ['rollout_scheduler', 'episode_timeout_s', 'env_call_timeout_s', 'max_concurrent_envs', 'mask_stubborn_steps', 'stubborn_threshold', 'max_context_images'] },
+  { title: 'Evaluation (held-out split)', keys: ['eval_strategy', 'eval_steps', 'eval_on_start', 'num_generations_eval', 'per_device_eval_batch_size'] },
   { title: 'Logging', keys: ['save_steps', 'chat_template_kwargs'] },
 ];
 

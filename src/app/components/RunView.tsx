@@ -2,6 +2,7 @@
 // parts with one job each: the data (use-run-data.ts), the head (RunHeader), the state's banners
 // (RunBanners), this tab's controls (RunControls), the charts, the rollouts, the config, the trained
 // model's downloads and evaluation (TrainedModelPanel) and the files kept with the run (RunFiles).
+import { useState } from 'react';
 import { ownedRuns, type RunSummary, type StepRecord } from '../api.ts';
 import { DEFAULT_CONFIG, type GRPOConfig } from '../../rl/config.ts';
 import { stepWarnings } from '../../rl/grpo/metrics.ts';
@@ -28,6 +29,11 @@ function mergeSteps(stored: StepRecord[], local: StepRecord[]): StepRecord[] {
   return [...by.values()].sort((a, b) => a.step - b.step);
 }
 
+/** Steps with metrics added since they were read (an Evaluate's, at its step). */
+function withMetrics(steps: StepRecord[], added: Map<number, Record<string, number | null>>): StepRecord[] {
+  return added.size === 0 ? steps : steps.map((s) => (added.has(s.step) ? { ...s, metrics: { ...s.metrics, ...added.get(s.step) } } : s));
+}
+
 /** A stored run's setting: its config's, or the key's one default (a run stored by an older webgrpo may lack the key). */
 function setting(run: RunSummary | null, key: keyof GRPOConfig): unknown {
   return run?.config[key] ?? DEFAULT_CONFIG[key];
@@ -38,13 +44,15 @@ export function RunView({ id }: { id: string }) {
   const live = ui.liveRunId === id;
   const { run, setRun, notFound, error, setError, steps, rollouts, rolloutSteps, trainingInTabs, files } = useRunData(id, live);
   const { busy, act } = useRunAction(setError);
+  // An Evaluate of this tab, drawn at once (the store keeps it too, for reloads and share links).
+  const [evaluated, setEvaluated] = useState<Map<number, Record<string, number | null>>>(new Map());
   // Also while an outage counts down to its next try.
   const now = useSecondTicks(live && (ui.status === 'running' || ui.outage !== null || ui.unsaved.retryAt !== null));
 
   if (notFound !== null) return <NotFound what={`run ${id}`} reason={notFound || undefined} />;
 
   // A resumed run shows the steps stored before the reload too; this tab's own steps win.
-  const shownSteps = live ? mergeSteps(steps, ui.steps) : steps;
+  const shownSteps = withMetrics(live ? mergeSteps(steps, ui.steps) : steps, evaluated);
   const shownRollouts = live ? ui.rollouts : rollouts;
   const owned = ownedRuns.get(id);
   const state = live || run === null ? null : liveState(run, ownedRuns.active(), trainingInTabs);
@@ -97,7 +105,8 @@ export function RunView({ id }: { id: string }) {
       </ErrorBoundary>
       {run && <ConfigView run={run} />}
       {live && (status === 'finished' || status === 'stopped' || status === 'paused') && (
-        <TrainedModelPanel id={id} run={run} owned={owned} full={full} envPath={envPath} task={envTask} busy={busy} act={act} />
+        <TrainedModelPanel id={id} run={run} owned={owned} full={full} envPath={envPath} task={envTask} busy={busy} act={act}
+          lastStep={shownSteps.at(-1)?.step ?? null} onEvaluated={(step, metrics) => setEvaluated((m) => new Map(m).set(step, metrics))} />
       )}
       <RunFiles id={id} runName={run?.name} files={files} training={training} busy={busy} act={act} />
     </div>

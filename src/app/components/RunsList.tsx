@@ -4,25 +4,14 @@
 // started can be deleted here (after a confirmation); ticked runs open side by side in the compare view.
 import { useEffect, useState } from 'react';
 import { api, ownedRuns, type RunListEntry } from '../api.ts';
-import { formatAgo, formatNumber } from '../format.ts';
+import { formatAgo, formatNumber, formatSuccess } from '../format.ts';
 import { liveState, resumeRun } from '../resume.ts';
 import { resumable } from '../resumable.ts';
 import { runsTrainingInTabs } from '../run-lock.ts';
+import { useUi } from '../store.ts';
 
 /** How often the list looks again at which runs other tabs train. */
 const LOCK_POLL_MS = 2000;
-import { useUi } from '../store.ts';
-
-function percent(x: number | null): string {
-  return x === null ? '—' : `${Math.round(x * 100)}%`;
-}
-
-/** `51% [42–59%] @ 12`: the held-out success, its interval and the step it was taken at. */
-function heldOutText(h: RunListEntry['heldOut']): string {
-  if (!h) return '—';
-  const ci = h.ci95 ? ` [${Math.round(h.ci95[0] * 100)}–${Math.round(h.ci95[1] * 100)}%]` : '';
-  return `${percent(h.successRate)}${ci} @ ${h.step}`;
-}
 
 export function RunsList({ pageSize, title, compact = false }: { pageSize: number; title: string; compact?: boolean }) {
   const [page, setPage] = useState(0);
@@ -110,7 +99,7 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
       ) : (
         <table className="runs-table">
           <thead>
-            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num" title="mean over the last 3 GRPO steps">last reward</th><th className="num" title="mean over the last 3 GRPO steps">last success</th><th className="num" title="the latest evaluation on the task's held-out split, with its 95% interval">held-out success</th><th>started</th><th>last update</th><th /></tr>
+            <tr><th><span className="sr-only">compare</span></th><th>run</th><th>status</th><th>task</th><th>model</th><th className="num">steps</th><th className="num" title="mean reward of the last GRPO steps (up to 5)">recent reward</th><th className="num" title="the latest held-out evaluation: success with its 95% interval">held-out success</th><th>started</th><th>last update</th><th /></tr>
           </thead>
           <tbody>
             {data.runs.map((r) => {
@@ -133,9 +122,8 @@ export function RunsList({ pageSize, title, compact = false }: { pageSize: numbe
                   <td>{r.task}</td>
                   <td>{r.model}{r.trainMode === 'full' ? <span className="muted"> (full)</span> : null}</td>
                   <td className="num">{r.steps}{r.totalSteps !== null ? ` / ${r.totalSteps}` : ''}</td>
-                  <td className="num">{formatNumber(r.lastReward)}</td>
-                  <td className="num">{percent(r.lastSuccessRate)}</td>
-                  <td className="num" data-testid="run-row-held-out">{heldOutText(r.heldOut)}</td>
+                  <td className="num" data-testid="run-row-recent-reward" title={r.recentSteps ? `mean of the last ${r.recentSteps} GRPO steps` : undefined}>{formatNumber(r.recentReward)}</td>
+                  <td className="num" data-testid="run-row-held-out" title={r.heldOut ? `step ${r.heldOut.step + 1}${r.heldOut.episodes ? `, ${r.heldOut.episodes} episodes` : ''}` : 'not evaluated on held-out episodes yet'}>{r.heldOut ? formatSuccess(r.heldOut.successRate, r.heldOut.ci95) : '—'}</td>
                   <td title={r.createdAt}>{formatAgo(r.createdAt)}</td>
                   <td title={r.updatedAt}>{formatAgo(r.updatedAt)}</td>
                   <td>
