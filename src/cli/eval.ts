@@ -21,7 +21,8 @@ const HELP = `usage: webgrpo eval --model DIR --env NAME|URL [options]
 ${MODEL_HELP}
   --env NAME|URL          task: echo, catch, wordle, multi, browsergym[:TASK,…|:mix], catch-compact, or an env URL
   --env-url URL           the env a task named by --env plays, instead of the in-process one
-  --miniwob DIR|URL       browsergym over a real MiniWoB++ folder: its held-out tasks and seeds
+  --miniwob DIR|URL       browsergym over a real MiniWoB++ folder: --split eval plays its held-out tasks
+                          (every 5th by name), then the tasks --env names (mix: all the others) at held-out seeds
   --split eval|train      the held-out split (default) or the training split's games
   --episodes N            episodes to play (default 128); episode i plays the split's row i and seed i
   --temperature T         sampling temperature (default 0: greedy)

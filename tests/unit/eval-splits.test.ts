@@ -105,6 +105,15 @@ describe('held-out rows', () => {
     expect(new Set(evalTasks).size).toBe(23);
   });
 
+  it('a MiniWoB++ folder, named tasks: the held-out tasks, then the named ones (not the folder\'s other training tasks)', async () => {
+    const names = Array.from({ length: 23 }, (_, i) => `task-${String(i).padStart(2, '0')}`);
+    const { eval: heldOut } = miniwobTaskSplit(names);
+    const tasks = async (env: string) => splitRows(await resolveTask({ env, miniwobNames: names }), 'eval', { miniwobNames: names }).map((row) => row.task_name);
+    expect(await tasks('browsergym:task-00,task-01')).toEqual([...heldOut, 'task-00', 'task-01']);
+    // A held-out task the run names is one it trains on: played as its own, not as a held-out one.
+    expect(await tasks(`browsergym:task-00,${heldOut[0]}`)).toEqual([...heldOut.slice(1), 'task-00', heldOut[0]]);
+  });
+
   it('--eval_dataset: a row that is also a training row is refused, by number', () => {
     const row = (content: string) => ({ prompt: [{ role: 'user' as const, content }] });
     expect(() => checkDisjoint([row('a'), row('b')], [row('c'), row('b')])).toThrow(/--eval_dataset row 2 is also a training row/);

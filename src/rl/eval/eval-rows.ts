@@ -49,8 +49,11 @@ export function splitRows(r: ResolvedTask, split: Split, o: SplitRowsOptions = {
   if (o.evalDataset && o.evalDataset.length > 0) return [...o.evalDataset];
   if (r.name === 'echo') return ECHO_EVAL_PROMPTS.map((content) => ({ prompt: [{ role: 'user', content }] }));
   if (r.name.startsWith('browsergym') && o.miniwobNames && o.miniwobNames.length > 0) {
-    // Held-out tasks first, then the trained tasks (at held-out seeds): every task of the folder once per cycle.
-    const { train: trained, eval: heldOut } = miniwobTaskSplit(o.miniwobNames);
+    // The folder's held-out tasks first, then the run's own tasks at held-out seeds (`mix`: every training
+    // task of the folder; `browsergym:a,b`: a and b, not the folder's other tasks): one of each per cycle.
+    // A held-out task the run names itself counts as one of its own (it trains on it).
+    const trained = [...new Set(train.map((row) => row.task_name).filter((t): t is string => typeof t === 'string'))];
+    const heldOut = miniwobTaskSplit(o.miniwobNames).eval.filter((t) => !trained.includes(t));
     const template = train[0]!;
     return [...heldOut, ...trained].map((task_name) => ({ ...structuredClone(template), task_name }));
   }
