@@ -130,7 +130,7 @@ describe('server-level routes', () => {
     const server = await servers.start({ maxConcurrentEnvs: 3 });
     expect((await call(server, 'GET', '/health')).text).toBe('{"status":"healthy"}');
     const listing = JSON.parse((await call(server, 'GET', '/envs')).text);
-    expect(listing.envs.map((e: { name: string }) => e.name)).toEqual(['echo', 'catch', 'wordle', 'browsergym']);
+    expect(listing.envs.map((e: { name: string }) => e.name)).toEqual(['echo', 'catch', 'wordle', 'sudoku', 'browsergym']);
     expect(listing.envs[0]).toEqual({ name: 'echo', kind: 'builtin', path: '/envs/echo', active: 0, queued: 0, max_concurrent_envs: 3 });
     await expectNoLeaks(server);
   });
