@@ -20,7 +20,9 @@ const HELP = `usage: webgrpo eval --model DIR --env NAME|URL [options]
 
 ${MODEL_HELP}
   --env NAME|URL          task: echo, catch, wordle, multi, browsergym[:TASK,…|:mix], catch-compact, or an env URL
-  --env-url URL           the env a task named by --env plays, instead of the in-process one
+  --env-class FILE.mjs    evaluate your own environment class instead of --env (README "Environment
+                          classes"); its rows: --eval_dataset FILE.jsonl's (any columns), else its own
+  --env-url URL           the env a task named by --env (or the class) plays, instead of the in-process one
   --miniwob DIR|URL       browsergym over a real MiniWoB++ folder: --split eval plays its held-out tasks
                           (every 5th by name), then the tasks --env names (mix: all the others) at held-out seeds
   --split eval|train      the held-out split (default) or the training split's games
@@ -40,6 +42,7 @@ ${ADAPTER_HELP}`;
 const OPTIONS = {
   ...MODEL_OPTIONS,
   env: { type: 'string' },
+  'env-class': { type: 'string' },
   'env-url': { type: 'string' },
   miniwob: { type: 'string' },
   split: { type: 'string' },
@@ -68,6 +71,8 @@ interface ModelSpec {
 interface EvalRequest {
   env: string;
   envUrl?: string;
+  /** `--env-class FILE.mjs`: the class's task in place of --env's (its rows from --eval_dataset, if given). */
+  envClass?: { file: string; dataset?: string };
   miniwob?: string;
   split: Split;
   episodes: number;
@@ -76,17 +81,14 @@ interface EvalRequest {
   configFile?: string;
 }
 
-/**
- * The one loader: model + task + config, then the split played. Kept in one function so the run
- * launcher (src/rl/launch.ts, when it lands) can replace it whole.
- */
+/** The one loader: model + task + config (through the run launcher, src/rl/launch.ts), then the split played. */
 async function playModel(spec: ModelSpec, req: EvalRequest): Promise<Played & { task: string }> {
   const { openCheckpoint } = await import('../model/checkpoint.ts');
   const { loadCheckpointTokenizer } = await import('../model/tokenizer.ts');
   const { loadTrainedEngine } = await import('./model-args.ts');
-  const { modelTierOf, presetConfig } = await import('../rl/tasks/presets.ts');
-  const { resolveTask, bindTask, builtinEnvUrls } = await import('../rl/tasks/resolve-task.ts');
-  const { configFromObject } = await import('../rl/config.ts');
+  const { builtinEnvUrls } = await import('../rl/tasks/resolve-task.ts');
+  const { resolveRun, bindRun } = await import('../rl/launch.ts');
+  const { envClassFromCli } = await import('../rl/tasks/env-class-cli.ts');
   const { plannedWorkload } = await import('../rl/run-limits.ts');
   const { splitRows } = await import('../rl/eval/eval-rows.ts');
   const { seedSpace } = await import('../rl/eval/seed-space.ts');
@@ -95,12 +97,21 @@ async function playModel(spec: ModelSpec, req: EvalRequest): Promise<Played & { 
   const { inProcessEnvs, miniwobOption } = await import('./in-process-envs.ts');
 
   const ckpt = await openCheckpoint(spec.args.model);
-  const tier = modelTierOf(ckpt.config);
   const miniwob = await miniwobOption(req.miniwob);
-  const resolved = await resolveTask({ env: req.env, url: req.envUrl?.replace(/\/+$/, ''), tier, miniwobNames: req.envUrl === undefined ? miniwob?.names : undefined, prompts: async () => req.evalDataset ?? [] });
-  const { log_completions: _unused, ...defaults } = resolved.preset ? presetConfig(resolved.preset, tier) : resolved.task.config;
-  let config: GRPOConfig = configFromObject(defaults);
-  if (req.configFile) config = configFromObject(JSON.parse(await readFile(req.configFile, 'utf8')) as Record<string, unknown>, config);
+  const envUrl = req.envUrl?.replace(/\/+$/, '');
+  const envClass = req.envClass;
+  // The launcher resolves the task (an env class's through its envClass seam) and the config layers.
+  const run = await resolveRun({
+    env: req.env,
+    ...(envUrl !== undefined ? { envUrl } : {}),
+    ...(envClass ? { envClass: () => envClassFromCli({ file: envClass.file, dataset: envClass.dataset, envUrl }) } : {}),
+    prompts: async () => req.evalDataset ?? [],
+    ...(envUrl === undefined && miniwob ? { miniwobNames: miniwob.names } : {}),
+    preset: true,
+    config: req.configFile ? [{ source: '--config', values: JSON.parse(await readFile(req.configFile, 'utf8')) as Record<string, unknown> }] : [],
+  }, ckpt.config);
+  const resolved = run.task;
+  const config: GRPOConfig = run.config;
   const rows = splitRows(resolved, req.split, { miniwobNames: miniwob?.names, evalDataset: req.evalDataset });
   const server = resolved.url ? null : await (await import('../../env-server/server.ts')).createEnvServer({ port: 0, envs: await inProcessEnvs({ miniwob }) });
   // Decoded at once: the sequence count training plans for (also what the env-server admits), never more.
@@ -108,7 +119,7 @@ async function playModel(spec: ModelSpec, req: EvalRequest): Promise<Played & { 
   const { engine } = await loadTrainedEngine(ckpt, spec.args, { plan });
   try {
     const tokenizer = await loadCheckpointTokenizer(ckpt, spec.args.model);
-    const task = bindTask(resolved, { builtinUrls: server ? builtinEnvUrls(server.url) : undefined, tokenizer, split: req.split });
+    const task = bindRun(run, { ...(server ? { builtinUrls: builtinEnvUrls(server.url) } : {}), tokenizer, model: ckpt.config, split: req.split });
     const played = await playSplit({ engine, tokenizer, task, rows, episodes: req.episodes, seedOf: seedSpace(resolved.env, req.split), config, temperature: req.temperature, seed: config.seed, maxBatchSize: plan.numSequences });
     return { task: resolved.name, trajectories: played.trajectories, summary: summarize(played.trajectories, resolved.name) };
   } finally {
@@ -136,8 +147,9 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const env = str(p, 'env');
-  if (!env) throw new Error(`--env NAME|URL is required\n\n${HELP}`);
+  const envClassFile = str(p, 'env-class');
+  const env = str(p, 'env') ?? envClassFile;
+  if (!env) throw new Error(`--env NAME|URL (or --env-class FILE.mjs) is required\n\n${HELP}`);
   const args = await modelArgs(p, HELP);
   const split = choiceOption(p, 'split', ['eval', 'train'] as const, 'eval');
   const episodes = intOption(p, 'episodes', 128, 1);
@@ -145,12 +157,13 @@ export async function run(argv: string[]): Promise<number> {
   if (!(temperature >= 0)) throw new Error(`--temperature must be ≥ 0, got ${temperature}`);
   const evalFile = str(p, 'eval_dataset');
   let evalDataset: DatasetRow[] | undefined;
-  if (evalFile) {
+  if (evalFile && !envClassFile) {
     const { parsePromptDataset } = await import('../rl/tasks/mcp-task.ts');
     evalDataset = parsePromptDataset(await readFile(evalFile, 'utf8'), evalFile);
   }
   const req: EvalRequest = {
     env, split, episodes, temperature,
+    ...(envClassFile ? { envClass: { file: envClassFile, ...(evalFile ? { dataset: evalFile } : {}) } } : {}),
     ...(str(p, 'env-url') ? { envUrl: str(p, 'env-url') } : {}),
     ...(str(p, 'miniwob') ? { miniwob: str(p, 'miniwob') } : {}),
     ...(evalDataset ? { evalDataset } : {}),

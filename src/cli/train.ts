@@ -20,6 +20,7 @@ import { builtinEnvUrls, solverTranscripts, type ResolvedTask, type RunTask } fr
 import { locateRunModel, resolveRun, RESUMED_SFT_SOURCE, bindRun, type ConfigLayer, type EnvClassTask, type ResolvedRun, type RunBinding, type RunModel, type RunRequest } from '../rl/launch.ts';
 import type { Evaluation } from '../rl/eval/trainer-eval.ts';
 import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
+import { runVerdict } from './run-verdict.ts';
 import { choiceOption, intOption, parseCli, str, type OptionTable } from './args.ts';
 import { formatBytes, Progress, type ProgressTask } from './progress.ts';
 import { inProcessEnvs, miniwobOption } from './in-process-envs.ts';
@@ -418,7 +419,7 @@ export async function run(argv: string[]): Promise<number> {
       fullModel?.observe(e);
       if (e.phase !== 'grpo') continue;
       for (const warning of e.warnings ?? []) progress.line(`webgrpo train: warning: step ${e.step}: ${warning}`);
-      tally.add(e.metrics);
+      tally.add(e.metrics, e.invalidTools);
     }
     if (stoppedBy) {
       const saved: string[] = [];
@@ -434,15 +435,9 @@ export async function run(argv: string[]): Promise<number> {
       console.log(JSON.stringify({ phase: 'done', adapter }));
     }
     if (fullModel) console.log(JSON.stringify({ phase: 'done', model: await fullModel.finish() }));
-    if (tally.everyCallFailed) {
-      progress.line(`webgrpo train: every tool call of the run failed (tools/failure_frequency 1 on all ${tally.stepsWithCalls} steps with calls): the env at ${resolvedTask.url ?? resolvedTask.name} never gave the model a result.`);
-      return 1;
-    }
-    if (tally.everyResultOverBudget) {
-      progress.line(`webgrpo train: no tool result of the run reached the model (tools/over_budget_frequency 1 on all ${tally.stepsWithCalls} steps with calls): each one would have taken its completion past max_completion_length ${config.max_completion_length} (or the context), and was rolled back.`);
-      return 1;
-    }
-    return 0;
+    const verdict = runVerdict(tally, resolvedTask.url ?? resolvedTask.name, config.max_completion_length);
+    if (verdict) progress.line(verdict.line);
+    return verdict?.exitCode ?? 0;
   } finally {
     watch.stop();
     process.off('SIGINT', onInt);

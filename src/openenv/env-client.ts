@@ -152,11 +152,22 @@ export function setEnvUrls(urls: Readonly<Record<string, string | undefined>>): 
   for (const [name, url] of Object.entries(urls)) if (url) urlTable().set(name, url);
 }
 
+/**
+ * `--env-url`: the URL of every env name the table lacks, so a class may name the env it plays (e.g.
+ * OpenEnv's `grid_world`, no built-in) and still be pointed at a server; null takes it back.
+ */
+export function setDefaultEnvUrl(url: string | null): void {
+  if (url) urlTable().set(ANY_ENV, url);
+  else urlTable().delete(ANY_ENV);
+}
+
+const ANY_ENV = '*';
+
 /** The base URL of the env `name` (echo, catch, wordle, sudoku, browsergym, …) this run plays. */
 export function envUrl(name: string): string {
-  const url = urlTable().get(name);
+  const url = urlTable().get(name) ?? urlTable().get(ANY_ENV);
   if (!url) {
-    const known = [...urlTable().keys()];
+    const known = [...urlTable().keys()].filter((k) => k !== ANY_ENV);
     throw new Error(`envUrl('${name}'): this run has no URL for an env named '${name}' (${known.length > 0 ? `it has ${known.join(', ')}` : 'none were given'}; pass --env-url URL)`);
   }
   return url;

@@ -64,6 +64,13 @@ describe('webgrpo eval', () => {
     expect(summary.compare.paired_difference.success).toEqual({ episodes: 4, difference: 0, ci95: [0, 0] });
   }, 600_000);
 
+  it('--env-class FILE.mjs: the class plays the held-out episodes through the launcher (examples/catch.mjs)', async () => {
+    const { code, summary } = await evalRun(['--model', DEMO_MODEL, '--env-class', fileURLToPath(new URL('../../examples/catch.mjs', import.meta.url)), '--episodes', '2']);
+    expect(code).toBe(0);
+    expect(summary).toMatchObject({ task: 'CatchEnv', split: 'eval', episodes: 2 });
+    expect(Object.values(summary.failure_reasons as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(2);
+  }, 600_000);
+
   it('--split must be eval or train', async () => {
     await expect(evalCli(['--model', DEMO_MODEL, '--env', 'catch', '--split', 'test'])).rejects.toThrow(/--split/);
   });

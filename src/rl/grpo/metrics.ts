@@ -16,6 +16,8 @@ export interface RolloutStats {
   toolFailures: number;
   /** Calls that repeated a failing call beyond stubborn_threshold (default 0). */
   stubbornCalls?: number;
+  /** Calls that never reached the env: an unknown tool name or bad arguments (default 0; among toolFailures). */
+  invalidCalls?: number;
   /** The episode ran past episode_timeout_s / env_call_timeout_s (default false). */
   timedOut?: boolean;
   /** The last tool results were rolled back for the token budget (default false). */
@@ -64,7 +66,9 @@ function lengthMetrics(rollouts: RolloutStats[]): Metrics {
 
 /**
  * tools/call_frequency = calls / completions; tools/failure_frequency = failures / calls;
- * tools/stubborn_frequency = stubborn repeats / calls (0 without calls); tools/over_budget_frequency =
+ * tools/invalid_frequency = calls that never reached the env (a tool it does not offer, arguments the tool
+ * cannot take; they are failures too) / calls (0 without calls), which tells a model that does not know the
+ * env's tools from an env that refuses them; tools/stubborn_frequency = stubborn repeats / calls (0 without calls); tools/over_budget_frequency =
  * completions whose last tool results were rolled back because they did not fit the token budget / completions;
  * rollouts/timed_out = episodes closed by a timeout in this step (webgrpo's names for the last three).
  */
@@ -72,9 +76,11 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
   const calls = rollouts.reduce((n, r) => n + r.toolCalls, 0);
   const failures = rollouts.reduce((n, r) => n + r.toolFailures, 0);
   const stubborn = rollouts.reduce((n, r) => n + (r.stubbornCalls ?? 0), 0);
+  const invalid = rollouts.reduce((n, r) => n + (r.invalidCalls ?? 0), 0);
   return {
     'tools/call_frequency': rollouts.length === 0 ? 0 : calls / rollouts.length,
     'tools/failure_frequency': calls === 0 ? 0 : failures / calls,
+    'tools/invalid_frequency': calls === 0 ? 0 : invalid / calls,
     'tools/stubborn_frequency': calls === 0 ? 0 : stubborn / calls,
     'tools/over_budget_frequency': rollouts.length === 0 ? 0 : rollouts.filter((r) => r.overBudget).length / rollouts.length,
     'rollouts/timed_out': rollouts.filter((r) => r.timedOut).length,
@@ -89,13 +95,15 @@ export function toolMetrics(rollouts: RolloutStats[]): Metrics {
  * but never reads what they return), or no rollout earned any reward (every advantage is 0; an env that
  * never pays scores 0, so this is otherwise silent).
  */
-export function stepWarnings(metrics: Readonly<Record<string, number | null>>): string[] {
+export function stepWarnings(metrics: Readonly<Record<string, number | null>>, invalidTools?: InvalidTools): string[] {
   const warnings: string[] = [];
   const calls = metrics['tools/call_frequency'] ?? 0;
   if (metrics['tools/call_frequency'] === 0) {
     warnings.push('no rollout of this step called a tool (tools/call_frequency 0): the model never acted in the env, so the step cannot learn the task. A model that does not call tools yet needs an SFT warm-up (sft_steps; in the CLI with --sft-solver or --sft).');
   }
-  if (calls > 0 && metrics['tools/failure_frequency'] === 1) {
+  if (calls > 0 && metrics['tools/invalid_frequency'] === 1) {
+    warnings.push(`no tool call of this step reached the env (tools/invalid_frequency 1): ${describeInvalidTools(invalidTools)}. The model does not know this env's tools yet: warm it up on transcripts that call them (in the CLI --sft FILE.jsonl).`);
+  } else if (calls > 0 && metrics['tools/failure_frequency'] === 1) {
     warnings.push('every tool call of this step failed (tools/failure_frequency 1): the model is reading env errors, not results. Check the env URL and that it is the env the task expects.');
   }
   if (calls > 0 && metrics['tools/over_budget_frequency'] === 1) {
@@ -105,6 +113,30 @@ export function stepWarnings(metrics: Readonly<Record<string, number | null>>): 
     warnings.push('no rollout of this step earned any reward (every reward function gave 0 or nothing): every advantage is 0, so the step learns nothing. An episode the env never rewards scores 0 (as TRL\'s examples); check that the env pays a reward for what the model does (e.g. an answer or a finished game).');
   }
   return warnings;
+}
+
+/** The names the model called that the env does not offer, beside the names it does offer. */
+export interface InvalidTools {
+  called: string[];
+  offered: string[];
+}
+
+/** Merges the rollouts' invalid-call names (undefined when no rollout made an invalid call). */
+export function invalidToolsOf(rollouts: readonly { unknownTools?: readonly string[]; offeredTools?: readonly string[] }[]): InvalidTools | undefined {
+  const noted = rollouts.filter((r) => r.offeredTools !== undefined);
+  if (noted.length === 0) return undefined;
+  return {
+    called: [...new Set(noted.flatMap((r) => r.unknownTools ?? []))],
+    offered: [...new Set(noted.flatMap((r) => r.offeredTools ?? []))],
+  };
+}
+
+/** "the model called echo; the env offers move, reset_game" (bad arguments when every name was known). */
+export function describeInvalidTools(tools: InvalidTools | undefined): string {
+  if (!tools) return 'every call named a tool the env does not offer or had arguments its tool cannot take';
+  const offered = tools.offered.length > 0 ? tools.offered.join(', ') : 'no tools';
+  if (tools.called.length === 0) return `every call had arguments its tool cannot take (the env offers ${offered})`;
+  return `the model called ${tools.called.join(', ')}; the env offers ${offered}`;
 }
 
 /**
@@ -123,18 +155,28 @@ function noRewardEarned(metrics: Readonly<Record<string, number | null>>): boole
 export class ToolFailureTally {
   stepsWithCalls = 0;
   stepsAllFailed = 0;
+  stepsAllInvalid = 0;
   stepsAllOverBudget = 0;
+  /** What the model called that the env does not offer, and what it offers, over the run. */
+  invalidTools: InvalidTools | undefined;
 
-  add(metrics: Metrics): void {
+  add(metrics: Metrics, invalidTools?: InvalidTools): void {
+    if (invalidTools) this.invalidTools = { called: [...new Set([...(this.invalidTools?.called ?? []), ...invalidTools.called])], offered: [...new Set([...(this.invalidTools?.offered ?? []), ...invalidTools.offered])] };
     if ((metrics['tools/call_frequency'] ?? 0) <= 0) return;
     this.stepsWithCalls++;
     if (metrics['tools/failure_frequency'] === 1) this.stepsAllFailed++;
+    if (metrics['tools/invalid_frequency'] === 1) this.stepsAllInvalid++;
     if (metrics['tools/over_budget_frequency'] === 1) this.stepsAllOverBudget++;
   }
 
   /** The model called tools and not one call of the run succeeded. */
   get everyCallFailed(): boolean {
     return this.stepsWithCalls > 0 && this.stepsAllFailed === this.stepsWithCalls;
+  }
+
+  /** The model called tools and not one call of the run reached the env (unknown names, bad arguments). */
+  get noCallReachedEnv(): boolean {
+    return this.stepsWithCalls > 0 && this.stepsAllInvalid === this.stepsWithCalls;
   }
 
   /** The model called tools and every result of the run was rolled back for the token budget. */

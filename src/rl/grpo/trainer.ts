@@ -11,7 +11,7 @@ import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfi
 import type { DatasetRow } from '../rollout/env.ts';
 import type { PlacedImage } from '../rollout/image-tokens.ts';
 import { computeLoss, lossOptionsFromConfig, type LossMetrics, type LossSequence } from './losses.ts';
-import { stepMetrics, stepWarnings, type CompletionSample, type Metrics, type RolloutStats } from './metrics.ts';
+import { invalidToolsOf, stepMetrics, stepWarnings, type CompletionSample, type InvalidTools, type Metrics, type RolloutStats } from './metrics.ts';
 import { hashInts, permutation, Purpose } from '../seeds.ts';
 import { rewardWeights, rolloutRewards, weightedRewardSum, type RewardFunction, type RewardMessage } from './rewards.ts';
 import { learningRateAt, warmupSteps, type Schedule } from './schedule.ts';
@@ -32,6 +32,10 @@ export interface TrainerRollout {
   env: unknown;
   toolCalls: number;
   toolFailures: number;
+  /** Calls that never reached the env, the names called that no tool has, and the env's tools (rollout.ts). */
+  invalidToolCalls?: number;
+  unknownTools?: readonly string[];
+  offeredTools?: readonly string[];
   /** Images in the context and where their placeholders sit in promptIds + completionIds. */
   images?: readonly PlacedImage[];
   /** Set when the environment itself failed: the rollout is unscorable (all rewards NaN → advantage 0). */
@@ -148,6 +152,8 @@ export interface GrpoStepEvent {
   checkpoint?: string;
   /** Problems to say out loud (e.g. every tool call failed); absent when there are none. */
   warnings?: string[];
+  /** Set when a call never reached the env: the names the model called that the env lacks, and its tools. */
+  invalidTools?: InvalidTools;
   /** On logging steps (every logging_steps, and the last): the metrics averaged since the previous log (TRL's logs). */
   logs?: Metrics;
   /**
@@ -409,6 +415,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
     toolCalls: r.toolCalls,
     toolFailures: r.toolFailures,
     stubbornCalls: r.stubbornCalls ?? 0,
+    invalidCalls: r.invalidToolCalls ?? 0,
     timedOut: r.timedOut ?? false,
     overBudget: r.overBudget !== undefined,
   }));
@@ -550,7 +557,9 @@ function stepEvent(
     completions: gen.completions.map((s) => ({ ...s, step: counters.step })),
     unscorable: gen.unscorable,
   };
-  const warnings = stepWarnings(metrics);
+  const invalidTools = invalidToolsOf(gen.rollouts);
+  if (invalidTools) event.invalidTools = invalidTools;
+  const warnings = stepWarnings(metrics, invalidTools);
   if (warnings.length > 0) event.warnings = warnings;
   const logs = run.logWindow.add(counters.step, metrics, counters.step >= counters.totalSteps);
   if (logs) event.logs = logs;

@@ -50,6 +50,13 @@ export interface Rollout {
   env: ToolEnv;
   toolCalls: number;
   toolFailures: number;
+  /**
+   * Tool calls that never reached the env (a name it does not offer, or arguments its tool cannot take),
+   * counted among toolFailures too; with the names the model called that no tool has, and the env's tools.
+   */
+  invalidToolCalls?: number;
+  unknownTools?: string[];
+  offeredTools?: string[];
   /** Tool calls that repeated an already failed call more than `stubborn_threshold` times. */
   stubbornCalls: number;
   /**

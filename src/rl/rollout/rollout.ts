@@ -503,6 +503,14 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   return episodes.map((e) => e.rollout);
 }
 
+/** Counts calls that never reached the env, and says what the model called beside what the env offers. */
+function noteInvalidCalls(episode: Episode, invalid: number, unknownNames: readonly string[]): void {
+  const { rollout } = episode;
+  rollout.invalidToolCalls = (rollout.invalidToolCalls ?? 0) + invalid;
+  rollout.unknownTools = [...new Set([...(rollout.unknownTools ?? []), ...unknownNames])];
+  rollout.offeredTools = episode.tools.map((t) => t.declaration.name);
+}
+
 /**
  * Executes an episode's pending calls and, budget permitting, returns the next turn's request (suffix
  * appended, budget left). Over budget, the iteration's tool messages are rolled back and the episode ends
@@ -519,6 +527,7 @@ async function runToolTurn(episode: Episode, ctx: SuffixContext, config: Rollout
   if (rollout.error) return null; // timed out while the calls ran: the episode is already closed
   rollout.toolCalls += result.calls;
   rollout.toolFailures += result.failures;
+  if (result.invalid > 0) noteInvalidCalls(episode, result.invalid, result.unknownNames);
   markStubborn(episode, result.failedCalls, stubbornThreshold);
   const pictures = result.messages.flatMap((m) => contentImages(m.content));
   let suffix = toolSuffixIds(ctx, result.messages);

@@ -17,6 +17,10 @@ export interface ToolTurnResult {
   errors: string[];
   /** The calls that failed (a tool error, an env error or a bad call), in the order they failed. */
   failedCalls: ToolCall[];
+  /** Calls that never reached the env: a tool name it does not offer, or arguments the tool cannot take. */
+  invalid: number;
+  /** The names called that no tool has, in call order. */
+  unknownNames: string[];
 }
 
 /** Python's type name, for the `argument after ** must be a mapping` error. */
@@ -71,6 +75,8 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
   const pending: { call: ToolCall; run: () => unknown }[] = [];
   const errors: string[] = [];
   const failedCalls: ToolCall[] = [];
+  const unknownNames: string[] = [];
+  let invalid = 0;
   const fail = (call: ToolCall, err: unknown): void => {
     const name = call.function.name;
     errors.push(errorText(err));
@@ -84,6 +90,8 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     // Sync tools first, then async ones (Python looks the name up in that order; a name is in one only).
     const problem = tool ? argumentError(tool, call.function.arguments) : `Tool ${name} not found.`;
     if (problem !== null) {
+      invalid++;
+      if (!tool) unknownNames.push(name);
       fail(call, new Error(problem));
       continue;
     }
@@ -105,5 +113,5 @@ export async function executeToolCalls(tools: readonly Tool[], calls: readonly T
     if (outcome.status === 'fulfilled') messages.push(toolMessage(pending[i].call.function.name, outcome.value));
     else fail(pending[i].call, outcome.reason);
   }
-  return { messages, calls: calls.length, failures: errors.length, errors, failedCalls };
+  return { messages, calls: calls.length, failures: errors.length, errors, failedCalls, invalid, unknownNames };
 }

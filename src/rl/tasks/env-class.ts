@@ -8,7 +8,7 @@
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { ToolDeclaration, ToolSchema } from '../rollout/schema.ts';
 import type { RewardArgs, RewardFunction } from '../grpo/rewards.ts';
-import { setEnvUrls } from '../../openenv/env-client.ts';
+import { setDefaultEnvUrl, setEnvUrls } from '../../openenv/env-client.ts';
 import { pyStr } from '../../pyrepr.ts';
 import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from './env-class-jsdoc.ts';
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
@@ -331,6 +331,7 @@ export function envClassTask(mod: EnvClassModule, o: EnvClassTaskOptions = {}): 
 
 /** The URLs `envUrl(name)` returns: `--env-url` for every name, else the in-process env-server's routes. */
 function publishEnvUrls(urls: Partial<Record<EnvUrlName, string>>, override: string | null): void {
+  setDefaultEnvUrl(override);
   if (override) {
     setEnvUrls(Object.fromEntries(SERVED_ENVS.map((n) => [n, override])));
     return;
