@@ -17,7 +17,8 @@
 // --small runs the same steps at toy shapes of both architectures (to test the archive on a CPU adapter). The work options
 // keep the shapes and cut the tokens (a CPU adapter needs ~1 s per 0.6B token): --prompt N,
 // --newTokens N, --rounds N (engine), --seqLen N, --trainBatches 1,8, --steps N (train),
-// --matmulSize M,N,K (the peak probe), --kernelReps N (profiled repeats).
+// --matmulSize M,N,K (the peak probe), --kernelReps N (profiled repeats). --layers N keeps every width of each
+// shape and cuts its depth (a CPU adapter cannot hold 2B's 24 layers in minutes; 4 keeps Qwen3.5's 3 linear : 1 full).
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { adapterName, getGpu } from '../../src/engine/gpu.ts';
@@ -105,6 +106,7 @@ async function main(): Promise<number> {
       small: { type: 'boolean', default: false },
       shapes: { type: 'string', default: Object.keys(SHAPES).join(',') },
       out: { type: 'string', default: 'gpu-bench-results.json' },
+      layers: { type: 'string' },
       ...Object.fromEntries(work.map((k) => [k, { type: 'string' as const }])),
     },
   });
@@ -112,6 +114,10 @@ async function main(): Promise<number> {
     if (!SHAPES[name]) throw new Error(`gpu-bench: --shapes lists ${name}; known: ${Object.keys(SHAPES).join(', ')}`);
     return [name, SHAPES[name]!];
   }));
+  if (values.layers !== undefined) {
+    if (!/^[1-9][0-9]*$/.test(values.layers)) throw new Error(`gpu-bench: --layers must be a positive integer, got ${values.layers}`);
+    for (const name of Object.keys(shapes)) shapes[name] = { ...shapes[name]!, layers: values.layers };
+  }
   const gpu = await getGpu();
   const adapter = { name: adapterName(gpu.adapterInfo), ...gpu.adapterInfo, f16: gpu.f16, subgroupSizes: gpu.subgroupSizes, maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize };
   const limits = { maxStorageBufferBindingSize: gpu.limits.maxStorageBufferBindingSize, maxBufferSize: gpu.limits.maxBufferSize };
@@ -134,7 +140,7 @@ async function main(): Promise<number> {
     ? { prompt: '16', newTokens: '4', rounds: '2', seqLen: '16', trainBatches: '1,8', steps: '2', matmulSize: '64,256,256', kernelReps: '3' }
     : { prompt: '128', newTokens: '32', rounds: '2', seqLen: '256', trainBatches: '1,8', steps: '2', matmulSize: '256,3072,1024', kernelReps: '3' };
   const sizes = Object.fromEntries(work.map((k) => [k, (values as Record<string, unknown>)[k] as string | undefined ?? defaults[k]])) as typeof defaults;
-  results.work = sizes;
+  results.work = { ...sizes, layers: values.layers ?? 'full' };
   // Every step of one shape, then the next (each shape's random model is generated once, at its first step).
   for (const [name, shape] of Object.entries(shapes)) {
     await step(`${name}/engine`, () => benchEngineForward({ ...shape, weights: 'f16', prompt: sizes.prompt, newTokens: sizes.newTokens, rounds: sizes.rounds, matmulSize: sizes.matmulSize }));

@@ -16,6 +16,10 @@ const expected = JSON.parse(readFileSync(`${DIR}expected.json`, 'utf8')) as {
   decode: { prefill: number; logprobs: number[] };
 };
 
+/** The same model's answers for a 256-token sequence, its whole context: four 64-token chunks (transformers-qwen3_5-long/make.py). */
+const LONG = new URL('../fixtures/transformers-qwen3_5-long/', import.meta.url).pathname;
+const long = JSON.parse(readFileSync(`${LONG}expected.json`, 'utf8')) as typeof expected;
+
 describe(onAdapter('Qwen3.5 scoring vs transformers'), () => {
   let gpu: Gpu;
   beforeAll(async () => { gpu = await getGpu(); });
@@ -37,6 +41,15 @@ describe(onAdapter('Qwen3.5 scoring vs transformers'), () => {
     const alone = await engine.score({ sequences: [seq], temperature: expected.temperature });
     expect(maxAbsDiff(alone.logprobs[0]!, expected.logprobs)).toBeLessThan(1e-4);
     console.log(`qwen3_5 score (${deltaRule}): max |Δ logprob| vs transformers float64 = ${err.toExponential(2)}`);
+    engine.destroy();
+  });
+  it.each(['chunked', 'recurrent'] as const)('256 tokens (four 64-token chunks): per-token log-probs and entropies within 1e-4 of transformers (%s delta rule)', async (deltaRule) => {
+    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', deltaRule });
+    const out = await engine.score({ sequences: [{ ids: long.ids, scoreFrom: long.score_from }], temperature: long.temperature });
+    const err = maxAbsDiff(out.logprobs[0]!, long.logprobs);
+    console.log(`qwen3_5 score, 256 tokens (${deltaRule}): max |Δ logprob| vs transformers float64 = ${err.toExponential(2)}`);
+    expect(err).toBeLessThan(1e-4);
+    expect(maxAbsDiff(out.entropy[0]!, long.entropies)).toBeLessThan(1e-4);
     engine.destroy();
   });
   it('decode with the conv + recurrent state (and the KV cache of the attention layer) equals the full re-score and transformers\' cached decode', async () => {

@@ -74,6 +74,22 @@ describe(onAdapter('Qwen3.5 training gradients vs torch autograd'), () => {
     engine.destroy();
   });
 
+  // 256 tokens (the whole context): many delta-rule segments, each replayed from its saved state.
+  it.each(['chunked', 'recurrent'] as const)('full fine-tuning over 256 tokens (four 64-token chunks): every parameter within 1e-3 relative (%s delta rule)', async (deltaRule) => {
+    const LONG = new URL('../fixtures/transformers-qwen3_5-long/', import.meta.url).pathname;
+    const long = JSON.parse(await readFile(`${LONG}expected.json`, 'utf8')) as Expected;
+    const engine = await loadEngine(await openCheckpoint(DIR), { gpu, weightDtype: 'f32', deltaRule });
+    engine.setTrainable({ kind: 'full' });
+    await engine.backward({ sequences: [{ ids: long.ids, scoreFrom: long.score_from }], temperature: long.temperature, dLdLogp: [Float32Array.from(long.loss_weights)] });
+    const got = await engine.readGrads();
+    const want = await tensorsOf(LONG, 'grads.safetensors');
+    expect(new Set(got.map((t) => t.name))).toEqual(new Set(want.keys()));
+    const worst = worstErrors(got, (n) => want.get(n));
+    console.log(`qwen3_5 full-FT grads, 256 tokens (${deltaRule}): worst relative error ${worst[0]!.rel.toExponential(2)} (${worst[0]!.name}); median ${worst[worst.length >> 1]!.rel.toExponential(2)}`);
+    expect(worst[0]!.rel, JSON.stringify(worst.slice(0, 3))).toBeLessThan(1e-3);
+    engine.destroy();
+  });
+
   it('LoRA on all twelve linears (PEFT\'s adapter, nonzero B): every A and B within 1e-3 relative; the export reads back; a step lowers the loss', async () => {
     const ckpt = await openCheckpoint(DIR);
     const cfg = ckpt.config;
