@@ -4,7 +4,7 @@
 // run's own workload (plannedWorkload). The engine modules load on demand, so a front end that only
 // resolves (`train --help`, an argument error) stays instant.
 
-import type { Gpu } from '../engine/gpu.ts';
+import { adapterLimits, type Gpu } from '../engine/gpu.ts';
 import type { LoadPlan, WebGpuEngine } from '../engine/engine.ts';
 import type { WeightChoice } from '../engine/weight-precision.ts';
 import { modelLocationName, openCheckpoint, type ModelLocation, type OpenedCheckpoint } from '../model/checkpoint.ts';
@@ -75,7 +75,7 @@ export async function prepareRun(model: RunModel, run: ResolvedRun, o: PrepareOp
   const task = bindRun(run, { tokenizer, model: checkpoint.config, ...(vision ? { vision } : {}), ...(o.builtinUrls ? { builtinUrls: o.builtinUrls } : {}), ...(o.datasetSize !== undefined ? { datasetSize: o.datasetSize } : {}) });
   const weightDtype = runWeightChoice(run.config, o.weightDtype);
   // The config against the adapter's limits before any weight is uploaded (the setup page's check).
-  const limits = await (await import('../engine/gpu.ts')).adapterLimits();
+  const limits = await adapterLimits();
   const budget = limits?.software && o.softwareMemoryBytes !== undefined ? { budgetBytes: o.softwareMemoryBytes } : {};
   const tooBig = limits && runLimitMessage(runLimitErrors(run.config, { config: checkpoint.config, weightDtype: weightDtype === 'f16' ? 'f16' : 'f32' }, { ...limits, ...budget }));
   if (tooBig) throw new Error(tooBig);

@@ -104,7 +104,7 @@ describe('every run starts from its model; one tab owns a live run; Stop within 
     await tab.getByTestId('fork').click();
     await tab.getByTestId('fork-banner').waitFor({ timeout: 30_000 });
     await tab.getByTestId('model-info').waitFor({ timeout: 60_000 });
-    await expect.poll(() => tab.getByLabel('environment').inputValue(), { timeout: 30_000 }).toBe('catch');
+    await expect.poll(() => tab.getByLabel('environment', { exact: true }).inputValue(), { timeout: 30_000 }).toBe('catch');
     await tab.getByTestId('start-run').click();
     await tab.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
     const fork = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(tab.url())![1]!;

@@ -51,7 +51,7 @@ describe('the app with a proxied OpenEnv server', () => {
     await page.goto(`${app.url}/`);
     await page.getByTestId('load-model').click();
     await page.getByTestId('model-info').waitFor({ timeout: 120_000 });
-    await page.getByLabel('environment').selectOption('arena');
+    await page.getByLabel('environment', { exact: true }).selectOption('arena');
     await expect.poll(() => page.getByTestId('env-meta').textContent(), { timeout: 30_000 }).toContain('OpenSpielEnvironment');
     expect(await page.getByTestId('env-meta').textContent()).toContain('healthy');
     for (const [key, value] of Object.entries({ ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1 })) {
@@ -72,7 +72,7 @@ describe('the app with a proxied OpenEnv server', () => {
 
   it('an unreachable upstream says so, with the reason, instead of guessing what kind of env it is', async () => {
     await page.goto(`${app.url}/`);
-    const picker = page.getByLabel('environment');
+    const picker = page.getByLabel('environment', { exact: true });
     await expect.poll(() => picker.locator('option', { hasText: 'gone' }).textContent(), { timeout: 30_000 }).toBe('gone (proxy, unreachable)');
     await picker.selectOption('gone');
     await expect.poll(() => page.getByTestId('env-unreachable').textContent(), { timeout: 30_000 }).toBe('● unreachable — connection refused (GET /health)');

@@ -176,7 +176,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await page.route(`${app.url}/envs`, slowList);
     await page.getByTestId('fork').click();
     await page.getByTestId('fork-banner').waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.getByLabel('environment').inputValue(), { timeout: 30_000 }).toBe('catch');
+    await expect.poll(() => page.getByLabel('environment', { exact: true }).inputValue(), { timeout: 30_000 }).toBe('catch');
     // A delayed answer still in flight once the fork has its env must not fail the run (it is not what is checked).
     await page.unrouteAll({ behavior: 'ignoreErrors' });
     expect(await page.getByLabel('max_steps', { exact: true }).inputValue()).toBe('2');
@@ -200,7 +200,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await page.getByTestId('model-info').waitFor({ timeout: 60_000 });
     // Back on a new setup page, the model choice names the model still loaded, not the default.
     expect(await page.getByLabel(/built-in random tiny model/).isChecked()).toBe(true);
-    await page.getByLabel('environment').selectOption('echo');
+    await page.getByLabel('environment', { exact: true }).selectOption('echo');
     // The fields held the catch preset unedited: picking echo in the list picks echo's preset too.
     expect(await page.getByTestId('preset-state').textContent()).toBe('echo preset');
     expect(await page.getByRole('button', { name: 'echo', exact: true }).getAttribute('aria-pressed')).toBe('true');
@@ -228,7 +228,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     expect(await page.getByText(/task mcp/).count()).toBeGreaterThan(0);
   });
 
-  it('offers the full model, not a LoRA adapter, after full fine-tuning, and no evaluation against itself', async () => {
+  it('offers the full model, not a LoRA adapter, after full fine-tuning, and an evaluation against its base (reloaded)', async () => {
     await page.goto(`${app.url}/#/`);
     await page.getByRole('button', { name: 'catch', exact: true }).click();
     await fill(page, RUN);
@@ -238,7 +238,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     await waitDone(page);
     expect(await page.getByTestId('download-model').count()).toBe(1);
     expect(await page.getByTestId('download-adapter').count()).toBe(0);
-    expect(await page.getByRole('button', { name: /evaluate/ }).count()).toBe(0);
+    expect(await page.getByTestId('evaluate').count()).toBe(1);
     await withLogs(expect.poll(() => page.getByTestId('file-model-model.safetensors').count(), { timeout: 60_000 }).toBe(1));
     expect(await page.getByTestId('file-model-config.json').count()).toBe(1);
     expect(await page.locator('[data-testid^=file-adapter-]').count()).toBe(0);

@@ -210,7 +210,8 @@ describe('the app in Chromium', () => {
   });
 
   it('evaluates the trained adapter greedily beside the base model', async () => {
-    await page.getByRole('button', { name: /evaluate \(greedy\) vs base/ }).click();
+    await page.getByTestId('eval-episodes').fill('8');
+    await page.getByTestId('evaluate').click();
     await withLogs(page.getByTestId('eval-table').waitFor({ timeout: 120_000 }));
     const rows = await page.getByTestId('eval-table').locator('tbody tr').allTextContents();
     expect(rows).toHaveLength(2);

@@ -13,6 +13,7 @@ import { pyStr } from '../../pyrepr.ts';
 import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from './env-class-jsdoc.ts';
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
+import * as openenvNamespace from '../../openenv/index.ts';
 
 type EnvClass = new () => Record<string, unknown>;
 
@@ -111,7 +112,7 @@ export function parseEnvClassDataset(text: string, source: string): DatasetRow[]
 
 /** Imports module text (env-class-module.ts) with `webgrpo/openenv` bound to this trainer's client. */
 export async function loadEnvClassModule(text: string, o: Omit<ModuleTextOptions, 'hostModules'> & { source: string }): Promise<EnvClassModule> {
-  const openenv = (await import('../../openenv/index.ts')) as unknown as Record<string, unknown>;
+  const openenv = openenvNamespace as unknown as Record<string, unknown>;
   const ns = await importModuleText(text, { ...o, hostModules: { 'webgrpo/openenv': openenv } });
   return envClassModule(ns, text, o.source);
 }
