@@ -185,9 +185,24 @@ function heldOutOf(text: string | null): HeldOutSuccess | null {
   return { step: Number(text.slice(0, space)), successRate: rate, ci95: [low ?? 0, high ?? 1], episodes: episodes ?? null };
 }
 
+/**
+ * A step keeps at most this many metrics, each named in at most MAX_METRIC_NAME characters: TRL's own
+ * metrics plus per-reward and per-tool ones are a few dozen, and a merge (step-metrics) adds to a step
+ * again and again, so without a cap one writer could grow a step's row without bound.
+ */
+export const MAX_METRICS_PER_STEP = 1024;
+export const MAX_METRIC_NAME = 200;
+
+function checkMetricCount(count: number, where: string): void {
+  if (count > MAX_METRICS_PER_STEP) throw new RunStoreError(`${where}: ${count} metrics, over the run store's limit of ${MAX_METRICS_PER_STEP} per step`, 413);
+}
+
 function finiteMetrics(metrics: Record<string, unknown>, where: string): Record<string, number | null> {
   const out: Record<string, number | null> = {};
-  for (const [k, v] of Object.entries(metrics)) {
+  const entries = Object.entries(metrics);
+  checkMetricCount(entries.length, where);
+  for (const [k, v] of entries) {
+    if (k.length > MAX_METRIC_NAME) throw new RunStoreError(`${where}: a metric name of ${k.length} characters (${JSON.stringify(k.slice(0, 40))}…); names are at most ${MAX_METRIC_NAME}`, 400);
     if (v === null || (typeof v === 'number' && !Number.isFinite(v))) out[k] = null;
     else if (typeof v === 'number') out[k] = v;
     else throw new RunStoreError(`${where}: metric '${k}' must be a number or null, got ${typeof v}`, 400);
@@ -459,6 +474,7 @@ export class RunStore {
       const row = this.db.prepare('SELECT metrics FROM steps WHERE run_id = ? AND step = ?').get(id, record.step) as { metrics: string } | undefined;
       if (!row) throw new RunStoreError(`run ${id} has no step ${record.step} to add metrics to`, 404);
       const merged = { ...(JSON.parse(row.metrics) as Record<string, number | null>), ...added };
+      checkMetricCount(Object.keys(merged).length, `step ${record.step}`);
       this.db.prepare('UPDATE steps SET metrics = ? WHERE run_id = ? AND step = ?').run(JSON.stringify(merged), id, record.step);
       this.touch(id);
     })();

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runsHandler } from '../../env-server/runs-http.ts';
-import { RunStore } from '../../env-server/runs.ts';
+import { MAX_METRIC_NAME, MAX_METRICS_PER_STEP, RunStore } from '../../env-server/runs.ts';
 
 const tmpdirs: string[] = [];
 function tmpDb(): string {
@@ -97,4 +97,21 @@ describe('imports', () => {
       store.close();
     }
   }, 30_000);
+});
+
+describe('metrics per step', () => {
+  it('are capped in count and name length, also across merges (a step cannot grow without bound)', () => {
+    const store = new RunStore(tmpDb());
+    const { id, writeToken } = store.create(run);
+    const many = (n: number, prefix: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]));
+    expect(() => store.appendStep(id, writeToken, { step: 0, metrics: many(MAX_METRICS_PER_STEP + 1, 'm') })).toThrow(/1025 metrics, over the run store's limit of 1024/);
+    expect(() => store.appendStep(id, writeToken, { step: 0, metrics: { ['x'.repeat(MAX_METRIC_NAME + 1)]: 1 } })).toThrow(/metric name of 201 characters/);
+    store.appendStep(id, writeToken, { step: 0, metrics: many(MAX_METRICS_PER_STEP - 10, 'm') });
+    // Merging keys the step already has replaces them; new keys count against the cap.
+    store.mergeStepMetrics(id, writeToken, { step: 0, metrics: many(MAX_METRICS_PER_STEP - 10, 'm') });
+    store.mergeStepMetrics(id, writeToken, { step: 0, metrics: many(10, 'e') });
+    expect(() => store.mergeStepMetrics(id, writeToken, { step: 0, metrics: { one_more: 1 } })).toThrow(/1025 metrics/);
+    expect(Object.keys(store.steps(id)[0]!.metrics)).toHaveLength(MAX_METRICS_PER_STEP);
+    store.close();
+  });
 });
