@@ -21,30 +21,40 @@ export function privateMemoryMb(pid: number): number | null {
   }
 }
 
-/** Starts watching `browser`'s renderers; stops by itself when the browser goes. */
+/**
+ * Starts watching `browser`'s renderers; stops by itself when the browser goes. A failed poll (the CDP
+ * session detached, a call that timed out while Chromium was busy) never ends the watch while the
+ * browser lives: the next poll opens a new session, so the bound holds for the browser's whole life.
+ */
 export async function watchRendererMemory(browser: Browser, limitMb: number, log: (line: string) => void): Promise<void> {
   if (privateMemoryMb(process.pid) === null) return;
-  const cdp: CDPSession = await browser.newBrowserCDPSession();
+  let cdp: CDPSession | null = await browser.newBrowserCDPSession();
   let busy = false;
+  const poll = async (): Promise<void> => {
+    cdp ??= await browser.newBrowserCDPSession();
+    const { processInfo } = await cdp.send('SystemInfo.getProcessInfo');
+    for (const { type, id } of processInfo) {
+      if (type !== 'renderer') continue;
+      const mb = privateMemoryMb(id);
+      if (mb === null || mb <= limitMb) continue;
+      log(`webgrpo: browsergym killed a renderer using ${Math.round(mb)} MiB (limit ${limitMb} MiB, BROWSERGYM_RENDERER_MEMORY_MB)`);
+      try {
+        process.kill(id, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  };
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
-    cdp
-      .send('SystemInfo.getProcessInfo')
-      .then(({ processInfo }) => {
-        for (const { type, id } of processInfo) {
-          if (type !== 'renderer') continue;
-          const mb = privateMemoryMb(id);
-          if (mb === null || mb <= limitMb) continue;
-          log(`webgrpo: browsergym killed a renderer using ${Math.round(mb)} MiB (limit ${limitMb} MiB, BROWSERGYM_RENDERER_MEMORY_MB)`);
-          try {
-            process.kill(id, 'SIGKILL');
-          } catch {
-            // Already gone.
-          }
-        }
+    poll()
+      .catch(() => {
+        if (!browser.isConnected()) return clearInterval(timer);
+        // The session is suspect: drop it, and the next poll starts a fresh one.
+        void cdp?.detach().catch(() => {});
+        cdp = null;
       })
-      .catch(() => clearInterval(timer))
       .finally(() => (busy = false));
   }, POLL_MS);
   timer.unref();
