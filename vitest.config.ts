@@ -107,7 +107,12 @@ export default defineConfig({
       gpuProject('lavapipe'),
       { extends: true, test: { name: 'learning', include: LEARNING_TESTS, env: { WEBGPU_ADAPTER: 'lavapipe' } } },
       // The app is built once for the whole project (tests/e2e/app-build.global.ts), not once per file.
-      { extends: true, test: { name: 'browser', include: BROWSER_TESTS, globalSetup: ['tests/e2e/app-build.global.ts'] } },
+      // Chromium launched by the files themselves runs Dawn without bounds clamping (~1.6× faster
+      // training on SwiftShader); the engine harness keeps it (bench/browser/harness.ts launchChromium).
+      {
+        extends: true,
+        test: { name: 'browser', include: BROWSER_TESTS, globalSetup: ['tests/e2e/app-build.global.ts'], env: { CHROMIUM_DAWN_FEATURES: 'disable_robustness' } },
+      },
       // One file at a time, and only after every other project (groupOrder 1): they measure the machine.
       { extends: true, test: { name: 'serial', include: SERIAL_TESTS, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],

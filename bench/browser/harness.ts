@@ -15,8 +15,16 @@ export const CHROMIUM_ARGS = [
   '--disable-quic', '--enable-unsafe-webgpu',
 ];
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+/**
+ * `dawnFeatures` (comma-separated Dawn toggles) adds `--enable-dawn-features=…`; by default it is
+ * CHROMIUM_DAWN_FEATURES, which only the test config sets: the app's end-to-end files train through
+ * the page with `disable_robustness` (Dawn's bounds clamping on every buffer access: ~1.6× their
+ * training time on SwiftShader). The kernels' correctness with it on is what the engine tests prove,
+ * in Node on both adapters and in this harness, which keeps it on; benchmarks never set it.
+ */
+export function launchChromium(dawnFeatures = process.env.CHROMIUM_DAWN_FEATURES ?? ''): Promise<Browser> {
+  const args = dawnFeatures ? [...CHROMIUM_ARGS, `--enable-dawn-features=${dawnFeatures}`] : CHROMIUM_ARGS;
+  return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args });
 }
 
 export interface BrowserHarness {
@@ -53,7 +61,8 @@ export async function startBrowserHarness(): Promise<BrowserHarness> {
   const url = `http://127.0.0.1:${address.port}`;
   let browser: Browser;
   try {
-    browser = await launchChromium();
+    // Robustness on: the engine's kernels in Chromium as users run them (see launchChromium).
+    browser = await launchChromium('');
   } catch (err) {
     await server.close();
     throw err;
