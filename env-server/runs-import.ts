@@ -66,6 +66,16 @@ const queues = new WeakMap<RunStore, Promise<unknown>>();
 const running = new Set<RunningImport>();
 let stopping = false;
 
+/**
+ * A worker kept after an import for the next one: starting one (a thread, tsx, the run store's
+ * TypeScript) costs 0.5–0.8 s, more than a small import itself. Unreferenced, and ended after
+ * IDLE_WORKER_MS, so an idle server holds no thread; a worker that failed or was ended is never kept.
+ */
+let idle: { worker: Worker; timer: NodeJS.Timeout } | null = null;
+const IDLE_WORKER_MS = 30_000;
+/** A worker that parsed a larger import is ended, not kept: the next import starts with a fresh heap. */
+const REUSE_MAX_TEXT = 4 * 1024 * 1024;
+
 /** Imports `body` into `store` without blocking this thread (a worker), or inline for ':memory:'. */
 export function importRun(store: RunStore, body: Buffer, maxJsonDepth: number): Promise<ImportOutcome> {
   const text = body.toString('utf8');
@@ -79,29 +89,43 @@ export function importRun(store: RunStore, body: Buffer, maxJsonDepth: number): 
 
 const STOPPED: ImportOutcome = { ok: false, status: 503, message: 'The import was abandoned: the server is stopping' };
 
+function takeWorker(): Worker {
+  if (idle) {
+    const { worker, timer } = idle;
+    idle = null;
+    clearTimeout(timer);
+    worker.ref();
+    return worker;
+  }
+  // A hostile import may fail, but only its own worker.
+  return new Worker(new URL('./runs-import-worker.mjs', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 1024 } });
+}
+
+function keepWorker(worker: Worker): void {
+  if (stopping || idle) return void worker.terminate();
+  worker.unref();
+  idle = { worker, timer: setTimeout(() => { if (idle?.worker === worker) idle = null; void worker.terminate(); }, IDLE_WORKER_MS) };
+  idle.timer.unref();
+}
+
 function importInWorker(file: string, text: string, maxJsonDepth: number, limits: ImportLimits): Promise<ImportOutcome> {
   if (stopping) return Promise.resolve(STOPPED);
   return new Promise((resolve) => {
     const stop = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(new URL('./runs-import-worker.mjs', import.meta.url), {
-      workerData: { file, text, maxJsonDepth, limits, stop },
-      // A hostile import may fail, but only its own worker.
-      resourceLimits: { maxOldGenerationSizeMb: 1024 },
-    });
-    let settled = false;
-    const settle = (outcome: ImportOutcome) => {
-      if (settled) return;
-      settled = true;
-      resolve(outcome);
-    };
+    const worker = takeWorker();
     const job: RunningImport = { worker, stop, exited: new Promise((r) => worker.once('exit', () => r())) };
     running.add(job);
-    worker.once('message', (outcome: ImportOutcome) => settle(outcome));
-    worker.once('error', (err) => settle({ ok: false, status: 500, message: `Run store failure: import worker: ${err.message}` }));
-    worker.once('exit', (code) => {
-      running.delete(job);
-      settle(stopping ? STOPPED : { ok: false, status: 500, message: `Run store failure: import worker exited with code ${code}` });
-    });
+    const settle = (outcome: ImportOutcome, reusable: boolean) => {
+      if (!running.delete(job)) return;
+      worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+      if (reusable) keepWorker(worker);
+      resolve(outcome);
+    };
+    const onMessage = (outcome: ImportOutcome) => settle(outcome, text.length <= REUSE_MAX_TEXT);
+    const onError = (err: Error) => settle({ ok: false, status: 500, message: `Run store failure: import worker: ${err.message}` }, false);
+    const onExit = (code: number) => settle(stopping ? STOPPED : { ok: false, status: 500, message: `Run store failure: import worker exited with code ${code}` }, false);
+    worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+    worker.postMessage({ file, text, maxJsonDepth, limits, stop });
   });
 }
 
@@ -112,6 +136,11 @@ function importInWorker(file: string, text: string, maxJsonDepth: number, limits
  */
 export async function stopImports(): Promise<void> {
   stopping = true;
+  if (idle) {
+    clearTimeout(idle.timer);
+    void idle.worker.terminate();
+    idle = null;
+  }
   const jobs = [...running];
   for (const job of jobs) {
     Atomics.store(job.stop, 0, 1);
