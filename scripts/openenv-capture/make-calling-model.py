@@ -67,7 +67,7 @@ def first_turn_calls(model, tokenizer, example, samples, eos_id):
     start = example["trainMask"].index(1)
     name = example["messages"][1]["tool_calls"][0]["function"]["name"]
     prompt = torch.tensor([example["ids"][:start]] * samples)
-    out = model.generate(input_ids=prompt, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64,
+    out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=64,
                          eos_token_id=eos_id, pad_token_id=eos_id)
     hits = 0
     for row in out[:, start:].tolist():
