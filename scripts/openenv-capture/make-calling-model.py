@@ -85,7 +85,7 @@ def main():
     p.add_argument("base")
     p.add_argument("sft")
     p.add_argument("out")
-    p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=36)
