@@ -1,14 +1,16 @@
 // The OpenEnv client an environment class holds (`import { EnvClient, envUrl } from 'webgrpo/openenv'`), as
 // OpenEnv's Python `EnvClient`/`MCPToolClient` are held by TRL's example classes: `reset` starts an
 // episode (closing the previous one), `step`, `state`, `listTools`, `callTool`, `close`. It speaks `/ws`
-// (capacity refusals retried, as withEpisode does) and, for a server without a `/ws` route, its HTTP
-// routes. `envUrl(name)` is the base URL the run was given for an env (TRL's examples take `--env-host`).
+// (capacity refusals retried, as withEpisode does, and once a server named its session limit, episodes
+// queued under it: every class instance of a run shares one queue per URL) and, for a server without a
+// `/ws` route, its HTTP routes. `envUrl(name)` is the base URL the run was given for an env (TRL's examples take `--env-host`).
 
 import { OpenEnvError } from './errors.ts';
 import { HttpEpisode, lacksWsRoute } from './http-episode.ts';
 import { rpcToolResult, toolCallValue, type McpTool, parseToolList } from './mcp.ts';
 import type { OpenEnvSession } from './client.ts';
 import { envProtocol } from './protocol.ts';
+import { SessionLimiter } from './session-limit.ts';
 import type { JsonRpcRequest, JsonRpcResponse, StepResult } from './types.ts';
 import { withEpisode } from './with-episode.ts';
 
@@ -32,10 +34,15 @@ export interface ToolCallResult {
   done: boolean;
 }
 
+/** One queue per server for all clients: OpenEnv's grid_world and maze serve one session at a time. */
+const sessions = new SessionLimiter();
+
 export class EnvClient {
   readonly baseUrl: string;
   private transport: Transport | null = null;
   private readonly timeoutMs: number;
+  /** Bumped by every close: a reset still waiting for a session when it comes closes that session on arrival. */
+  private epoch = 0;
 
   constructor(baseUrl: string, options: EnvClientOptions = {}) {
     if (!/^(https?|wss?):\/\//.test(baseUrl)) throw new Error(`EnvClient: '${baseUrl}' is not an http(s) or ws(s) URL`);
@@ -46,10 +53,26 @@ export class EnvClient {
   /** Starts a new episode (the previous one is closed) and returns its reset step. */
   async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult> {
     await this.close();
+    const epoch = this.epoch;
     try {
-      const { transport, first } = await openWs(this.baseUrl, kwargs, this.timeoutMs);
+      const { value, release } = await sessions.open(this.baseUrl, () => openWs(this.baseUrl, kwargs, this.timeoutMs));
+      const transport: Transport = {
+        ...value.transport,
+        close: async () => {
+          try {
+            await value.transport.close();
+          } finally {
+            release();
+          }
+        },
+      };
+      // Closed while it waited (the rollout gave up on this reset): a late session must not hold the server's only one.
+      if (epoch !== this.epoch) {
+        await transport.close();
+        throw new Error(`EnvClient(${this.baseUrl}): closed while reset() waited for a session`);
+      }
       this.transport = transport;
-      return first;
+      return value.first;
     } catch (err) {
       if (!lacksWsRoute(err)) throw err;
     }
@@ -101,6 +124,7 @@ export class EnvClient {
 
   /** Ends the episode (idempotent). */
   async close(): Promise<void> {
+    this.epoch++;
     const transport = this.transport;
     this.transport = null;
     await transport?.close();

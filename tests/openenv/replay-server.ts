@@ -3,7 +3,8 @@
 // /schema answer the captured bodies; on /ws a reset starts an episode, and each later frame is answered
 // with the captured reply of the recorded episode whose frames so far are the same (compared as JSON, so
 // key spacing does not matter; a frame the server refused leaves the env as it was, so it does not count).
-// A frame no recorded episode sent gets an error frame saying so.
+// A frame no recorded episode sent gets an error frame saying so. With `maxSessions`, a connection over
+// the limit gets OpenEnv's CAPACITY_REACHED refusal and is closed, as create_app's default of one session.
 
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -28,6 +29,9 @@ export interface ReplayServer {
   resets: unknown[];
   /** Every frame received after a reset that no recorded episode sent. */
   unmatched: string[];
+  /** Connections refused for capacity, and the most sessions ever open at once. */
+  refused: number;
+  peakSessions: number;
   close(): Promise<void>;
 }
 
@@ -35,10 +39,12 @@ export function loadCapture(env: string): Capture {
   return JSON.parse(readFileSync(new URL(`../fixtures/openenv/${env}/capture.json`, import.meta.url), 'utf8')) as Capture;
 }
 
-export async function startReplayServer(env: string): Promise<ReplayServer> {
+export async function startReplayServer(env: string, options: { maxSessions?: number } = {}): Promise<ReplayServer> {
   const capture = loadCapture(env);
+  let active = 0;
   const resets: unknown[] = [];
   const unmatched: string[] = [];
+  const server: ReplayServer = { url: '', capture, resets, unmatched, refused: 0, peakSessions: 0, close: async () => undefined };
   const http: Server = createServer((req, res) => {
     const route = (req.url ?? '').replace(/\?.*$/, '');
     const reply = req.method === 'GET' ? capture.http[route] : undefined;
@@ -49,6 +55,16 @@ export async function startReplayServer(env: string): Promise<ReplayServer> {
   http.on('upgrade', (req, socket, head) => {
     if (req.url !== '/ws') return socket.destroy();
     wss.handleUpgrade(req, socket, head, (ws) => {
+      const max = options.maxSessions;
+      if (max !== undefined && active >= max) {
+        server.refused++;
+        const message = `Server at capacity: ${active}/${max} sessions active. Cannot accept new connections.`;
+        ws.send(JSON.stringify({ type: 'error', data: { message, code: 'CAPACITY_REACHED', active_sessions: active, max_sessions: max } }));
+        return void ws.close(1000, '');
+      }
+      active++;
+      server.peakSessions = Math.max(server.peakSessions, active);
+      ws.on('close', () => void active--);
       // The frames of this connection's episode so far (parsed), the reset first.
       let played: unknown[] | null = null;
       ws.on('message', (raw) => {
@@ -80,11 +96,8 @@ export async function startReplayServer(env: string): Promise<ReplayServer> {
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', () => resolve()));
   const port = (http.address() as { port: number }).port;
-  return {
+  Object.assign(server, {
     url: `http://127.0.0.1:${port}`,
-    capture,
-    resets,
-    unmatched,
     close: () =>
       new Promise<void>((resolve) => {
         for (const ws of wss.clients) ws.terminate();
@@ -92,5 +105,6 @@ export async function startReplayServer(env: string): Promise<ReplayServer> {
         http.close(() => resolve());
         http.closeAllConnections();
       }),
-  };
+  });
+  return server;
 }

@@ -10,6 +10,7 @@ import { resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { startReplayServer, type ReplayServer } from '../openenv/replay-server.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
+import { SamplingFakeEngine } from './sampling-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 let replay: ReplayServer | null = null;
@@ -52,5 +53,27 @@ describe("OpenEnv's finqa", () => {
 
   it('a wrong answer scores 0', async () => {
     expect((await answer('7')).reward).toBe(0);
+  });
+
+  // `train --env URL --dataset …` on the real finqa (one session: create_app's default) lost 5 of 8
+  // rollouts to "reset failed: Server at capacity: 1/1 sessions active"; they wait for the session now.
+  it('eight rollouts on a one-session server all play and score, one session at a time', async () => {
+    const server = await startReplayServer('finqa', { maxSessions: 1 });
+    try {
+      const task = await mcpTask(server.url, PROMPT);
+      const tok = qwen3Tokenizer();
+      // The continuous scheduler (the trainer's default): an episode plays while others wait for the session.
+      // No retries of a refusal: jittered retries outlast these millisecond episodes, not a model's turns.
+      const policy = (context: string) => [context.includes('<tool_response>') ? 'Done.<|im_end|>' : callText('submit_answer', { answer: '1200' }) + '<|im_end|>'];
+      const engine = new SamplingFakeEngine(tok, policy, { maxBatch: 8 });
+      const rollouts = await runRollouts({ engine, tokenizer: tok, rows: task.dataset(8), envFactory: task.envFactory({}, openEnvEpisodes({ retries: 0 })), config: { ...CONFIG, rollout_scheduler: 'continuous' }, seed: 1, maxBatchSize: 8 });
+      const rewards = await task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+      expect(rollouts.map((r) => [r.error, r.toolCalls, r.toolFailures])).toEqual(Array(8).fill([undefined, 1, 0]));
+      expect(rewards).toEqual(Array(8).fill(1));
+      expect(server.peakSessions).toBe(1);
+      expect(server.refused).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
   });
 });

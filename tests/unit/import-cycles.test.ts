@@ -117,6 +117,8 @@ export const LAYERS: Readonly<Record<string, readonly string[]>> = {
   examples: ['src/openenv'],
   // The benchmarks (and the browser harness the tests share with them) may use any production code.
   bench: PRODUCTION.filter((l) => l !== 'bin'),
+  // Fixture makers (scripts/openenv-capture/): as the benchmarks, they drive production code from outside.
+  scripts: PRODUCTION.filter((l) => l !== 'bin'),
   // The tests may import anything; nothing imports them.
   tests: [...PRODUCTION, 'bench'],
 };

@@ -5,6 +5,7 @@ import type { ChatMessage } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { listEnvTools, McpToolEnv } from './envs/mcp.ts';
 import { openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
+import { sessionLimitedEpisodes } from './action-schema-sessions.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ChatTemplateTask } from './task.ts';
 
@@ -41,7 +42,7 @@ export function parsePromptText(text: string, source: string): DatasetRow[] {
 }
 
 /** The task for the MCP env at `url`; reads its tool list once (a clear error if it is not an MCP env). */
-export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpisode = openEnvEpisodes()): Promise<ChatTemplateTask> {
+export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpisode = sessionLimitedEpisodes(openEnvEpisodes())): Promise<ChatTemplateTask> {
   if (prompts.length === 0) throw new Error(`${url} is an MCP environment none of the built-in tasks knows: give the model a prompt (--prompt TEXT or --dataset FILE.jsonl)`);
   const { tools } = await listEnvTools(url, open);
   const reward: RewardFunction = ({ environments }) =>
@@ -54,7 +55,11 @@ export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpis
     name: 'mcp',
     // The prompts cycled to `size` rows (default: each once).
     dataset: (size = prompts.length) => Array.from({ length: size }, (_, i) => structuredClone(prompts[i % prompts.length]!)),
-    envFactory: (_urls, episodes = open) => () => new McpToolEnv(url, episodes, tools),
+    // Episodes queue for the server's sessions (OpenEnv's finqa serves one at a time, as create_app's default).
+    envFactory: (_urls, episodes) => {
+      const limited = episodes ? sessionLimitedEpisodes(episodes) : open;
+      return () => new McpToolEnv(url, limited, tools);
+    },
     rewardFuncs: [reward],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true },
   };
