@@ -9,7 +9,7 @@ import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
 import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
@@ -125,7 +125,7 @@ describe('example envs over the built-in env-server', () => {
       const action = solverAction(context.slice(context.lastIndexOf('Ball:')));
       return (action === 'stay' ? callText('stay', {}) : callText('move', { direction: action })) + '<|im_end|>';
     });
-    const task = EXAMPLES.catch;
+    const task = (await builtinClassTask('catch'))!;
     const rows = task.dataset(3);
     const rollouts = await runRollouts({
       engine, tokenizer: tok, rows, envFactory: task.envFactory({ catch: `${server.url}/envs/catch` }, open),
@@ -150,7 +150,8 @@ describe('example envs over the built-in env-server', () => {
       const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 2 });
       try {
         const tok = qwen3Tokenizer();
-        // Catch the ball with the scripted solver; no retry: a single CAPACITY_REACHED fails its episode.
+        // Catch the ball with the scripted solver (the built-in task: examples/catch.mjs, whose client retries
+        // refusals as OpenEnv's does, so the peak shows the cap held).
         // (token by token, as the continuous scheduler decodes).
         const engine = new SamplingFakeEngine(tok, (context) => {
           const response = context.lastIndexOf('<tool_response>\n');
@@ -160,7 +161,7 @@ describe('example envs over the built-in env-server', () => {
         });
         let peak = 0;
         const watch = setInterval(() => (peak = Math.max(peak, capped.stats().activeSessions)), 1);
-        const task = EXAMPLES.catch;
+        const task = (await builtinClassTask('catch'))!;
         const rollouts = await runRollouts({
           engine, tokenizer: tok, rows: task.dataset(6), envFactory: task.envFactory({ catch: `${capped.url}/envs/catch` }, openEnvEpisodes({ retries: 0, timeoutMs: 10_000 })),
           config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: scheduler, max_concurrent_envs: 2 },

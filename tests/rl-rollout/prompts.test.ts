@@ -81,7 +81,7 @@ describe('first prompts of the examples', () => {
 
   it('catch: tools move, stay; the grid text appended to the prompt', async () => {
     const { open } = scriptedEpisodes([{ first: catchObservation(0, 0, 2), steps: [] }]);
-    const row = EXAMPLES.catch.dataset(1)[0];
+    const row = { prompt: [{ role: 'user' as const, content: CATCH_PROMPT }] };
     const { text, ids } = await firstPrompt(new CatchEnv('http://env/catch', open), row);
     const observation = 'Ball: row 1/10, column 1/5\nPaddle: column 3/5\nThe ball is 2 column(s) to the LEFT of the paddle.';
     expect(text).toBe(expectedPrompt([MOVE_SCHEMA, STAY_SCHEMA], CATCH_PROMPT + observation));

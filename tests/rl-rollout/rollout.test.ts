@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
 import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { CATCH_PROMPT } from '../../src/rl/tasks/prompts.ts';
 import { renderPrompt, runRollouts, toolSuffixIds, type RolloutConfig } from '../../src/rl/rollout/rollout.ts';
 import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
 import { OpenEnvError } from '../../src/openenv/index.ts';
@@ -247,7 +247,7 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     ];
     const engine = new FakeEngine(tok, (context) => script[context.split('<|im_start|>assistant\n').length - 2]);
     const [r] = await runRollouts({
-      engine, tokenizer: tok, rows: EXAMPLES.catch.dataset(1), envFactory: EXAMPLES.catch.envFactory({ catch: 'http://env/catch' }, open),
+      engine, tokenizer: tok, rows: [{ prompt: [{ role: 'user', content: CATCH_PROMPT }] }], envFactory: () => new CatchEnv('http://env/catch', open),
       config: config(), seed: 12,
     });
     expect(log.actions[0]).toEqual([{ action_id: 0, game_name: 'catch', game_params: {} }, { action_id: 1, game_name: 'catch', game_params: {} }]);

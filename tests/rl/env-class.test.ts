@@ -162,6 +162,34 @@ describe('the example classes over the built-in env-server', () => {
     expect(m.observation).toMatch(/^Ball: row 1\/10/);
   });
 
+  it('the built-in catch task is catch.mjs: its episodes reset with the run\'s seeds (the same games the seeded opener plays); TRL\'s error text', async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    const { formatCatchObservation } = await import('../../src/rl/tasks/envs/catch.ts');
+    const r = await resolveTask({ env: 'catch' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['catch', 'catch', 'catch', 'catch']);
+    const url = `${server.url}/envs/catch`;
+    const seeded = seededEpisodes(700);
+    const expected: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const episode = await seeded(url);
+      expected.push(formatCatchObservation(episode.first.observation.info_state as number[]));
+      await episode.close();
+    }
+    const envs = r.task.envFactory({ catch: url }, seededEpisodes(700));
+    const got: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const env = envs();
+      expect(env).toBeInstanceOf(ClassEnv);
+      got.push(String(await env.reset(r.task.dataset(1)[0]!)));
+      if (k === 0) await expect(envTools(env).find((t) => t.declaration.name === 'move')!.call({ direction: 'up' })).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+      await env.close?.();
+    }
+    expect(got).toEqual(expected);
+    expect(new Set(got).size).toBeGreaterThan(1);
+  });
+
   it('echo.mjs trains its reward: a scripted echo call pays 0.1 per character through reward_func', async () => {
     const task = envClassTask(await example('echo.mjs'));
     const engine = new FakeEngine(tok, (ctx) => (ctx.includes('<tool_response>') ? 'Done.' + EOS : callText('echo', { message: 'Hello World!' }) + EOS));

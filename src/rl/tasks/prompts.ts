@@ -3,7 +3,6 @@
 // (named as in the scripts, so metrics read `rewards/<name>/mean`) and GRPOConfig overrides.
 
 import type { DatasetRow } from '../rollout/env.ts';
-import { CatchEnv, catchReward } from './envs/catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
@@ -82,7 +81,8 @@ function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[
   });
 }
 
-export const EXAMPLES: Record<ExampleName, ExampleTask> = {
+/** The examples still written as tasks here (catch is examples/catch.mjs: env-class-builtin.ts). */
+export const EXAMPLES: Record<Exclude<ExampleName, 'catch'>, ExampleTask> = {
   echo: {
     name: 'echo',
     dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
@@ -92,25 +92,6 @@ export const EXAMPLES: Record<ExampleName, ExampleTask> = {
     },
     rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, EchoToolEnv).map((env) => env.reward))],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 2 },
-  },
-  catch: {
-    name: 'catch',
-    dataset: (size = 1000) => Array.from({ length: size }, () => userRow(CATCH_PROMPT)),
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const url = need(urls, 'catch');
-      return () => new CatchEnv(url, open);
-    },
-    rewardFuncs: [named('reward_from_env', ({ environments }) => envsOf(environments, CatchEnv).map(catchReward))],
-    config: {
-      chat_template_kwargs: { enable_thinking: false },
-      log_completions: true,
-      logging_steps: 1,
-      num_train_epochs: 1,
-      per_device_train_batch_size: 2,
-      num_generations: 8,
-      max_completion_length: 4096,
-      gradient_accumulation_steps: 16,
-    },
   },
   wordle: {
     name: 'wordle',

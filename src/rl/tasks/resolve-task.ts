@@ -15,7 +15,7 @@ import { rolloutChatTemplate } from '../rollout/templates/select.ts';
 import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
 import { actionSchemaTask } from './action-schema-task.ts';
-import { builtinClassTask } from './env-class-builtin.ts';
+import { builtinClassTask, CLASS_TASKS } from './env-class-builtin.ts';
 import { taskFromMetadata, UnknownEnvClassError, UnknownGameError } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
@@ -25,8 +25,11 @@ import { sudokuTask } from './sudoku-task.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import { seedSpace, type Split } from '../eval/seed-space.ts';
 
-/** Tasks by name: TRL's examples plus the compact catch variant for tiny models. */
-export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
+/** Tasks by name still written as tasks: TRL's examples plus the compact catch variant for tiny models. */
+const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
+
+/** Every built-in task name: the example classes' (env-class-builtin.ts) and the tasks'. */
+export const TASK_NAMES: readonly string[] = [...new Set([...Object.keys(CLASS_TASKS), ...Object.keys(TASKS)])];
 
 const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym', 'sudoku'];
 
@@ -50,7 +53,7 @@ export interface TaskChoice {
 }
 
 export interface ResolvedTask {
-  /** The task's name: a TASKS key, 'mcp' or 'action-schema'. */
+  /** The task's name: one of TASK_NAMES, 'mcp' or 'action-schema'. */
   name: string;
   task: ChatTemplateTask;
   /** The env's base URL, or null when the in-process env-server's built-in env serves it. */
@@ -66,7 +69,7 @@ export interface ResolvedTask {
 }
 
 function unknownEnv(env: string): Error {
-  return new Error(`unknown env '${env}': no tool environment of that name (choose ${Object.keys(TASKS).join(', ')}, browsergym:TASK, mcp, or give an OpenEnv base URL)`);
+  return new Error(`unknown env '${env}': no tool environment of that name (choose ${TASK_NAMES.join(', ')}, browsergym:TASK, mcp, or give an OpenEnv base URL)`);
 }
 
 function resolved(name: string, task: ChatTemplateTask, url: string | null): ResolvedTask {

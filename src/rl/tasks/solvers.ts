@@ -6,11 +6,12 @@
 
 import type { ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
-import { CatchEnv } from './envs/catch.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { WordleEnv } from './envs/wordle.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
+import { ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
+import type { ClassEnv } from './env-class.ts';
+import { builtinClassTask } from './env-class-builtin.ts';
 import type { Transcript } from '../grpo/sft.ts';
 import { mulberry32 } from '../../random.ts';
 import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
@@ -30,15 +31,17 @@ export function catchAction(observation: string): ToolCall {
   return call('stay', {});
 }
 
-/** Scripted catch games against the catch env at `baseUrl` (e.g. `${server.url}/envs/catch`). */
+/** Scripted catch games of the built-in catch task (examples/catch.mjs) against the catch env at `baseUrl`. */
 export async function catchTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  const task = (await builtinClassTask('catch'))!;
+  const envs = task.envFactory({ catch: opts.baseUrl }, seededEpisodes(opts.seed));
+  const [row] = task.dataset(1);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const env = new CatchEnv(opts.baseUrl, open);
-    const row: DatasetRow = { prompt: [{ role: 'user', content: CATCH_PROMPT }] };
+    const env = envs() as ClassEnv;
+    const done = () => (env.instance as { done: boolean }).done;
     // The ball needs 9 steps to land; after that the env raises "Episode is done.", so stop there.
-    out.push(await playEpisode(env, row, (obs) => (env.done ? null : catchAction(obs)), 9, opts.baseUrl));
+    out.push(await playEpisode(env, row!, (obs) => (done() ? null : catchAction(obs)), 9, opts.baseUrl));
   }
   return out;
 }
