@@ -138,7 +138,6 @@ describe('env errors', () => {
 describe('EXAMPLES', () => {
   it('datasets, reward function names and configs follow the scripts', () => {
     expect(EXAMPLES.echo.dataset()).toHaveLength(5);
-    expect(EXAMPLES.wordle.dataset(3)).toHaveLength(3);
     expect(EXAMPLES.multi.dataset(2).map((r) => r.env)).toEqual(['wordle', 'wordle', 'catch', 'catch']);
     expect(EXAMPLES.multi.rewardFuncs.map((f) => f.name)).toEqual(['wordle_reward', 'catch_reward']);
   });

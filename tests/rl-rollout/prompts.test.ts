@@ -94,7 +94,7 @@ describe('first prompts of the examples', () => {
 
   it('wordle: tool guess; the reset log appended to the prompt', async () => {
     const { open } = scriptedEpisodes([{ first: wordleObservation(WORDLE_RESET_LOG), steps: [] }]);
-    const row = EXAMPLES.wordle.dataset(1)[0];
+    const row = { prompt: [{ role: 'user' as const, content: WORDLE_PROMPT }] };
     const { text, ids } = await firstPrompt(new WordleEnv('http://env/wordle', open), row);
     expect(text).toBe(expectedPrompt([GUESS_SCHEMA], WORDLE_PROMPT + WORDLE_RESET_LOG));
     expect(text).toContain('to make a guess.\n\n[GAME] You are Playing Wordle.');

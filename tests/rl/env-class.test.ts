@@ -190,6 +190,35 @@ describe('the example classes over the built-in env-server', () => {
     expect(new Set(got).size).toBeGreaterThan(1);
   });
 
+  it("the built-in wordle task is wordle.mjs: a guess gets the feedback of the run's seeded game", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    const { wordleLog } = await import('../../src/rl/tasks/envs/wordle.ts');
+    const r = await resolveTask({ env: 'wordle' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['wordle', 'wordle', 'wordle', 'wordle']);
+    const url = `${server.url}/envs/wordle`;
+    const seeded = seededEpisodes(300);
+    const expected: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const episode = await seeded(url);
+      const before = wordleLog(episode.first);
+      expected.push(wordleLog(await episode.step({ message: '[crane]' })).slice(before.length));
+      await episode.close();
+    }
+    const envs = r.task.envFactory({ wordle: url }, seededEpisodes(300));
+    const got: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const env = envs();
+      expect(env).toBeInstanceOf(ClassEnv);
+      await env.reset(r.task.dataset(1)[0]!);
+      got.push(String(await envTools(env)[0]!.call({ guess: '[crane]' })));
+      await env.close?.();
+    }
+    expect(got).toEqual(expected);
+    expect(new Set(got).size).toBeGreaterThan(1);
+  });
+
   it('echo.mjs trains its reward: a scripted echo call pays 0.1 per character through reward_func', async () => {
     const task = envClassTask(await example('echo.mjs'));
     const engine = new FakeEngine(tok, (ctx) => (ctx.includes('<tool_response>') ? 'Done.' + EOS : callText('echo', { message: 'Hello World!' }) + EOS));

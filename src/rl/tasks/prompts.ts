@@ -6,7 +6,6 @@ import type { DatasetRow } from '../rollout/env.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
-import { WordleEnv } from './envs/wordle.ts';
 import { browsergymTask, browsergymVlmTask } from './browsergym-task.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ExampleName, ExampleTask } from './task.ts';
@@ -81,8 +80,8 @@ function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[
   });
 }
 
-/** The examples still written as tasks here (catch is examples/catch.mjs: env-class-builtin.ts). */
-export const EXAMPLES: Record<Exclude<ExampleName, 'catch'>, ExampleTask> = {
+/** The examples still written as tasks here (catch and wordle are example classes: env-class-builtin.ts). */
+export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle'>, ExampleTask> = {
   echo: {
     name: 'echo',
     dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
@@ -92,25 +91,6 @@ export const EXAMPLES: Record<Exclude<ExampleName, 'catch'>, ExampleTask> = {
     },
     rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, EchoToolEnv).map((env) => env.reward))],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 2 },
-  },
-  wordle: {
-    name: 'wordle',
-    dataset: (size = 1000) => Array.from({ length: size }, () => userRow(WORDLE_PROMPT)),
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const url = need(urls, 'wordle');
-      return () => new WordleEnv(url, open);
-    },
-    rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, WordleEnv).map((env) => env.reward))],
-    config: {
-      chat_template_kwargs: { enable_thinking: false },
-      log_completions: true,
-      logging_steps: 1,
-      num_train_epochs: 1,
-      num_generations: 4,
-      learning_rate: 1e-6,
-      gradient_accumulation_steps: 64,
-      max_completion_length: 1024,
-    },
   },
   multi: {
     name: 'multi',

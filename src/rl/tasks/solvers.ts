@@ -8,8 +8,7 @@ import type { ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
 import { EchoToolEnv } from './envs/echo.ts';
-import { WordleEnv } from './envs/wordle.ts';
-import { ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
+import { ECHO_PROMPTS } from './prompts.ts';
 import type { ClassEnv } from './env-class.ts';
 import { builtinClassTask } from './env-class-builtin.ts';
 import type { Transcript } from '../grpo/sft.ts';
@@ -95,21 +94,23 @@ export async function echoTranscripts(opts: { baseUrl: string; episodes: number;
   return out;
 }
 
-/** Wordle games against the built-in wordle env at `baseUrl`: guesses until a win or the 6th guess. */
+/** Wordle games of the built-in wordle task (examples/wordle.mjs) at `baseUrl`: guesses until a win or the 6th guess. */
 export async function wordleTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  const task = (await builtinClassTask('wordle'))!;
+  const envs = task.envFactory({ wordle: opts.baseUrl }, seededEpisodes(opts.seed));
+  const [row] = task.dataset(1);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const env = new WordleEnv(opts.baseUrl, open);
+    const env = envs() as ClassEnv;
     const solver = new WordleSolver();
     const policy = (observation: string): ToolCall | null => {
-      if (env.done) return null;
+      if ((env.instance as { done: boolean }).done) return null;
       const last = solver.guesses[solver.guesses.length - 1];
       if (last !== undefined) solver.observe(last, parseWordleFeedback(observation, last));
       return call('guess', { guess: `[${solver.next()}]` });
     };
     // Wordle allows 6 guesses; the solver never makes an invalid move, so that is at most 6 calls.
-    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: WORDLE_PROMPT }] }, policy, 6, opts.baseUrl));
+    out.push(await playEpisode(env, row!, policy, 6, opts.baseUrl));
   }
   return out;
 }
