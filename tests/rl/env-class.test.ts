@@ -454,15 +454,16 @@ export default class Pasted { reset() { return envUrl('echo'); } getReward() { r
 });
 
 describe('browsergym_llm.mjs (TRL browsergym_llm.py)', () => {
-  it("its five tools render exactly as the built-in browsergym task's (transformers-checked), sorted as getmembers sorts them", async () => {
-    const { EXAMPLES } = await import('../../src/rl/tasks/prompts.ts');
-    const builtin = EXAMPLES.browsergym.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
-    const task = envClassTask(await example('browsergym_llm.mjs'));
-    const env = task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
-    const schemas = envToolSchemas(env).map(pyJsonDumps);
-    expect(schemas).toEqual(envToolSchemas(builtin).map(pyJsonDumps));
+  it("is the built-in browsergym task: TRL's five tools sorted as getmembers sorts them, its rows over the task mix", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { BROWSERGYM_SYSTEM_PROMPT } = await import('../../src/rl/tasks/envs/browsergym.ts');
+    const r = await resolveTask({ env: 'browsergym:click-test,enter-text' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['browsergym', 'browsergym', 'browsergym', 'browsergym']);
+    const env = r.task.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
+    expect(env).toBeInstanceOf(ClassEnv);
     expect(envTools(env).map((t) => t.declaration.name)).toEqual(['click', 'fill', 'noop', 'scroll', 'send_keys']);
-    const row = task.dataset(1)[0]!;
-    expect(row.prompt).toEqual(EXAMPLES.browsergym.dataset(1)[0]!.prompt);
+    expect(r.task.dataset(3)).toEqual(['click-test', 'enter-text', 'click-test'].map((task_name) => ({ prompt: [{ role: 'system', content: BROWSERGYM_SYSTEM_PROMPT }, { role: 'user', content: 'Complete the web task successfully.' }], task_name })));
+    expect(r.task.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, temperature: 0.7, top_k: 50, gradient_accumulation_steps: 32, warmup_steps: 10 });
   });
 });

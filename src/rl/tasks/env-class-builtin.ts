@@ -9,7 +9,7 @@ import type { ChatTemplateTask } from './task.ts';
 import { envClassTask, loadEnvClassModule } from './env-class.ts';
 
 /** Built-in task name → its example class file under examples/. */
-export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs' };
+export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', browsergym: 'browsergym_llm.mjs' };
 
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 

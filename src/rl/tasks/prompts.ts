@@ -6,7 +6,7 @@ import type { DatasetRow } from '../rollout/env.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
-import { browsergymTask, browsergymVlmTask } from './browsergym-task.ts';
+import { browsergymVlmTask } from './browsergym-task.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ExampleName, ExampleTask } from './task.ts';
 
@@ -80,8 +80,8 @@ function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[
   });
 }
 
-/** The examples still written as tasks here (catch and wordle are example classes: env-class-builtin.ts). */
-export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle'>, ExampleTask> = {
+/** The examples still written as tasks here (catch, wordle and browsergym are example classes: env-class-builtin.ts). */
+export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle' | 'browsergym'>, ExampleTask> = {
   echo: {
     name: 'echo',
     dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
@@ -108,8 +108,6 @@ export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle'>, ExampleT
     ],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
   },
-  // TRL's browsergym_llm.py; other task mixes: browsergymTask() in browsergym-task.ts.
-  browsergym: browsergymTask(),
   // TRL's browsergym.py (BrowserGymVLMEnv): the same pages, with screenshots.
   'browsergym-vlm': browsergymVlmTask(),
 };

@@ -106,8 +106,8 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
     return resolved('mcp', await mcpTask(url, await prompts()), url);
   }
   // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
-  if (choice.env.startsWith('browsergym:')) return resolved('browsergym', browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
-  if (choice.env === 'browsergym' && choice.miniwobNames) return resolved('browsergym', browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym:')) return resolved('browsergym', await browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym') return resolved('browsergym', await browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
   if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
