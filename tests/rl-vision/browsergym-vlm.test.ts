@@ -4,11 +4,14 @@
 // the reset text without an Error part, against a stand-in for OpenEnv's Space (full-size frames
 // on every observation) and against our /envs/browsergym; and the clear refusal on a text-only model.
 
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { useBrowserGymServer } from '../rl-rollout/browsergym-server.ts';
 import { run as train } from '../../src/cli/train.ts';
 import type { StepResult } from '../../src/openenv/index.ts';
-import { envToolSchemas } from '../../src/rl/rollout/env.ts';
+import { envTools, envToolSchemas, type ToolEnv } from '../../src/rl/rollout/env.ts';
+import { envClassTask } from '../../src/rl/tasks/env-class.ts';
+import { loadEnvClassFile } from '../../src/rl/tasks/env-class-file.ts';
 import { thumbnail } from '../../src/rl/rollout/image-resize.ts';
 import { imageFromRgbRows, type ContentBlock } from '../../src/rl/rollout/images.ts';
 import type { EpisodeSession, OpenEpisode } from '../../src/rl/tasks/envs/episode-session.ts';
@@ -109,6 +112,41 @@ describe('against /envs/browsergym', () => {
     } finally {
       await env.close();
     }
+  }, 60_000);
+});
+
+describe('examples/browsergym.mjs (TRL browsergym.py as an environment class)', () => {
+  const gym = useBrowserGymServer();
+  const load = async () => envClassTask(await loadEnvClassFile(fileURLToPath(new URL('../../examples/browsergym.mjs', import.meta.url))));
+
+  it("renders as the browsergym-vlm task: TRL's VLM tool schemas (transformers-checked) and its prompt row", async () => {
+    const task = await load();
+    const env = task.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
+    expect(JSON.stringify(envToolSchemas(env))).toBe(JSON.stringify(TRL_VLM_TOOLS));
+    const { task_name: _, ...row } = EXAMPLES['browsergym-vlm'].dataset(1)[0]!;
+    expect(task.dataset(1)[0]).toEqual(row);
+    expect(task.config).toEqual({ ...EXAMPLES['browsergym-vlm'].config, env_call_timeout_s: 60 });
+    expect(task.rewardFuncs.map((f) => f.name)).toEqual(['reward_completion']);
+  });
+
+  it('against /envs/browsergym: the same reset text and the same [screenshot, text] blocks, pixel for pixel, as the task', async () => {
+    const play = async (env: ToolEnv) => {
+      try {
+        const first = await env.reset({ ...EXAMPLES['browsergym-vlm'].dataset(1)[0]!, task_name: 'click-test' });
+        const click = envTools(env).find((t) => t.declaration.name === 'click')!;
+        const missed = await click.call({ bid: '99' });
+        const hit = await click.call({ bid: '13' });
+        return { first, missed, hit };
+      } finally {
+        await env.close?.();
+      }
+    };
+    const task = await load();
+    const byClass = await play(task.envFactory({ browsergym: gym.url() }, seededEpisodes(42))());
+    const byTask = await play(new BrowserGymVlmToolEnv(gym.url(), seededEpisodes(42)));
+    expect(byClass.first).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
+    expect(byClass).toEqual(byTask);
+    expect((byClass.hit as ContentBlock[]).map((b) => b.type)).toEqual(['image', 'text']);
   }, 60_000);
 });
 

@@ -14,6 +14,14 @@ import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from '
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import * as openenvNamespace from '../../openenv/index.ts';
+import { imageFromRgbRows } from '../rollout/images.ts';
+import { thumbnail } from '../rollout/image-resize.ts';
+
+/**
+ * `webgrpo/images`: what a class that returns screenshots needs (examples/browsergym.mjs), the trainer's own
+ * image code — OpenEnv's screenshot rows as an image, and PIL's thumbnail(LANCZOS) — as TRL's classes use PIL.
+ */
+const IMAGES: Readonly<Record<string, unknown>> = { imageFromRgbRows, thumbnail };
 
 type EnvClass = new () => Record<string, unknown>;
 
@@ -115,10 +123,10 @@ export function parseEnvClassDataset(text: string, source: string): DatasetRow[]
   return rows;
 }
 
-/** Imports module text (env-class-module.ts) with `webgrpo/openenv` bound to this trainer's client. */
+/** Imports module text (env-class-module.ts) with `webgrpo/openenv` bound to this trainer's client, and `webgrpo/images`. */
 export async function loadEnvClassModule(text: string, o: Omit<ModuleTextOptions, 'hostModules'> & { source: string }): Promise<EnvClassModule> {
   const openenv = openenvNamespace as unknown as Record<string, unknown>;
-  const ns = await importModuleText(text, { ...o, hostModules: { 'webgrpo/openenv': openenv } });
+  const ns = await importModuleText(text, { ...o, hostModules: { 'webgrpo/openenv': openenv, 'webgrpo/images': IMAGES } });
   return envClassModule(ns, text, o.source);
 }
 
