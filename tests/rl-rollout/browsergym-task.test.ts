@@ -14,7 +14,9 @@ import { browsergymTranscripts, planWebTask } from '../../src/rl/tasks/browsergy
 import { BROWSERGYM_TASK_NAMES, browsergymTask, mixTaskAt, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
 import { envTools, envToolSchemas } from '../../src/rl/rollout/env.ts';
 import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
-import { BROWSERGYM_SYSTEM_PROMPT, formatObservation } from '../../src/rl/tasks/envs/browsergym.ts';
+import { readFileSync } from 'node:fs';
+import * as openenv from '../../src/openenv/index.ts';
+import { importModuleText } from '../../src/rl/tasks/env-class-module.ts';
 import { TASK_BY_METADATA } from '../../src/rl/tasks/env-task.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
@@ -28,6 +30,12 @@ const TRL_TOOLS = [
   {"type": "function", "function": {"name": "send_keys", "description": "Send keyboard input to the page.", "parameters": {"type": "object", "properties": {"text": {"type": "string", "description": "The keyboard input to send."}}, "required": ["text"]}, "return": {"type": "string", "description": "The updated page observation."}}},
 ];
 
+/** examples/browsergym_llm.mjs's exports (its system prompt, TRL's _format_observation). */
+async function example(): Promise<{ SYSTEM_PROMPT: string; describePage: (observation: Record<string, unknown>, withError?: boolean) => string }> {
+  const text = readFileSync(new URL('../../examples/browsergym_llm.mjs', import.meta.url), 'utf8');
+  return (await importModuleText(text, { hostModules: { 'webgrpo/openenv': openenv as unknown as Record<string, unknown> } })) as never;
+}
+
 const CLICK_TEST_OBSERVATION = "Goal: Click the button.\n\nPage structure:\nRootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'";
 
 describe('TRL example as data', () => {
@@ -39,6 +47,7 @@ describe('TRL example as data', () => {
   it('dataset rows: system prompt, TRL\'s user prompt, the task name; GRPOConfig of the script', async () => {
     const task = await browsergymTask();
     const [row] = task.dataset(1);
+    const { SYSTEM_PROMPT: BROWSERGYM_SYSTEM_PROMPT } = await example();
     expect(row).toEqual({ prompt: [{ role: 'system', content: BROWSERGYM_SYSTEM_PROMPT }, { role: 'user', content: 'Complete the web task successfully.' }], task_name: 'click-test' });
     expect(BROWSERGYM_SYSTEM_PROMPT.endsWith('Complete the given task as efficiently as possible.')).toBe(true);
     expect(task.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, temperature: 0.7, top_k: 50, gradient_accumulation_steps: 32 });
@@ -46,7 +55,8 @@ describe('TRL example as data', () => {
     expect(TASK_BY_METADATA.BrowserGymEnvironment).toBe('browsergym');
   });
 
-  it('_format_observation: parts, Error only with last_action_error, 2,000 code points then ...', () => {
+  it('_format_observation: parts, Error only with last_action_error, 2,000 code points then ...', async () => {
+    const { describePage: formatObservation } = await example();
     const tree = "RootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'";
     expect(formatObservation({ goal: 'Click the button.', axtree_txt: tree, error: '', last_action_error: false })).toBe(CLICK_TEST_OBSERVATION);
     expect(formatObservation({ goal: 'G', axtree_txt: 't', error: 'ValueError: x', last_action_error: true })).toBe('Goal: G\n\nError: ValueError: x\n\nPage structure:\nt');
@@ -135,6 +145,7 @@ describe('webgrpo render --env browsergym', () => {
       log.mockRestore();
     }
     const tok = qwen3Tokenizer();
+    const { SYSTEM_PROMPT: BROWSERGYM_SYSTEM_PROMPT } = await example();
     const expected = renderChat(
       tok.chatTemplate!,
       [

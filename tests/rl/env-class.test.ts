@@ -457,7 +457,7 @@ describe('browsergym_llm.mjs (TRL browsergym_llm.py)', () => {
   it("is the built-in browsergym task: TRL's five tools sorted as getmembers sorts them, its rows over the task mix", async () => {
     const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
     const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
-    const { BROWSERGYM_SYSTEM_PROMPT } = await import('../../src/rl/tasks/envs/browsergym.ts');
+    const BROWSERGYM_SYSTEM_PROMPT = (await example('browsergym_llm.mjs')).dataset![0]!.prompt[0]!.content;
     const r = await resolveTask({ env: 'browsergym:click-test,enter-text' });
     expect([r.name, r.env, r.preset, r.solver]).toEqual(['browsergym', 'browsergym', 'browsergym', 'browsergym']);
     const env = r.task.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();

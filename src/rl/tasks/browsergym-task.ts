@@ -3,15 +3,10 @@
 // also name a list of tasks, or the easy-biased mix WebGym found learns fastest while the harder
 // tasks keep pushing (§7): each dataset row carries its `task_name`, which reset passes on.
 
-import type { DatasetRow } from '../rollout/env.ts';
-import { BROWSERGYM_DATASET_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
-import { BROWSERGYM_VLM_SYSTEM_PROMPT, BrowserGymVlmToolEnv } from './envs/browsergym-vlm.ts';
-import { openEnvEpisodes } from './envs/episode-session.ts';
-import type { ChatTemplateTask, ExampleTask } from './task.ts';
+import type { ChatTemplateTask } from './task.ts';
 import { builtinClassTask } from './env-class-builtin.ts';
 import { hashInts } from '../seeds.ts';
 import { miniwobTaskSplit } from '../eval/task-split.ts';
-import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The env-server's tasks by difficulty with TRL's five tools (choose-list needs the combobox typed into). */
 export const BROWSERGYM_TIERS = {
@@ -60,27 +55,6 @@ export function mixTaskAt(mix: BrowserGymMix, i: number): string {
   throw new Error('unreachable');
 }
 
-function rewardFunction(): RewardFunction {
-  const fn: RewardFunction = ({ environments }) =>
-    environments.map((env, i) => {
-      if (!(env instanceof BrowserGymToolEnv)) throw new Error(`reward function: environment ${i} is not a BrowserGymToolEnv`);
-      return rewardCompletion(env);
-    });
-  Object.defineProperty(fn, 'name', { value: 'reward_completion' });
-  return fn;
-}
-
-function dataset(mix: BrowserGymMix, system: string) {
-  return (size = 1000): DatasetRow[] =>
-    Array.from({ length: size }, (_, i) => ({
-      prompt: [
-        { role: 'system', content: system },
-        { role: 'user', content: BROWSERGYM_DATASET_PROMPT },
-      ],
-      task_name: mixTaskAt(mix, i),
-    }));
-}
-
 /** A task whose rows are its first row with each row's task of the mix (reset passes `task_name` on). */
 function overMix(task: ChatTemplateTask, mix: BrowserGymMix): ChatTemplateTask {
   const [first] = task.dataset(1);
@@ -92,32 +66,7 @@ export async function browsergymTask(mix: BrowserGymMix = ['click-test']): Promi
   return overMix((await builtinClassTask('browsergym'))!, mix);
 }
 
-/**
- * TRL's vision-language example (browsergym.py, BrowserGymVLMEnv) over a mix: screenshots in every tool
- * result, so it trains only a model that reads images (`needsVision`).
- */
-export function browsergymVlmTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
-  return {
-    name: 'browsergym-vlm',
-    needsVision: true,
-    dataset: dataset(mix, BROWSERGYM_VLM_SYSTEM_PROMPT),
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const url = urls.browsergym;
-      if (!url) throw new Error('the browsergym-vlm task needs the browsergym env\'s base URL');
-      return () => new BrowserGymVlmToolEnv(url, open);
-    },
-    rewardFuncs: [rewardFunction()],
-    // browsergym.py's GRPOConfig arguments (§6.7): temperature and top_k stay at GRPOConfig's defaults there.
-    config: {
-      chat_template_kwargs: { enable_thinking: false },
-      learning_rate: 5e-6,
-      gradient_accumulation_steps: 32,
-      num_generations: 4,
-      max_completion_length: 1024,
-      num_train_epochs: 1,
-      logging_steps: 1,
-      log_completions: true,
-    },
-  };
+/** The built-in browsergym-vlm task, examples/browsergym.mjs (TRL's browsergym.py: screenshots in every tool result), over a mix. */
+export async function browsergymVlmTask(mix: BrowserGymMix = ['click-test']): Promise<ChatTemplateTask> {
+  return overMix((await builtinClassTask('browsergym-vlm'))!, mix);
 }
-

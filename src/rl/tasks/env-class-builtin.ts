@@ -9,7 +9,10 @@ import type { ChatTemplateTask } from './task.ts';
 import { envClassTask, loadEnvClassModule } from './env-class.ts';
 
 /** Built-in task name → its example class file under examples/. */
-export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', browsergym: 'browsergym_llm.mjs' };
+export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', browsergym: 'browsergym_llm.mjs', 'browsergym-vlm': 'browsergym.mjs' };
+
+/** What a built-in task adds to its class: browsergym-vlm's tool results are screenshots, for vision models only. */
+const TASK_EXTRAS: Readonly<Record<string, Partial<ChatTemplateTask>>> = { 'browsergym-vlm': { needsVision: true } };
 
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
@@ -41,5 +44,5 @@ export async function builtinClassTask(name: string): Promise<ChatTemplateTask |
     url: EXAMPLES_URL + file,
     readText: (url) => (url.startsWith(EXAMPLES_URL) ? exampleText(url.slice(EXAMPLES_URL.length)) : Promise.reject(new Error(`examples/${file} imports ${url}: an example imports only other examples`))),
   });
-  return { ...envClassTask(mod), name: name as ChatTemplateTask['name'] };
+  return { ...envClassTask(mod), ...TASK_EXTRAS[name], name: name as ChatTemplateTask['name'] };
 }

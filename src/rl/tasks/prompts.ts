@@ -6,9 +6,8 @@ import type { DatasetRow } from '../rollout/env.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
 import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
-import { browsergymVlmTask } from './browsergym-task.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
-import type { ExampleName, ExampleTask } from './task.ts';
+import type { ExampleTask } from './task.ts';
 
 export type { ChatTemplateTask, EnvUrlName, ExampleName, ExampleTask } from './task.ts';
 
@@ -80,8 +79,8 @@ function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[
   });
 }
 
-/** The examples still written as tasks here (catch, wordle and browsergym are example classes: env-class-builtin.ts). */
-export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle' | 'browsergym'>, ExampleTask> = {
+/** The examples still written as tasks here (the others are example classes: env-class-builtin.ts). */
+export const EXAMPLES: Record<'echo' | 'multi', ExampleTask> = {
   echo: {
     name: 'echo',
     dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
@@ -108,6 +107,4 @@ export const EXAMPLES: Record<Exclude<ExampleName, 'catch' | 'wordle' | 'browser
     ],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
   },
-  // TRL's browsergym.py (BrowserGymVLMEnv): the same pages, with screenshots.
-  'browsergym-vlm': browsergymVlmTask(),
 };

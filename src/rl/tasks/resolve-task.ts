@@ -28,8 +28,8 @@ import { seedSpace, type Split } from '../eval/seed-space.ts';
 /** Tasks by name still written as tasks: TRL's examples plus the compact catch variant for tiny models. */
 const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
 
-/** Every built-in task name: the example classes' (env-class-builtin.ts) and the tasks'. */
-export const TASK_NAMES: readonly string[] = [...new Set([...Object.keys(CLASS_TASKS), ...Object.keys(TASKS)])];
+/** Every built-in task name, TRL's examples first: the example classes' (env-class-builtin.ts) and the tasks'. */
+export const TASK_NAMES: readonly string[] = ['echo', 'catch', 'wordle', 'multi', 'browsergym', 'browsergym-vlm', 'catch-compact', 'sudoku'].filter((n) => n in CLASS_TASKS || n in TASKS);
 
 const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym', 'sudoku'];
 
@@ -108,8 +108,8 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
   // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
   if (choice.env.startsWith('browsergym:')) return resolved('browsergym', await browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
   if (choice.env === 'browsergym') return resolved('browsergym', await browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
-  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
-  if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', await browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym-vlm') return resolved('browsergym-vlm', await browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
   const task = (await builtinClassTask(name)) ?? TASKS[name];
   if (!task) throw unknownEnv(choice.env);
