@@ -6,7 +6,6 @@ import { OpenEnvError } from '../../src/openenv/index.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/tasks/envs/catch.ts';
 import { classifyEnvError } from '../../src/rl/tasks/envs/episode-session.ts';
-import { MultiEnv, multiCatchReward, multiWordleReward } from '../../src/rl/tasks/envs/multi.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
@@ -75,30 +74,6 @@ describe('WordleEnv', () => {
   });
 });
 
-describe('MultiEnv', () => {
-  it('routes by the env column; the other game\'s tools fail by name; rewards are None for the other env', async () => {
-    const { open, log } = scriptedEpisodes([
-      { first: wordleObservation(WORDLE_RESET_LOG), steps: [wordleObservation(WORDLE_RESET_LOG + CRANE)] },
-      { first: catchObservation(0, 0, 2), steps: [catchObservation(1, 0, 1)] },
-    ]);
-    const env = new MultiEnv({ wordle: 'http://env/wordle', catch: 'http://env/catch' }, open);
-    expect(await env.reset({ ...row })).toBe(WORDLE_RESET_LOG); // default: wordle
-    await expect(env.move('left')).rejects.toThrow('move is only available in Catch');
-    await expect(env.stay()).rejects.toThrow('stay is only available in Catch');
-    expect(await env.guess('[crane]')).toBe(CRANE);
-    expect(multiWordleReward(env)).toBe(0);
-    expect(multiCatchReward(env)).toBeNull();
-    await env.reset({ ...row, env: 'catch' });
-    await expect(env.guess('[crane]')).rejects.toThrow('guess is only available in Wordle');
-    await env.move('left');
-    expect(multiWordleReward(env)).toBeNull();
-    expect(multiCatchReward(env)).toBe(0);
-    expect(log.urls).toEqual(['http://env/wordle', 'http://env/catch']);
-    expect(log.closed).toBe(1);
-    await expect(env.reset({ ...row, env: 'chess' })).rejects.toThrow('Unknown environment: chess');
-  });
-});
-
 describe('env errors', () => {
   it('server rejections are tool errors (Python client text); transport failures are env failures', () => {
     const exec = classifyEnvError(new OpenEnvError('EXECUTION_ERROR', 'Game is over. Call reset.'));
@@ -138,7 +113,5 @@ describe('env errors', () => {
 describe('EXAMPLES', () => {
   it('datasets, reward function names and configs follow the scripts', () => {
     expect(EXAMPLES.echo.dataset()).toHaveLength(5);
-    expect(EXAMPLES.multi.dataset(2).map((r) => r.env)).toEqual(['wordle', 'wordle', 'catch', 'catch']);
-    expect(EXAMPLES.multi.rewardFuncs.map((f) => f.name)).toEqual(['wordle_reward', 'catch_reward']);
   });
 });

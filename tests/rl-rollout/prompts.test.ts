@@ -7,7 +7,6 @@ import { renderChat } from '../../src/model/chat-template.ts';
 import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/env.ts';
 import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { MultiEnv } from '../../src/rl/tasks/envs/multi.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, EXAMPLES, WORDLE_PROMPT } from '../../src/rl/tasks/prompts.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
@@ -100,16 +99,5 @@ describe('first prompts of the examples', () => {
     expect(text).toContain('to make a guess.\n\n[GAME] You are Playing Wordle.');
     expect(ids.slice(-9)).toEqual(PROMPT_END);
     expect(tok.decode(ids)).toBe(text);
-  });
-
-  it('multi: the union of tools sorted by name, routed by the env column', async () => {
-    const { open, log } = scriptedEpisodes([{ first: catchObservation(0, 4, 2), steps: [] }]);
-    const row = EXAMPLES.multi.dataset(1)[1];
-    expect(row.env).toBe('catch');
-    const env = new MultiEnv({ wordle: 'http://env/wordle', catch: 'http://env/catch' }, open);
-    const { text } = await firstPrompt(env, row);
-    const observation = 'Ball: row 1/10, column 5/5\nPaddle: column 3/5\nThe ball is 2 column(s) to the RIGHT of the paddle.';
-    expect(text).toBe(expectedPrompt([GUESS_SCHEMA, MOVE_SCHEMA, STAY_SCHEMA], CATCH_PROMPT + observation));
-    expect(log.urls).toEqual(['http://env/catch']);
   });
 });

@@ -219,6 +219,34 @@ describe('the example classes over the built-in env-server', () => {
     expect(new Set(got).size).toBeGreaterThan(1);
   });
 
+  it("the built-in multi task is multi_env.mjs: routed by the env column, the other game's tools fail by name, each reward None for the other game", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    const r = await resolveTask({ env: 'multi' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['multi', null, null, null]);
+    expect(r.task.dataset(2).map((row) => row.env)).toEqual(['wordle', 'wordle', 'catch', 'catch']);
+    expect(r.task.rewardFuncs.map((f) => f.name)).toEqual(['wordle_reward', 'catch_reward']);
+    const env = r.task.envFactory(urls(), seededEpisodes(0))() as InstanceType<typeof ClassEnv>;
+    const call = (name: string, args: Record<string, unknown> = {}) => envTools(env).find((t) => t.declaration.name === name)!.call(args);
+    const rewards = async () => Promise.all(r.task.rewardFuncs.map(async (f) => (await f({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } }))[0]));
+    try {
+      expect(await env.reset({ prompt: [] })).toContain('[GAME] You are Playing Wordle.'); // default: wordle
+      await expect(call('move', { direction: 'left' })).rejects.toThrow('move is only available in Catch');
+      await expect(call('stay')).rejects.toThrow('stay is only available in Catch');
+      expect(String(await call('guess', { guess: '[crane]' }))).toMatch(/CRANE|crane/i);
+      expect((await rewards())[1]).toBeNull();
+      expect(await env.reset({ prompt: [], env: 'catch' })).toMatch(/^Ball: row 1\/10/);
+      await expect(call('guess', { guess: '[crane]' })).rejects.toThrow('guess is only available in Wordle');
+      await expect(call('move', { direction: 'up' })).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+      await call('move', { direction: 'left' });
+      expect(await rewards()).toEqual([null, 0]);
+      await expect(env.reset({ prompt: [], env: 'chess' })).rejects.toThrow('Unknown environment: chess');
+    } finally {
+      await env.close();
+    }
+  });
+
   it('echo.mjs trains its reward: a scripted echo call pays 0.1 per character through reward_func', async () => {
     const task = envClassTask(await example('echo.mjs'));
     const engine = new FakeEngine(tok, (ctx) => (ctx.includes('<tool_response>') ? 'Done.' + EOS : callText('echo', { message: 'Hello World!' }) + EOS));

@@ -9,10 +9,20 @@ import type { ChatTemplateTask } from './task.ts';
 import { envClassTask, loadEnvClassModule } from './env-class.ts';
 
 /** Built-in task name → its example class file under examples/. */
-export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', browsergym: 'browsergym_llm.mjs', 'browsergym-vlm': 'browsergym.mjs' };
+export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', multi: 'multi_env.mjs', browsergym: 'browsergym_llm.mjs', 'browsergym-vlm': 'browsergym.mjs' };
 
-/** What a built-in task adds to its class: browsergym-vlm's tool results are screenshots, for vision models only. */
-const TASK_EXTRAS: Readonly<Record<string, Partial<ChatTemplateTask>>> = { 'browsergym-vlm': { needsVision: true } };
+/**
+ * What a built-in task adds to its class: browsergym-vlm's tool results are screenshots, for vision
+ * models only; multi's dataset size counts each game's rows (TRL's multi_env.py --dataset-size).
+ */
+const TASK_EXTRAS: Readonly<Record<string, (task: ChatTemplateTask) => Partial<ChatTemplateTask>>> = {
+  'browsergym-vlm': () => ({ needsVision: true }),
+  multi: (task) => {
+    const rows = task.dataset();
+    const game = (env: string) => rows.find((r) => r.env === env)!;
+    return { dataset: (size = 500) => ['wordle', 'catch'].flatMap((env) => Array.from({ length: size }, () => structuredClone(game(env)))) };
+  },
+};
 
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
@@ -44,5 +54,6 @@ export async function builtinClassTask(name: string): Promise<ChatTemplateTask |
     url: EXAMPLES_URL + file,
     readText: (url) => (url.startsWith(EXAMPLES_URL) ? exampleText(url.slice(EXAMPLES_URL.length)) : Promise.reject(new Error(`examples/${file} imports ${url}: an example imports only other examples`))),
   });
-  return { ...envClassTask(mod), ...TASK_EXTRAS[name], name: name as ChatTemplateTask['name'] };
+  const task = envClassTask(mod);
+  return { ...task, ...TASK_EXTRAS[name]?.(task), name: name as ChatTemplateTask['name'] };
 }

@@ -5,7 +5,6 @@
 import type { DatasetRow } from '../rollout/env.ts';
 import { EchoToolEnv } from './envs/echo.ts';
 import { openEnvEpisodes } from './envs/episode-session.ts';
-import { MultiEnv, multiCatchReward, multiWordleReward } from './envs/multi.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ExampleTask } from './task.ts';
 
@@ -80,7 +79,7 @@ function envsOf<T>(environments: readonly unknown[], Class: new (...args: never[
 }
 
 /** The examples still written as tasks here (the others are example classes: env-class-builtin.ts). */
-export const EXAMPLES: Record<'echo' | 'multi', ExampleTask> = {
+export const EXAMPLES: Record<'echo', ExampleTask> = {
   echo: {
     name: 'echo',
     dataset: () => ECHO_PROMPTS.map((p) => userRow(p)),
@@ -90,21 +89,5 @@ export const EXAMPLES: Record<'echo' | 'multi', ExampleTask> = {
     },
     rewardFuncs: [named('reward_func', ({ environments }) => envsOf(environments, EchoToolEnv).map((env) => env.reward))],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 2 },
-  },
-  multi: {
-    name: 'multi',
-    dataset: (size = 500) => [
-      ...Array.from({ length: size }, () => userRow(WORDLE_PROMPT, { env: 'wordle' })),
-      ...Array.from({ length: size }, () => userRow(CATCH_PROMPT, { env: 'catch' })),
-    ],
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const routes = { wordle: need(urls, 'wordle'), catch: need(urls, 'catch') };
-      return () => new MultiEnv(routes, open);
-    },
-    rewardFuncs: [
-      named('wordle_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiWordleReward)),
-      named('catch_reward', ({ environments }) => envsOf(environments, MultiEnv).map(multiCatchReward)),
-    ],
-    config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true, logging_steps: 1, max_completion_length: 1024 },
   },
 };
