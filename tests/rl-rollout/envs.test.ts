@@ -7,7 +7,6 @@ import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/tasks/envs/catch.ts';
 import { classifyEnvError } from '../../src/rl/tasks/envs/episode-session.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
 
 const row = { prompt: [{ role: 'user' as const, content: 'x' }] };
@@ -107,11 +106,5 @@ describe('env errors', () => {
     expect(err).toBeInstanceOf(EnvFailure);
     expect((err as Error).message).toBe('the episode was closed while its reset ran');
     expect(log.closed).toBe(1);
-  });
-});
-
-describe('EXAMPLES', () => {
-  it('datasets, reward function names and configs follow the scripts', () => {
-    expect(EXAMPLES.echo.dataset()).toHaveLength(5);
   });
 });

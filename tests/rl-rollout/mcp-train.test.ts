@@ -13,7 +13,8 @@ import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
 import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
 import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/grpo/metrics.ts';
-import { ECHO_PROMPTS, EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { ECHO_PROMPTS } from './trl-prompts.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts, type Rollout } from '../../src/rl/rollout/rollout.ts';
 import { echoTarget, echoTranscripts } from '../../src/rl/tasks/solvers.ts';
 import { startMcpEchoDouble, type McpEchoDouble } from '../openenv/mcp-echo-double.ts';
@@ -66,14 +67,15 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
   it('rollouts call echo_message with no failures; the reward is 0.1 per echoed code point', async () => {
     const before = double.received.length;
     const tok = qwen3Tokenizer();
-    const rows = EXAMPLES.echo.dataset();
-    const rollouts = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo')), tokenizer: tok, rows, envFactory: EXAMPLES.echo.envFactory({ echo: url() }, open), config: CONFIG, seed: 3 });
+    const echo = (await builtinClassTask('echo'))!;
+    const rows = echo.dataset();
+    const rollouts = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo')), tokenizer: tok, rows, envFactory: echo.envFactory({ echo: url() }, open), config: CONFIG, seed: 3 });
     expect(toolMetrics(rollouts.map((r) => ({ modelTokens: 0, totalTokens: 0, truncated: r.truncated, toolCalls: r.toolCalls, toolFailures: r.toolFailures })))).toMatchObject({
       'tools/call_frequency': 1,
       'tools/failure_frequency': 0,
     });
     expect(rollouts.map(toolContents)).toEqual(ECHO_PROMPTS.map((p) => [echoTarget(p)]));
-    const rewards = EXAMPLES.echo.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+    const rewards = await echo.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
     expect(rewards).toEqual(ECHO_PROMPTS.map((p) => [...echoTarget(p)].length * 0.1));
     // What reached the server: call_tool echo_message step frames, never the older {message} action.
     const steps = double.received.slice(before).map((f) => JSON.parse(f)).filter((f) => f.type === 'step');

@@ -8,7 +8,7 @@ import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/en
 import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
 import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS, EXAMPLES, WORDLE_PROMPT } from '../../src/rl/tasks/prompts.ts';
+import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './trl-prompts.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
 import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
@@ -58,7 +58,7 @@ describe('first prompts of the examples', () => {
 
   it('echo: 189 ids, the spec head and tail', async () => {
     const { open } = scriptedEpisodes([{ first: { observation: { echoed_message: 'Echo environment ready!', message_length: 0 }, reward: 0, done: false }, steps: [] }]);
-    const row = EXAMPLES.echo.dataset()[0];
+    const row = { prompt: [{ role: 'user' as const, content: ECHO_PROMPTS[0]! }] };
     const { text, ids } = await firstPrompt(new EchoToolEnv('http://env/echo', open), row);
     expect(text).toBe(expectedPrompt([ECHO_SCHEMA], ECHO_PROMPTS[0]));
     expect(ids).toHaveLength(189);

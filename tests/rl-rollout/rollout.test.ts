@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
 import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { CATCH_PROMPT } from '../../src/rl/tasks/prompts.ts';
+import { CATCH_PROMPT } from './trl-prompts.ts';
 import { renderPrompt, runRollouts, toolSuffixIds, type RolloutConfig } from '../../src/rl/rollout/rollout.ts';
 import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
 import { OpenEnvError } from '../../src/openenv/index.ts';

@@ -7,8 +7,6 @@
 import type { ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
-import { EchoToolEnv } from './envs/echo.ts';
-import { ECHO_PROMPTS } from './prompts.ts';
 import type { ClassEnv } from './env-class.ts';
 import { builtinClassTask } from './env-class-builtin.ts';
 import type { Transcript } from '../grpo/sft.ts';
@@ -81,14 +79,17 @@ export function echoTarget(prompt: string): string {
  * warm-up whose model is only partly right (the reward grows with the echoed length).
  */
 export async function echoTranscripts(opts: { baseUrl: string; episodes: number; seed: number; partial?: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  // The built-in echo task's class (examples/echo.mjs), as the run plays it.
+  const task = (await builtinClassTask('echo'))!;
+  const envs = task.envFactory({ echo: opts.baseUrl }, seededEpisodes(opts.seed));
+  const prompts = task.dataset().map((row) => row.prompt[0]!.content as string);
   const rand = mulberry32(opts.seed ^ 0xec4011);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const prompt = ECHO_PROMPTS[i % ECHO_PROMPTS.length]!;
+    const prompt = prompts[i % prompts.length]!;
     const target = echoTarget(prompt);
     const message = rand() < (opts.partial ?? 0) ? target.slice(0, 1 + Math.floor(rand() * (target.length - 1))) : target;
-    const env = new EchoToolEnv(opts.baseUrl, open);
+    const env = envs();
     out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message }) : null), 1, opts.baseUrl));
   }
   return out;
