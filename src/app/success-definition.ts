@@ -7,7 +7,7 @@ const RULE = 'the share of the step\'s rollouts whose first reward function scor
 
 /** Why one task's rollout counts as a success. */
 const MEANING: Readonly<Record<string, string>> = {
-  // EchoToolEnv: reward_func is the echo env's reward, 0.1 per character of the echoed message.
+  // EchoToolEnv (examples/echo.mjs): reward_func is the echo env's reward, 0.1 per character of the echoed message.
   echo: 'the model called the echo tool and the env echoed a non-empty message back (reward_func = 0.1 per character echoed)',
   // catchReward / compact catch's `caught`: the env's reward once the episode is over, floored at 0.
   catch: 'the ball was caught: the episode ended with the paddle under the ball (the env\'s final reward, 1)',

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
 import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
+import { EpisodeSlot, openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
@@ -38,16 +39,18 @@ function solverAction(observation: string): 'left' | 'right' | 'stay' {
 
 describe('example envs over the built-in env-server', () => {
   it('echo: the echoed message and 0.1 per code point, through call_tool echo_message (the built-in echo is an MCP env)', async () => {
-    const env = new EchoToolEnv(`${server.url}/envs/echo`, open);
+    const env = (await builtinClassTask('echo'))!.envFactory({ echo: `${server.url}/envs/echo` })() as ClassEnv;
+    const echo = (message: unknown) => envTools(env)[0]!.call({ message });
+    const reward = () => (env.instance as { reward: number }).reward;
     try {
       expect(await env.reset(row)).toBeNull();
-      expect(await env.echo('Hello World!')).toBe('Hello World!');
-      expect(env.reward).toBe(1.2000000000000002);
+      expect(await echo('Hello World!')).toBe('Hello World!');
+      expect(reward()).toBe(1.2000000000000002);
       // The MCP echo allows an empty message (openenv-mcp.md §1).
-      expect(await env.echo('')).toBe('');
-      expect(env.reward).toBe(0);
+      expect(await echo('')).toBe('');
+      expect(reward()).toBe(0);
       // A tool error reads as the Python client raises it.
-      await expect(env.echo(5)).rejects.toThrow(
+      await expect(echo(5)).rejects.toThrow(
         /^Tool 'echo_message' failed: 1 validation error for call\[echo_message\]\nmessage\n {2}Input should be a valid string .* \(type: execution_error\)$/s,
       );
     } finally {
@@ -93,10 +96,10 @@ describe('example envs over the built-in env-server', () => {
     const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 1 });
     try {
       const noRetry = openEnvEpisodes({ retries: 0, timeoutMs: 10_000 });
-      const a = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
-      const b = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
-      await a.reset(row);
-      const refused = await b.reset(row).catch((err: unknown) => err);
+      const a = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
+      const b = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
+      await a.reset();
+      const refused = await b.reset().catch((err: unknown) => err);
       expect(refused).toBeInstanceOf(EnvFailure);
       expect((refused as Error).message).toMatch(/Server at capacity: 1\/1 sessions active/);
       await a.close();

@@ -8,7 +8,8 @@ import { echoEnv } from '../../env-server/envs/echo.ts';
 import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { envProtocol } from '../../src/openenv/index.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
 import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
 import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
@@ -114,10 +115,10 @@ describe('an env with its own action class and MCP tools over JSON-RPC (mcp-rpc,
     try {
       const url = `${server.url}/envs/custom`;
       expect(await envProtocol(url)).toBe('mcp-rpc');
-      const env = new EchoToolEnv(url, open);
+      const env = (await builtinClassTask('echo'))!.envFactory({ echo: url })() as ClassEnv;
       await env.reset({ prompt: [] });
-      expect(await env.echo('héllo')).toBe('héllo');
-      expect(env.reward).toBe(0.5);
+      expect(await envTools(env)[0]!.call({ message: 'héllo' })).toBe('héllo');
+      expect((env.instance as { reward: number }).reward).toBe(0.5);
       await env.close();
       const task = await mcpTask(url, [{ prompt: [{ role: 'user', content: "Echo 'abc'." }] }], open);
       const tok = qwen3Tokenizer();

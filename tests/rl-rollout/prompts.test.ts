@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/env.ts';
 import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
 import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './trl-prompts.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
@@ -55,17 +54,6 @@ async function firstPrompt(env: ToolEnv, row: DatasetRow) {
 
 describe('first prompts of the examples', () => {
   const tok = qwen3Tokenizer();
-
-  it('echo: 189 ids, the spec head and tail', async () => {
-    const { open } = scriptedEpisodes([{ first: { observation: { echoed_message: 'Echo environment ready!', message_length: 0 }, reward: 0, done: false }, steps: [] }]);
-    const row = { prompt: [{ role: 'user' as const, content: ECHO_PROMPTS[0]! }] };
-    const { text, ids } = await firstPrompt(new EchoToolEnv('http://env/echo', open), row);
-    expect(text).toBe(expectedPrompt([ECHO_SCHEMA], ECHO_PROMPTS[0]));
-    expect(ids).toHaveLength(189);
-    expect(ids.slice(0, 3)).toEqual([151644, 8948, 198]);
-    expect(ids.slice(-9)).toEqual(PROMPT_END);
-    expect(tok.decode(ids)).toBe(text);
-  });
 
   it('every echo prompt renders with its own user text', async () => {
     for (const prompt of ECHO_PROMPTS) {
