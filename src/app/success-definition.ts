@@ -12,7 +12,7 @@ const MEANING: Readonly<Record<string, string>> = {
   // catchReward / compact catch's `caught`: the env's reward once the episode is over, floored at 0.
   catch: 'the ball was caught: the episode ended with the paddle under the ball (the env\'s final reward, 1)',
   'catch-compact': 'the ball was caught: the episode ended with the paddle under the ball (the env\'s final reward, 1)',
-  // WordleEnv: reward_func is the env's reward for the last move (0 for an invalid one).
+  // WordleEnv (examples/wordle.mjs): reward_func is the env's reward for the last move (0 for an invalid one).
   wordle: 'the wordle env\'s reward for the last move was above 0 (1 for the solved word; an ended game may score partial credit)',
   // MultiEnv: the first reward function is wordle_reward, so only the wordle episodes can count.
   multi: 'a wordle episode\'s last move scored above 0 (wordle_reward, the first reward function, so catch episodes count as failures)',

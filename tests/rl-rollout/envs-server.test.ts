@@ -5,11 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
-import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
 import { EpisodeSlot, openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { envTools } from '../../src/rl/rollout/env.ts';
 import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
-import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
 import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
@@ -59,36 +57,42 @@ describe('example envs over the built-in env-server', () => {
   });
 
   it('catch: grid text, a caught ball is reward 1, then "Episode is done."', async () => {
-    const env = new CatchEnv(`${server.url}/envs/catch`, open);
-    let text = await env.reset(row);
+    const task = (await builtinClassTask('catch'))!;
+    const env = task.envFactory({ catch: `${server.url}/envs/catch` })() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean };
+    const move = (direction: unknown) => Promise.resolve().then(() => envTools(env).find((t) => t.declaration.name === 'move')!.call({ direction }));
+    const stay = () => Promise.resolve().then(() => envTools(env).find((t) => t.declaration.name === 'stay')!.call({}));
+    let text = String(await env.reset(row));
     expect(text).toMatch(OBSERVATION);
     expect(text).toMatch(/^Ball: row 1\/10, column \d\/5\nPaddle: column 3\/5\n/);
-    await expect(env.move('up')).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+    await expect(move('up')).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
     let steps = 0;
-    while (!env.done) {
+    while (!game().done) {
       const action = solverAction(text);
-      text = action === 'stay' ? await env.stay() : await env.move(action);
+      text = String(action === 'stay' ? await stay() : await move(action));
       steps++;
     }
     expect(steps).toBe(9);
     expect(text).toMatch(/^Paddle: column \d\/5$/);
-    expect(env.reward).toBe(1);
-    expect(catchReward(env)).toBe(1);
-    await expect(env.stay()).rejects.toThrow('Episode is done.');
+    expect(game().reward).toBe(1);
+    expect(await task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } })).toEqual([1]);
+    await expect(stay()).rejects.toThrow('Episode is done.');
     await env.close();
   });
 
   it('wordle: the reset log, then only the new part of the log per guess', async () => {
-    const env = new WordleEnv(`${server.url}/envs/wordle`, open);
-    const log = await env.reset(row);
+    const env = (await builtinClassTask('wordle'))!.envFactory({ wordle: `${server.url}/envs/wordle` })() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean };
+    const guess = async (word: string) => String(await envTools(env)[0]!.call({ guess: word }));
+    const log = String(await env.reset(row));
     expect(log.startsWith('\n[GAME] You are Playing Wordle.\nA secret 5-letter word has been chosen.')).toBe(true);
-    const invalid = await env.guess('[xq]');
+    const invalid = await guess('[xq]');
     expect(invalid).toBe(
       '\n[GAME] [xq]\n[GAME] You attempted an invalid move. Reason: Your word must be exactly 5 letters. Please resubmit a valid move and remember to follow the game rules to avoid penalties.',
     );
-    expect(env.reward).toBe(0);
-    const feedback = await env.guess('[crane]');
-    if (!env.done) expect(feedback).toMatch(/^\n\[GAME\] \[crane\]\n\[GAME\] You submitted \[crane\]\.\nFeedback:\nC R A N E\n[GXY ]{9}\nYou have 5 guesses left\.$/);
+    expect(game().reward).toBe(0);
+    const feedback = await guess('[crane]');
+    if (!game().done) expect(feedback).toMatch(/^\n\[GAME\] \[crane\]\n\[GAME\] You submitted \[crane\]\.\nFeedback:\nC R A N E\n[GXY ]{9}\nYou have 5 guesses left\.$/);
     await env.close();
   });
 
@@ -110,10 +114,10 @@ describe('example envs over the built-in env-server', () => {
 
   it('a dropped connection mid-episode is an env failure', async () => {
     const doomed = await createEnvServer({ port: 0 });
-    const env = new CatchEnv(`${doomed.url}/envs/catch`, open);
-    await env.reset(row);
+    const env = new EpisodeSlot(`${doomed.url}/envs/catch`, open);
+    await env.reset();
     await doomed.close();
-    const err = await env.stay().catch((e: unknown) => e);
+    const err = await env.step({ action_id: 1, game_name: 'catch', game_params: {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnvFailure);
     await env.close();
   });

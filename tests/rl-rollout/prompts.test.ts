@@ -5,12 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/env.ts';
-import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './trl-prompts.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
-import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
+import { catchObservation, scriptedServer, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 const ECHO_SCHEMA =
@@ -67,9 +66,11 @@ describe('first prompts of the examples', () => {
   });
 
   it('catch: tools move, stay; the grid text appended to the prompt', async () => {
-    const { open } = scriptedEpisodes([{ first: catchObservation(0, 0, 2), steps: [] }]);
-    const row = { prompt: [{ role: 'user' as const, content: CATCH_PROMPT }] };
-    const { text, ids } = await firstPrompt(new CatchEnv('http://env/catch', open), row);
+    const served = await scriptedServer([{ first: catchObservation(0, 0, 2), steps: [] }]);
+    const task = (await builtinClassTask('catch'))!;
+    const row = task.dataset(1)[0]!;
+    expect(row.prompt).toEqual([{ role: 'user', content: CATCH_PROMPT }]);
+    const { text, ids } = await firstPrompt(task.envFactory({ catch: served.url })(), row).finally(served.close);
     const observation = 'Ball: row 1/10, column 1/5\nPaddle: column 3/5\nThe ball is 2 column(s) to the LEFT of the paddle.';
     expect(text).toBe(expectedPrompt([MOVE_SCHEMA, STAY_SCHEMA], CATCH_PROMPT + observation));
     expect(text).toContain('then move accordingly.\nBall: row 1/10');
@@ -80,9 +81,11 @@ describe('first prompts of the examples', () => {
   });
 
   it('wordle: tool guess; the reset log appended to the prompt', async () => {
-    const { open } = scriptedEpisodes([{ first: wordleObservation(WORDLE_RESET_LOG), steps: [] }]);
-    const row = { prompt: [{ role: 'user' as const, content: WORDLE_PROMPT }] };
-    const { text, ids } = await firstPrompt(new WordleEnv('http://env/wordle', open), row);
+    const served = await scriptedServer([{ first: wordleObservation(WORDLE_RESET_LOG), steps: [] }]);
+    const task = (await builtinClassTask('wordle'))!;
+    const row = task.dataset(1)[0]!;
+    expect(row.prompt).toEqual([{ role: 'user', content: WORDLE_PROMPT }]);
+    const { text, ids } = await firstPrompt(task.envFactory({ wordle: served.url })(), row).finally(served.close);
     expect(text).toBe(expectedPrompt([GUESS_SCHEMA], WORDLE_PROMPT + WORDLE_RESET_LOG));
     expect(text).toContain('to make a guess.\n\n[GAME] You are Playing Wordle.');
     expect(ids.slice(-9)).toEqual(PROMPT_END);

@@ -166,7 +166,8 @@ describe('the example classes over the built-in env-server', () => {
     const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
     const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
     const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
-    const { formatCatchObservation } = await import('../../src/rl/tasks/envs/catch.ts');
+    const openenv = (await import('../../src/openenv/index.ts')) as unknown as Record<string, unknown>;
+    const { describeGrid } = (await importModuleText((await example('catch.mjs')).text, { hostModules: { 'webgrpo/openenv': openenv } })) as { describeGrid: (info: number[]) => string };
     const r = await resolveTask({ env: 'catch' });
     expect([r.name, r.env, r.preset, r.solver]).toEqual(['catch', 'catch', 'catch', 'catch']);
     const url = `${server.url}/envs/catch`;
@@ -174,7 +175,7 @@ describe('the example classes over the built-in env-server', () => {
     const expected: string[] = [];
     for (let k = 0; k < 8; k++) {
       const episode = await seeded(url);
-      expected.push(formatCatchObservation(episode.first.observation.info_state as number[]));
+      expected.push(describeGrid(episode.first.observation.info_state as number[]));
       await episode.close();
     }
     const envs = r.task.envFactory({ catch: url }, seededEpisodes(700));
