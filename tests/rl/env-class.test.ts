@@ -195,7 +195,8 @@ describe('the example classes over the built-in env-server', () => {
     const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
     const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
     const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
-    const { wordleLog } = await import('../../src/rl/tasks/envs/wordle.ts');
+    // TextArena's observation: the whole game log in its one message.
+    const wordleLog = (r: { observation: Record<string, unknown> }) => (r.observation.messages as { content: string }[])[0]!.content;
     const r = await resolveTask({ env: 'wordle' });
     expect([r.name, r.env, r.preset, r.solver]).toEqual(['wordle', 'wordle', 'wordle', 'wordle']);
     const url = `${server.url}/envs/wordle`;

@@ -9,7 +9,7 @@ import type { ChatTemplateTask } from './task.ts';
 import { envClassTask, loadEnvClassModule } from './env-class.ts';
 
 /** Built-in task name → its example class file under examples/. */
-export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', multi: 'multi_env.mjs', browsergym: 'browsergym_llm.mjs', 'browsergym-vlm': 'browsergym.mjs' };
+export const CLASS_TASKS: Readonly<Record<string, string>> = { echo: 'echo.mjs', catch: 'catch.mjs', wordle: 'wordle.mjs', multi: 'multi_env.mjs', sudoku: 'sudoku.mjs', browsergym: 'browsergym_llm.mjs', 'browsergym-vlm': 'browsergym.mjs' };
 
 /**
  * What a built-in task adds to its class: browsergym-vlm's tool results are screenshots, for vision

@@ -20,12 +20,11 @@ import { taskFromMetadata, UnknownEnvClassError, UnknownGameError } from './env-
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from './solvers.ts';
-import { sudokuTask } from './sudoku-task.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import { seedSpace, type Split } from '../eval/seed-space.ts';
 
-/** Tasks by name still written as tasks: the compact catch variant for tiny models, and sudoku. */
-const TASKS: Readonly<Record<string, ChatTemplateTask>> = { 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
+/** Tasks by name still written as tasks: the compact catch variant for tiny models. */
+const TASKS: Readonly<Record<string, ChatTemplateTask>> = { 'catch-compact': COMPACT_CATCH_TASK };
 
 /** Every built-in task name, TRL's examples first: the example classes' (env-class-builtin.ts) and the tasks'. */
 export const TASK_NAMES: readonly string[] = ['echo', 'catch', 'wordle', 'multi', 'browsergym', 'browsergym-vlm', 'catch-compact', 'sudoku'].filter((n) => n in CLASS_TASKS || n in TASKS);
