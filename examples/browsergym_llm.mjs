@@ -25,7 +25,7 @@ const MAX_STEPS = 10;
 const AXTREE_CUT = 2000;
 
 /** Python's repr() of a string, as TRL's f"click({bid!r})" writes it into the action. */
-function pyRepr(value) {
+export function pyRepr(value) {
   if (typeof value !== 'string') return JSON.stringify(value);
   const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
   let out = quote;
@@ -41,11 +41,14 @@ function pyRepr(value) {
   return out + quote;
 }
 
-/** TRL's _format_observation: goal, the last action's error, the page tree (cut). */
-function describePage(observation) {
+/**
+ * TRL's _format_observation: goal, the last action's error, the page tree (cut). `withError` false: the
+ * VLM script's reset form, which has no Error part (examples/browsergym.mjs).
+ */
+export function describePage(observation, withError = true) {
   const parts = [];
   if (observation.goal) parts.push(`Goal: ${observation.goal}`);
-  if (observation.last_action_error && observation.error) parts.push(`Error: ${observation.error}`);
+  if (withError && observation.last_action_error && observation.error) parts.push(`Error: ${observation.error}`);
   if (observation.axtree_txt) {
     const points = [...observation.axtree_txt];
     parts.push(`Page structure:\n${points.length > AXTREE_CUT ? points.slice(0, AXTREE_CUT).join('') + '...' : observation.axtree_txt}`);
@@ -59,16 +62,16 @@ export default class BrowserGymLLMEnv {
   constructor() {
     this.client = new EnvClient(envUrl('browsergym'));
     this.reward = 0;
-    this._done = false;
+    this.done = false;
     this._steps = 0;
   }
 
   async reset(row) {
     this.reward = 0;
-    this._done = false;
+    this.done = false;
     this._steps = 0;
     const result = await this.client.reset({ task_name: row.task_name ?? BrowserGymLLMEnv.taskName });
-    this._done = result.done;
+    this.done = result.done;
     return describePage(result.observation);
   }
 
@@ -123,14 +126,14 @@ export default class BrowserGymLLMEnv {
   }
 
   async _act(actionStr) {
-    if (this._done) throw new Error('Episode is done.');
+    if (this.done) throw new Error('Episode is done.');
     this._steps++;
     const result = await this.client.step({ action_str: actionStr });
     const stepReward = Number(result.reward ?? 0);
-    this._done = result.done;
+    this.done = result.done;
     // Binary success on completion, as TRL shapes it.
-    this.reward = this._done ? (stepReward > 0 ? 1 : 0) : stepReward;
-    if (this._steps >= MAX_STEPS) this._done = true;
+    this.reward = this.done ? (stepReward > 0 ? 1 : 0) : stepReward;
+    if (this._steps >= MAX_STEPS) this.done = true;
     return describePage(result.observation);
   }
 
@@ -152,12 +155,19 @@ export const dataset = Array.from({ length: 1000 }, () => ({
   ],
 }));
 
+// browsergym_llm.py's GRPOConfig arguments (specs/browsergym.md §6.7); vLLM and trackio settings have no counterpart here.
 export const config = {
   chat_template_kwargs: { enable_thinking: false },
-  log_completions: true,
-  logging_steps: 1,
+  learning_rate: 5e-6,
+  weight_decay: 0.0,
+  gradient_accumulation_steps: 32,
+  per_device_train_batch_size: 1,
+  warmup_steps: 10,
+  num_generations: 4,
   max_completion_length: 1024,
   temperature: 0.7,
   top_k: 50,
-  learning_rate: 5e-6,
+  num_train_epochs: 1,
+  logging_steps: 1,
+  save_steps: 50,
 };

@@ -83,7 +83,8 @@ export default class CatchEnv {
   move(direction) {
     if (direction === 'left') return this._act(0);
     if (direction === 'right') return this._act(2);
-    throw new Error(`Invalid direction ${JSON.stringify(direction)}: must be 'left' or 'right'.`);
+    // TRL's message, with Python's repr of the direction ('up').
+    throw new Error(`Invalid direction ${typeof direction === 'string' ? `'${direction}'` : String(direction)}: must be 'left' or 'right'.`);
   }
 
   /**

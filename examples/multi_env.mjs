@@ -17,21 +17,26 @@ export default class MultiEnv {
   }
 
   async reset(row) {
-    await this.close();
-    this.active = row.env ?? 'wordle';
+    const name = row.env ?? 'wordle';
+    if (name !== 'wordle' && name !== 'catch') {
+      await this.close();
+      this.active = null;
+      throw new Error(`Unknown environment: ${name}`);
+    }
+    // This game's client resets first (it ends its own last episode, and the trainer's episode seed
+    // reaches a reset started before any await); then the other game's episode ends.
+    const started = (name === 'wordle' ? this._wordle : this._catch).reset();
+    await (name === 'wordle' ? this._catch : this._wordle).close();
+    const first = await started;
+    this.active = name;
     this.reward = 0;
     this.done = false;
-    if (this.active === 'wordle') {
-      const first = await this._wordle.reset();
+    if (name === 'wordle') {
       this._log = first.observation.messages[0].content;
       return this._log;
     }
-    if (this.active === 'catch') {
-      const first = await this._catch.reset();
-      this.done = first.observation.done ?? first.done;
-      return describeGrid(first.observation.info_state);
-    }
-    throw new Error(`Unknown environment: ${this.active}`);
+    this.done = first.done;
+    return describeGrid(first.observation.info_state);
   }
 
   /**
@@ -70,7 +75,8 @@ export default class MultiEnv {
     if (this.active !== 'catch') throw new Error('move is only available in Catch');
     if (direction === 'left') return this._catchAction(0);
     if (direction === 'right') return this._catchAction(2);
-    throw new Error(`Invalid direction ${JSON.stringify(direction)}: must be 'left' or 'right'.`);
+    // TRL's message, with Python's repr of the direction ('up').
+    throw new Error(`Invalid direction ${typeof direction === 'string' ? `'${direction}'` : String(direction)}: must be 'left' or 'right'.`);
   }
 
   /**

@@ -15,7 +15,8 @@ export type BenchTaskName = 'catch' | 'browsergym';
 /** One task the bench can play. */
 export interface BenchTask {
   name: BenchTaskName;
-  task: ChatTemplateTask;
+  /** The task (loaded when the bench starts: the browsergym task is an example class's module). */
+  task: () => Promise<ChatTemplateTask>;
   /** The built-in env it plays, served at `/envs/<env>`; also its key in the task's env URLs. */
   env: EnvUrlName;
   /** Scripted, won episodes for the untimed SFT warm-up of the generated model. */
@@ -32,7 +33,7 @@ export interface BenchTask {
 export function benchTask(name: BenchTaskName, mix: BrowserGymMix = 'mix'): BenchTask {
   if (name === 'catch') {
     return {
-      name, task: COMPACT_CATCH_TASK, env: 'catch',
+      name, task: async () => COMPACT_CATCH_TASK, env: 'catch',
       transcripts: (baseUrl, episodes, seed) => compactCatchTranscripts({ baseUrl, episodes, seed }),
       // A whole compact catch episode is ~330 tokens.
       maxCompletionLength: 400, maxTokensPerSequence: 512,
@@ -40,7 +41,7 @@ export function benchTask(name: BenchTaskName, mix: BrowserGymMix = 'mix'): Benc
     };
   }
   return {
-    name, task: browsergymTask(mix), env: 'browsergym',
+    name, task: () => browsergymTask(mix), env: 'browsergym',
     transcripts: (baseUrl, episodes, seed) => browsergymTranscripts({ baseUrl, episodes, seed, mix }),
     // TRL's browsergym max_completion_length. The byte-tokenized prompt (system prompt, the five tool
     // schemas, the reset page) is 1.3–2.3k tokens; each tool reply is a whole page (≤ 2,000 characters).

@@ -7,12 +7,12 @@ const RULE = 'the share of the step\'s rollouts whose first reward function scor
 
 /** Why one task's rollout counts as a success. */
 const MEANING: Readonly<Record<string, string>> = {
-  // EchoToolEnv: reward_func is the echo env's reward, 0.1 per character of the echoed message.
+  // EchoToolEnv (examples/echo.mjs): reward_func is the echo env's reward, 0.1 per character of the echoed message.
   echo: 'the model called the echo tool and the env echoed a non-empty message back (reward_func = 0.1 per character echoed)',
   // catchReward / compact catch's `caught`: the env's reward once the episode is over, floored at 0.
   catch: 'the ball was caught: the episode ended with the paddle under the ball (the env\'s final reward, 1)',
   'catch-compact': 'the ball was caught: the episode ended with the paddle under the ball (the env\'s final reward, 1)',
-  // WordleEnv: reward_func is the env's reward for the last move (0 for an invalid one).
+  // WordleEnv (examples/wordle.mjs): reward_func is the env's reward for the last move (0 for an invalid one).
   wordle: 'the wordle env\'s reward for the last move was above 0 (1 for the solved word; an ended game may score partial credit)',
   // MultiEnv: the first reward function is wordle_reward, so only the wordle episodes can count.
   multi: 'a wordle episode\'s last move scored above 0 (wordle_reward, the first reward function, so catch episodes count as failures)',

@@ -13,7 +13,7 @@ import { promptWithObservation, renderPrompt } from '../rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../rl/rollout/templates/select.ts';
 import { parseCli, str } from './args.ts';
 import { modelArgs } from './model-args.ts';
-import { builtinEnvUrls, resolveTask, TASKS } from '../rl/tasks/resolve-task.ts';
+import { builtinEnvUrls, resolveTask, TASK_NAMES } from '../rl/tasks/resolve-task.ts';
 import { inProcessEnvs } from './in-process-envs.ts';
 import { envClassFromCli } from '../rl/tasks/env-class-cli.ts';
 
@@ -21,7 +21,7 @@ const HELP = `usage: webgrpo render --model DIR --env NAME|URL [options]
 
   --model DIR|REPO  checkpoint folder (or Hub repo id) with the tokenizer files and chat template
                     (default with --adapter: the adapter's base_model_name_or_path)
-  --env NAME|URL    task, as \`train --env\`: ${Object.keys(TASKS).join(', ')}, or an OpenEnv base URL
+  --env NAME|URL    task, as \`train --env\`: ${TASK_NAMES.join(', ')}, or an OpenEnv base URL
   --prompt TEXT     user message instead of the task's first prompt
   --env-class FILE.mjs  an environment class instead of --env (its first row: --dataset FILE.jsonl's,
                     the module's own, or an empty prompt that reset() fills)
@@ -56,7 +56,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!str(p, 'model') && !str(p, 'adapter')) throw new Error(`--model DIR is required\n\n${HELP}`);
   const envArg = str(p, 'env');
   const envClass = str(p, 'env-class');
-  if (!envArg && !envClass) throw new Error(`--env NAME|URL is required (${Object.keys(TASKS).join(', ')}, or a URL), or --env-class FILE.mjs`);
+  if (!envArg && !envClass) throw new Error(`--env NAME|URL is required (${TASK_NAMES.join(', ')}, or a URL), or --env-class FILE.mjs`);
   const args = await modelArgs(p, HELP);
   const { name, task, url: taskUrl, note } = envClass ? await envClassFromCli({ file: envClass, dataset: str(p, 'dataset'), envUrl: str(p, 'env-url') }) : await resolveTask({ env: envArg! });
   if (note) process.stderr.write(`webgrpo render: ${note}\n`);

@@ -50,8 +50,13 @@ export class EnvClient {
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
 
-  /** Starts a new episode (the previous one is closed) and returns its reset step. */
+  /**
+   * Starts a new episode (the previous one is closed) and returns its reset step. The trainer's reset
+   * defaults (withResetDefaults: the episode's seed) are read before the first await, so a class whose
+   * reset calls this first plays the run's seeded games; its own kwargs win over them.
+   */
   async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult> {
+    kwargs = { ...resetDefaults, ...kwargs };
     await this.close();
     const epoch = this.epoch;
     try {
@@ -133,6 +138,24 @@ export class EnvClient {
   private open(): Transport {
     if (!this.transport) throw new Error(`EnvClient(${this.baseUrl}): no episode: call reset() first`);
     return this.transport;
+  }
+}
+
+/** What every EnvClient.reset started while withResetDefaults runs adds to its kwargs (null: nothing). */
+let resetDefaults: Record<string, unknown> | null = null;
+
+/**
+ * Runs `fn` (a class's reset) with `defaults` added to the kwargs of every EnvClient reset it starts
+ * synchronously: how the trainer seeds the episodes of a class that resets its client with no seed, as
+ * TRL's examples do, so a run's games are a function of its seed (rl/tasks/play-episode.ts).
+ */
+export function withResetDefaults<T>(defaults: Record<string, unknown> | null, fn: () => T): T {
+  const previous = resetDefaults;
+  resetDefaults = defaults;
+  try {
+    return fn();
+  } finally {
+    resetDefaults = previous;
   }
 }
 

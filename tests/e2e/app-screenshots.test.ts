@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildByteTokenizer } from '../../src/model/byte-tokenizer.ts';
 import { loadTokenizer } from '../../src/model/tokenizer.ts';
 import type { Rollout } from '../../src/rl/rollout/rollout.ts';
-import { BrowserGymVlmToolEnv } from '../../src/rl/tasks/envs/browsergym-vlm.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { browsergymVlmTask } from '../../src/rl/tasks/browsergym-task.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { rolloutViews } from '../../workers/rollout-views.ts';
 import { ScreenshotBudget } from '../../workers/stored-screenshots.ts';
@@ -35,10 +36,12 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
   }, 60_000);
 
   it('thumbnails beside the tool text, a click enlarges one; the exported page shows them', async () => {
-    const env = new BrowserGymVlmToolEnv(`${app.url}/envs/browsergym`, seededEpisodes(7));
-    const row = EXAMPLES['browsergym-vlm'].dataset(1)[0]!;
+    const task = await browsergymVlmTask();
+    const env = task.envFactory({ browsergym: `${app.url}/envs/browsergym` }, seededEpisodes(7))() as ClassEnv;
+    const reward = () => (env.instance as { reward: number }).reward;
+    const row = task.dataset(1)[0]!;
     const observation = await env.reset(row);
-    const click = env.tools.find((t) => t.declaration.name === 'click')!;
+    const click = envTools(env).find((t) => t.declaration.name === 'click')!;
     const calls = [{ bid: '99' }, { bid: '13' }];
     const completion: Rollout['completion'] = [];
     for (const args of calls) {
@@ -51,7 +54,7 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
       row, prompt: [row.prompt[0]!, { role: 'user', content: `${row.prompt[1]!.content}${observation}` }], promptIds: tokenizer.encode(`${row.prompt[1]!.content}${observation}`),
       completionIds: [], toolMask: [], stubbornMask: [], logprobs: [], completion, images: [], truncated: false, env, toolCalls: 2, toolFailures: 0, stubbornCalls: 0,
     };
-    const [view] = rolloutViews({ rollouts: [rollout], samples: [{ step: 1, prompt: '', completion: '', rewards: { reward_completion: env.reward }, advantage: 0.75 }], unscorable: [], numGenerations: 4, rewardWeights: [1], tokenizer, screenshots: new ScreenshotBudget() });
+    const [view] = rolloutViews({ rollouts: [rollout], samples: [{ step: 1, prompt: '', completion: '', rewards: { reward_completion: reward() }, advantage: 0.75 }], unscorable: [], numGenerations: 4, rewardWeights: [1], tokenizer, screenshots: new ScreenshotBudget() });
     const shots = view!.turns.flatMap((t) => t.images ?? []);
     // A screenshot with every step, the missed click too: both kept within the budget.
     expect(shots.length).toBe(2);
@@ -59,7 +62,7 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
     const exported = {
       format: 'webgrpo-run', version: 1,
       run: { name: 'browsergym-vlm screenshots', status: 'finished', createdAt: '', updatedAt: '', config: { num_generations: 4 }, model: { name: 'tiny VL' }, env: { name: 'browsergym', task: 'browsergym-vlm' }, error: null },
-      steps: [{ step: 0, metrics: { reward: env.reward } }],
+      steps: [{ step: 0, metrics: { reward: reward() } }],
       rollouts: [{ step: 0, index: 0, data: view }],
     };
     const res = await fetch(`${app.url}/api/runs/import`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify(exported) });
@@ -89,7 +92,7 @@ describe('screenshots in the rollout viewer', { timeout: 300_000 }, () => {
   });
 
   it('a step whose tool results never fitted the budget is said: a banner, and the rollout says where it ended', async () => {
-    const row = EXAMPLES['browsergym-vlm'].dataset(1)[0]!;
+    const row = (await browsergymVlmTask()).dataset(1)[0]!;
     const exported = {
       format: 'webgrpo-run', version: 1,
       run: { name: 'browsergym-vlm over budget', status: 'finished', createdAt: '', updatedAt: '', config: { num_generations: 2, max_completion_length: 200 }, model: { name: 'tiny VL' }, env: { name: 'browsergym', task: 'browsergym-vlm' }, error: null },

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { browsergymVlmTask } from '../../src/rl/tasks/browsergym-task.ts';
 import type { RolloutView } from '../../workers/api.ts';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
@@ -58,8 +58,8 @@ const VLM_RUN_CONFIG: Record<string, unknown> = {
 };
 
 /** The warm-up transcript: browsergym-vlm's own prompt, answered with a call of the argument-less noop tool. */
-function noopTranscript(): string {
-  const row = EXAMPLES['browsergym-vlm'].dataset(1)[0]!;
+async function noopTranscript(): Promise<string> {
+  const row = (await browsergymVlmTask()).dataset(1)[0]!;
   return JSON.stringify([...row.prompt, { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'noop', arguments: {} } }] }]) + '\n';
 }
 
@@ -104,7 +104,7 @@ describe('the app trains a vision-language model', () => {
     expect(info).toContain('Qwen3.5, 2 layers (1 Gated DeltaNet, 1 gated attention) + a vision tower (2 blocks): reads images');
 
     await page.getByRole('button', { name: 'BrowserGym (screenshots)', exact: true }).click();
-    await page.locator('input[type=file][accept=".jsonl,.json,.txt"]').setInputFiles({ name: 'noop.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(noopTranscript()) });
+    await page.locator('input[type=file][accept=".jsonl,.json,.txt"]').setInputFiles({ name: 'noop.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(await noopTranscript()) });
     await fillConfig(page, VLM_RUN_CONFIG);
     // The setup page's memory plan counts the tower the worker uploads.
     const plan = (await page.getByTestId('memory-plan').textContent())!;

@@ -110,7 +110,7 @@ describe('the browsergym task over a folder (train --env browsergym:click-test,e
     const folder = await miniwobFolder(FOLDER);
     const { task } = await resolveTask({ env: 'browsergym:click-test,enter-text', miniwobNames: folder.names });
     expect(task.dataset(3).map((row) => row.task_name)).toEqual(['click-test', 'enter-text', 'click-test']);
-    expect(browsergymTask(parseBrowserGymMix('mix', folder.names)).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
+    expect((await browsergymTask(parseBrowserGymMix('mix', folder.names))).dataset(2).map((row) => row.task_name)).toEqual(['click-test', 'enter-text']);
     const env = task.envFactory({ browsergym: `${server.url}/envs/browsergym` })();
     try {
       const observation = await env.reset(task.dataset(2)[1]!);

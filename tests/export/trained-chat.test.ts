@@ -10,8 +10,15 @@ import { exportOnnx } from '../../src/export/onnx/export.ts';
 import { trainedChat, trainedChatFromMetadata, trainedChatMetadata, withTrainedChat } from '../../src/export/trained-chat.ts';
 import { openCheckpoint, readTensorFloat32 } from '../../src/model/checkpoint.ts';
 import { parseSafetensors } from '../../src/model/safetensors.ts';
-import { ECHO_TOOL } from '../../src/rl/tasks/envs/echo.ts';
-import { toolSchema } from '../../src/rl/rollout/schema.ts';
+import { toolSchema, type ToolDeclaration } from '../../src/rl/rollout/schema.ts';
+
+/** TRL's echo tool (examples/echo.mjs's JSDoc; echo.py's docstring) as a declaration. */
+const ECHO_TOOL: ToolDeclaration = {
+  name: 'echo',
+  description: 'Echo the message back from the environment.',
+  parameters: [{ name: 'message', type: 'string', description: 'The message to echo' }],
+  returns: { type: 'string', description: 'The echoed message.' },
+};
 
 const CHAT = trainedChat({ chat_template_kwargs: { enable_thinking: false } }, { tools: [toolSchema(ECHO_TOOL)] });
 const text = (files: { name: string; bytes: Uint8Array }[], name: string) => new TextDecoder().decode(files.find((f) => f.name === name)!.bytes);

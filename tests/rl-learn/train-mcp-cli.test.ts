@@ -11,7 +11,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { run } from '../../src/cli/train.ts';
 import { runTrainCli } from './train-cli-run.ts';
 import { makeTinyCheckpointFiles } from '../../src/model/tiny-model.ts';
-import { ECHO_PROMPTS } from '../../src/rl/tasks/prompts.ts';
+import { ECHO_PROMPTS } from '../rl-rollout/trl-prompts.ts';
 import { echoTarget } from '../../src/rl/tasks/solvers.ts';
 import { startMcpEchoDouble, type McpEchoDouble } from '../openenv/mcp-echo-double.ts';
 

@@ -12,11 +12,12 @@ import { run as render } from '../../src/cli/render.ts';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { browsergymTranscripts, planWebTask } from '../../src/rl/tasks/browsergym-solver.ts';
 import { BROWSERGYM_TASK_NAMES, browsergymTask, mixTaskAt, parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
-import { envToolSchemas } from '../../src/rl/rollout/env.ts';
-import { BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, formatObservation } from '../../src/rl/tasks/envs/browsergym.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
+import { envTools, envToolSchemas } from '../../src/rl/rollout/env.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { readFileSync } from 'node:fs';
+import * as openenv from '../../src/openenv/index.ts';
+import { importModuleText } from '../../src/rl/tasks/env-class-module.ts';
 import { TASK_BY_METADATA } from '../../src/rl/tasks/env-task.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
@@ -29,24 +30,33 @@ const TRL_TOOLS = [
   {"type": "function", "function": {"name": "send_keys", "description": "Send keyboard input to the page.", "parameters": {"type": "object", "properties": {"text": {"type": "string", "description": "The keyboard input to send."}}, "required": ["text"]}, "return": {"type": "string", "description": "The updated page observation."}}},
 ];
 
+/** examples/browsergym_llm.mjs's exports (its system prompt, TRL's _format_observation). */
+async function example(): Promise<{ SYSTEM_PROMPT: string; describePage: (observation: Record<string, unknown>, withError?: boolean) => string }> {
+  const text = readFileSync(new URL('../../examples/browsergym_llm.mjs', import.meta.url), 'utf8');
+  return (await importModuleText(text, { hostModules: { 'webgrpo/openenv': openenv as unknown as Record<string, unknown> } })) as never;
+}
+
 const CLICK_TEST_OBSERVATION = "Goal: Click the button.\n\nPage structure:\nRootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'";
 
 describe('TRL example as data', () => {
-  it('tool schemas are byte-equal to get_json_schema of TRL\'s methods', () => {
-    const env = new BrowserGymToolEnv('http://unused', openEnvEpisodes());
+  it('tool schemas are byte-equal to get_json_schema of TRL\'s methods', async () => {
+    const env = (await browsergymTask()).envFactory({ browsergym: 'http://unused' })();
     expect(JSON.stringify(envToolSchemas(env))).toBe(JSON.stringify(TRL_TOOLS));
   });
 
-  it('dataset rows: system prompt, TRL\'s user prompt, the task name; GRPOConfig of the script', () => {
-    const [row] = EXAMPLES.browsergym.dataset(1);
+  it('dataset rows: system prompt, TRL\'s user prompt, the task name; GRPOConfig of the script', async () => {
+    const task = await browsergymTask();
+    const [row] = task.dataset(1);
+    const { SYSTEM_PROMPT: BROWSERGYM_SYSTEM_PROMPT } = await example();
     expect(row).toEqual({ prompt: [{ role: 'system', content: BROWSERGYM_SYSTEM_PROMPT }, { role: 'user', content: 'Complete the web task successfully.' }], task_name: 'click-test' });
     expect(BROWSERGYM_SYSTEM_PROMPT.endsWith('Complete the given task as efficiently as possible.')).toBe(true);
-    expect(EXAMPLES.browsergym.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, temperature: 0.7, top_k: 50, gradient_accumulation_steps: 32 });
-    expect(EXAMPLES.browsergym.rewardFuncs.map((f) => f.name)).toEqual(['reward_completion']);
+    expect(task.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, temperature: 0.7, top_k: 50, gradient_accumulation_steps: 32 });
+    expect(task.rewardFuncs.map((f) => f.name)).toEqual(['reward_completion']);
     expect(TASK_BY_METADATA.BrowserGymEnvironment).toBe('browsergym');
   });
 
-  it('_format_observation: parts, Error only with last_action_error, 2,000 code points then ...', () => {
+  it('_format_observation: parts, Error only with last_action_error, 2,000 code points then ...', async () => {
+    const { describePage: formatObservation } = await example();
     const tree = "RootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'";
     expect(formatObservation({ goal: 'Click the button.', axtree_txt: tree, error: '', last_action_error: false })).toBe(CLICK_TEST_OBSERVATION);
     expect(formatObservation({ goal: 'G', axtree_txt: 't', error: 'ValueError: x', last_action_error: true })).toBe('Goal: G\n\nError: ValueError: x\n\nPage structure:\nt');
@@ -57,10 +67,10 @@ describe('TRL example as data', () => {
     expect(formatObservation({ axtree_txt: '😀'.repeat(2000) })).toBe(`Page structure:\n${'😀'.repeat(2000)}`);
   });
 
-  it('task mix: one task, a list, or the easy-biased mix', () => {
+  it('task mix: one task, a list, or the easy-biased mix', async () => {
     expect(parseBrowserGymMix('click-test,enter-text')).toEqual(['click-test', 'enter-text']);
     expect(() => parseBrowserGymMix('click-pie')).toThrow(/unknown task 'click-pie'/);
-    expect(browsergymTask(['a', 'b']).dataset(3).map((r) => r.task_name)).toEqual(['a', 'b', 'a']);
+    expect((await browsergymTask(['a', 'b'])).dataset(3).map((r) => r.task_name)).toEqual(['a', 'b', 'a']);
     const counts = new Map<string, number>();
     for (let i = 0; i < 6000; i++) counts.set(mixTaskAt('mix', i), (counts.get(mixTaskAt('mix', i)) ?? 0) + 1);
     expect(new Set(counts.keys())).toEqual(new Set(BROWSERGYM_TASK_NAMES));
@@ -72,30 +82,32 @@ describe('against /envs/browsergym', () => {
   const gym = useBrowserGymServer();
 
   it('reset → click → 1.0 and done; a further call is "Episode is done."; errors reach the model', async () => {
-    const env = new BrowserGymToolEnv(gym.url(), seededEpisodes(42));
+    const task = await browsergymTask();
+    const env = task.envFactory({ browsergym: gym.url() }, seededEpisodes(42))() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean; _steps: number };
     try {
-      expect(await env.reset(EXAMPLES.browsergym.dataset(1)[0]!)).toBe(CLICK_TEST_OBSERVATION);
-      const click = env.tools.find((t) => t.declaration.name === 'click')!;
+      expect(await env.reset(task.dataset(1)[0]!)).toBe(CLICK_TEST_OBSERVATION);
+      const click = envTools(env).find((t) => t.declaration.name === 'click')!;
       expect(await click.call({ bid: '99' })).toBe(
         `Goal: Click the button.\n\nError: ValueError: Could not find element with bid "99"\n\nPage structure:\nRootWebArea 'Click Test Task', focused\n\t[13] button 'Click Me!'`,
       );
-      expect([env.reward, env.done]).toEqual([0, false]);
+      expect([game().reward, game().done]).toEqual([0, false]);
       expect(await click.call({ bid: '13' })).toBe(`${CLICK_TEST_OBSERVATION}, focused`);
-      expect([env.reward, env.done, env.steps]).toEqual([1, true, 2]);
+      expect([game().reward, game().done, game()._steps]).toEqual([1, true, 2]);
       await expect(Promise.resolve().then(() => click.call({ bid: '13' }))).rejects.toThrow('Episode is done.');
-      expect(env.pages).toHaveLength(3);
     } finally {
       await env.close();
     }
   }, 60_000);
 
   it('the 10-step cap ends the episode with reward 0', async () => {
-    const env = new BrowserGymToolEnv(gym.url(), seededEpisodes(1));
+    const env = (await browsergymTask()).envFactory({ browsergym: gym.url() }, seededEpisodes(1))() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean; _steps: number };
     try {
       await env.reset({ prompt: [], task_name: 'enter-text' });
-      const scroll = env.tools.find((t) => t.declaration.name === 'scroll')!;
+      const scroll = envTools(env).find((t) => t.declaration.name === 'scroll')!;
       for (let i = 0; i < 10; i++) await scroll.call({ direction: 'down' });
-      expect([env.done, env.reward, env.steps]).toEqual([true, 0, 10]);
+      expect([game().done, game().reward, game()._steps]).toEqual([true, 0, 10]);
     } finally {
       await env.close();
     }
@@ -133,6 +145,7 @@ describe('webgrpo render --env browsergym', () => {
       log.mockRestore();
     }
     const tok = qwen3Tokenizer();
+    const { SYSTEM_PROMPT: BROWSERGYM_SYSTEM_PROMPT } = await example();
     const expected = renderChat(
       tok.chatTemplate!,
       [

@@ -5,11 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
-import { CatchEnv, catchReward } from '../../src/rl/tasks/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
-import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { EpisodeSlot, openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
@@ -38,16 +37,18 @@ function solverAction(observation: string): 'left' | 'right' | 'stay' {
 
 describe('example envs over the built-in env-server', () => {
   it('echo: the echoed message and 0.1 per code point, through call_tool echo_message (the built-in echo is an MCP env)', async () => {
-    const env = new EchoToolEnv(`${server.url}/envs/echo`, open);
+    const env = (await builtinClassTask('echo'))!.envFactory({ echo: `${server.url}/envs/echo` })() as ClassEnv;
+    const echo = (message: unknown) => envTools(env)[0]!.call({ message });
+    const reward = () => (env.instance as { reward: number }).reward;
     try {
       expect(await env.reset(row)).toBeNull();
-      expect(await env.echo('Hello World!')).toBe('Hello World!');
-      expect(env.reward).toBe(1.2000000000000002);
+      expect(await echo('Hello World!')).toBe('Hello World!');
+      expect(reward()).toBe(1.2000000000000002);
       // The MCP echo allows an empty message (openenv-mcp.md §1).
-      expect(await env.echo('')).toBe('');
-      expect(env.reward).toBe(0);
+      expect(await echo('')).toBe('');
+      expect(reward()).toBe(0);
       // A tool error reads as the Python client raises it.
-      await expect(env.echo(5)).rejects.toThrow(
+      await expect(echo(5)).rejects.toThrow(
         /^Tool 'echo_message' failed: 1 validation error for call\[echo_message\]\nmessage\n {2}Input should be a valid string .* \(type: execution_error\)$/s,
       );
     } finally {
@@ -56,36 +57,42 @@ describe('example envs over the built-in env-server', () => {
   });
 
   it('catch: grid text, a caught ball is reward 1, then "Episode is done."', async () => {
-    const env = new CatchEnv(`${server.url}/envs/catch`, open);
-    let text = await env.reset(row);
+    const task = (await builtinClassTask('catch'))!;
+    const env = task.envFactory({ catch: `${server.url}/envs/catch` })() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean };
+    const move = (direction: unknown) => Promise.resolve().then(() => envTools(env).find((t) => t.declaration.name === 'move')!.call({ direction }));
+    const stay = () => Promise.resolve().then(() => envTools(env).find((t) => t.declaration.name === 'stay')!.call({}));
+    let text = String(await env.reset(row));
     expect(text).toMatch(OBSERVATION);
     expect(text).toMatch(/^Ball: row 1\/10, column \d\/5\nPaddle: column 3\/5\n/);
-    await expect(env.move('up')).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+    await expect(move('up')).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
     let steps = 0;
-    while (!env.done) {
+    while (!game().done) {
       const action = solverAction(text);
-      text = action === 'stay' ? await env.stay() : await env.move(action);
+      text = String(action === 'stay' ? await stay() : await move(action));
       steps++;
     }
     expect(steps).toBe(9);
     expect(text).toMatch(/^Paddle: column \d\/5$/);
-    expect(env.reward).toBe(1);
-    expect(catchReward(env)).toBe(1);
-    await expect(env.stay()).rejects.toThrow('Episode is done.');
+    expect(game().reward).toBe(1);
+    expect(await task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } })).toEqual([1]);
+    await expect(stay()).rejects.toThrow('Episode is done.');
     await env.close();
   });
 
   it('wordle: the reset log, then only the new part of the log per guess', async () => {
-    const env = new WordleEnv(`${server.url}/envs/wordle`, open);
-    const log = await env.reset(row);
+    const env = (await builtinClassTask('wordle'))!.envFactory({ wordle: `${server.url}/envs/wordle` })() as ClassEnv;
+    const game = () => env.instance as { reward: number; done: boolean };
+    const guess = async (word: string) => String(await envTools(env)[0]!.call({ guess: word }));
+    const log = String(await env.reset(row));
     expect(log.startsWith('\n[GAME] You are Playing Wordle.\nA secret 5-letter word has been chosen.')).toBe(true);
-    const invalid = await env.guess('[xq]');
+    const invalid = await guess('[xq]');
     expect(invalid).toBe(
       '\n[GAME] [xq]\n[GAME] You attempted an invalid move. Reason: Your word must be exactly 5 letters. Please resubmit a valid move and remember to follow the game rules to avoid penalties.',
     );
-    expect(env.reward).toBe(0);
-    const feedback = await env.guess('[crane]');
-    if (!env.done) expect(feedback).toMatch(/^\n\[GAME\] \[crane\]\n\[GAME\] You submitted \[crane\]\.\nFeedback:\nC R A N E\n[GXY ]{9}\nYou have 5 guesses left\.$/);
+    expect(game().reward).toBe(0);
+    const feedback = await guess('[crane]');
+    if (!game().done) expect(feedback).toMatch(/^\n\[GAME\] \[crane\]\n\[GAME\] You submitted \[crane\]\.\nFeedback:\nC R A N E\n[GXY ]{9}\nYou have 5 guesses left\.$/);
     await env.close();
   });
 
@@ -93,10 +100,10 @@ describe('example envs over the built-in env-server', () => {
     const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 1 });
     try {
       const noRetry = openEnvEpisodes({ retries: 0, timeoutMs: 10_000 });
-      const a = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
-      const b = new EchoToolEnv(`${capped.url}/envs/echo`, noRetry);
-      await a.reset(row);
-      const refused = await b.reset(row).catch((err: unknown) => err);
+      const a = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
+      const b = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
+      await a.reset();
+      const refused = await b.reset().catch((err: unknown) => err);
       expect(refused).toBeInstanceOf(EnvFailure);
       expect((refused as Error).message).toMatch(/Server at capacity: 1\/1 sessions active/);
       await a.close();
@@ -107,10 +114,10 @@ describe('example envs over the built-in env-server', () => {
 
   it('a dropped connection mid-episode is an env failure', async () => {
     const doomed = await createEnvServer({ port: 0 });
-    const env = new CatchEnv(`${doomed.url}/envs/catch`, open);
-    await env.reset(row);
+    const env = new EpisodeSlot(`${doomed.url}/envs/catch`, open);
+    await env.reset();
     await doomed.close();
-    const err = await env.stay().catch((e: unknown) => e);
+    const err = await env.step({ action_id: 1, game_name: 'catch', game_params: {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnvFailure);
     await env.close();
   });
@@ -125,7 +132,7 @@ describe('example envs over the built-in env-server', () => {
       const action = solverAction(context.slice(context.lastIndexOf('Ball:')));
       return (action === 'stay' ? callText('stay', {}) : callText('move', { direction: action })) + '<|im_end|>';
     });
-    const task = EXAMPLES.catch;
+    const task = (await builtinClassTask('catch'))!;
     const rows = task.dataset(3);
     const rollouts = await runRollouts({
       engine, tokenizer: tok, rows, envFactory: task.envFactory({ catch: `${server.url}/envs/catch` }, open),
@@ -150,7 +157,8 @@ describe('example envs over the built-in env-server', () => {
       const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 2 });
       try {
         const tok = qwen3Tokenizer();
-        // Catch the ball with the scripted solver; no retry: a single CAPACITY_REACHED fails its episode.
+        // Catch the ball with the scripted solver (the built-in task: examples/catch.mjs, whose client retries
+        // refusals as OpenEnv's does, so the peak shows the cap held).
         // (token by token, as the continuous scheduler decodes).
         const engine = new SamplingFakeEngine(tok, (context) => {
           const response = context.lastIndexOf('<tool_response>\n');
@@ -160,7 +168,7 @@ describe('example envs over the built-in env-server', () => {
         });
         let peak = 0;
         const watch = setInterval(() => (peak = Math.max(peak, capped.stats().activeSessions)), 1);
-        const task = EXAMPLES.catch;
+        const task = (await builtinClassTask('catch'))!;
         const rollouts = await runRollouts({
           engine, tokenizer: tok, rows: task.dataset(6), envFactory: task.envFactory({ catch: `${capped.url}/envs/catch` }, openEnvEpisodes({ retries: 0, timeoutMs: 10_000 })),
           config: { max_completion_length: 4096, temperature: 1, top_p: 1, top_k: 0, chat_template_kwargs: { enable_thinking: false }, rollout_scheduler: scheduler, max_concurrent_envs: 2 },

@@ -1,101 +1,92 @@
-// The example env classes over scripted OpenEnv sessions: TRL's tool texts, error messages, reward
-// bookkeeping and one connection per episode.
+// The example classes of the built-in tasks over scripted OpenEnv episodes: TRL's tool texts, error
+// messages, reward bookkeeping and one episode per reset.
 
 import { describe, expect, it } from 'vitest';
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import { EnvFailure } from '../../src/rl/rollout/env.ts';
-import { CatchEnv, catchReward, formatCatchObservation } from '../../src/rl/tasks/envs/catch.ts';
-import { classifyEnvError } from '../../src/rl/tasks/envs/episode-session.ts';
-import { MultiEnv, multiCatchReward, multiWordleReward } from '../../src/rl/tasks/envs/multi.ts';
-import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
-import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
+import { classifyEnvError, EpisodeSlot } from '../../src/rl/tasks/envs/episode-session.ts';
+import { catchObservation, scriptedEpisodes, scriptedServer, WORDLE_RESET_LOG, wordleObservation, type ScriptedEpisode } from './fake-episodes.ts';
 
 const row = { prompt: [{ role: 'user' as const, content: 'x' }] };
 const CRANE = '\n[GAME] [crane]\n[GAME] You submitted [crane].\nFeedback:\nC R A N E\nG X Y X X\nYou have 5 guesses left.';
 const INVALID = '\n[GAME] [xq]\n[GAME] You attempted an invalid move. Reason: Your word must be exactly 5 letters. Please resubmit a valid move and remember to follow the game rules to avoid penalties.';
 
-describe('formatCatchObservation', () => {
-  it('describes ball and paddle, 1-based, with the relative position', () => {
-    expect(formatCatchObservation(catchObservation(0, 2, 2).observation.info_state as number[])).toBe(
-      'Ball: row 1/10, column 3/5\nPaddle: column 3/5\nThe ball is directly above the paddle.',
-    );
-    expect(formatCatchObservation(catchObservation(4, 4, 1).observation.info_state as number[])).toBe(
-      'Ball: row 5/10, column 5/5\nPaddle: column 2/5\nThe ball is 3 column(s) to the RIGHT of the paddle.',
-    );
-    // Terminal: the ball is in the paddle row, so only the paddle is described.
-    expect(formatCatchObservation(catchObservation(null, 0, 3, true, 1).observation.info_state as number[])).toBe('Paddle: column 4/5');
-  });
-});
+/** The built-in task's class over a scripted server; `game()` is the user's instance (TRL's environments[i]). */
+async function classEnv(task: string, episodes: ScriptedEpisode[]) {
+  const served = await scriptedServer(episodes);
+  const env = (await builtinClassTask(task))!.envFactory({ [task]: served.url })() as ClassEnv;
+  const tool = (name: string) => (args: Record<string, unknown> = {}) => Promise.resolve().then(() => envTools(env).find((t) => t.declaration.name === name)!.call(args));
+  return { env, served, tool, game: () => env.instance as { reward: number | null; done: boolean } };
+}
 
-describe('CatchEnv', () => {
+describe('catch.mjs (the built-in catch task)', () => {
+  it('describes ball and paddle, 1-based, with the relative position; terminal: the paddle only', async () => {
+    const { env, served, tool } = await classEnv('catch', [
+      { first: catchObservation(0, 2, 2), steps: [catchObservation(4, 4, 1), catchObservation(null, 0, 3, true, 1)] },
+    ]);
+    try {
+      expect(await env.reset(row)).toBe('Ball: row 1/10, column 3/5\nPaddle: column 3/5\nThe ball is directly above the paddle.');
+      expect(await tool('stay')()).toBe('Ball: row 5/10, column 5/5\nPaddle: column 2/5\nThe ball is 3 column(s) to the RIGHT of the paddle.');
+      // Terminal: the ball is in the paddle row, so only the paddle is described.
+      expect(await tool('stay')()).toBe('Paddle: column 4/5');
+    } finally {
+      await env.close();
+      await served.close();
+    }
+  });
+
   it('maps move/stay to action ids, keeps reward and done, refuses after the end', async () => {
-    const { open, log } = scriptedEpisodes([
+    const { env, served, tool, game } = await classEnv('catch', [
       { first: catchObservation(0, 1, 2), steps: [catchObservation(1, 1, 1), catchObservation(2, 1, 2), catchObservation(null, 1, 1, true, -1)] },
       { first: catchObservation(0, 3, 2), steps: [] },
     ]);
-    const env = new CatchEnv('http://env/catch', open);
-    await env.reset(row);
-    expect(await env.move('left')).toBe('Ball: row 2/10, column 2/5\nPaddle: column 2/5\nThe ball is directly above the paddle.');
-    await env.move('right');
-    await expect(env.move('down')).rejects.toThrow("Invalid direction 'down': must be 'left' or 'right'.");
-    await expect(env.move(3)).rejects.toThrow("Invalid direction 3: must be 'left' or 'right'.");
-    expect(env.done).toBe(false);
-    expect(catchReward(env)).toBe(0);
-    expect(await env.stay()).toBe('Paddle: column 2/5');
-    expect(env.done).toBe(true);
-    expect(env.reward).toBe(-1);
-    expect(catchReward(env)).toBe(0);
-    await expect(env.stay()).rejects.toThrow('Episode is done.');
-    expect(log.actions[0].map((a) => a.action_id)).toEqual([0, 2, 1]);
-    // The next reset closes the old connection and opens a new one.
-    await env.reset(row);
-    expect(log.closed).toBe(1);
-    expect(env.done).toBe(false);
-    expect(env.reward).toBe(0);
+    const reward = async () => (await (await builtinClassTask('catch'))!.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } }))[0];
+    try {
+      await env.reset(row);
+      expect(await tool('move')({ direction: 'left' })).toBe('Ball: row 2/10, column 2/5\nPaddle: column 2/5\nThe ball is directly above the paddle.');
+      await tool('move')({ direction: 'right' });
+      await expect(tool('move')({ direction: 'down' })).rejects.toThrow("Invalid direction 'down': must be 'left' or 'right'.");
+      await expect(tool('move')({ direction: 3 })).rejects.toThrow("Invalid direction 3: must be 'left' or 'right'.");
+      expect(game().done).toBe(false);
+      expect(await reward()).toBe(0);
+      expect(await tool('stay')()).toBe('Paddle: column 2/5');
+      expect([game().done, game().reward]).toEqual([true, -1]);
+      expect(await reward()).toBe(0);
+      await expect(tool('stay')()).rejects.toThrow('Episode is done.');
+      expect(served.log.actions[0]!.map((a) => a.action_id)).toEqual([0, 2, 1]);
+      // The next reset ends the old episode and starts a new one.
+      await env.reset(row);
+      expect(served.log.closed).toBe(1);
+      expect([game().done, game().reward]).toEqual([false, 0]);
+    } finally {
+      await env.close();
+      await served.close();
+    }
   });
 });
 
-describe('WordleEnv', () => {
+describe('wordle.mjs (the built-in wordle task)', () => {
   it('returns only the new part of the log; invalid moves score 0; "Game over." after the end', async () => {
     const afterCrane = WORDLE_RESET_LOG + CRANE;
     const afterInvalid = afterCrane + INVALID;
-    const { open } = scriptedEpisodes([
+    const { env, served, tool, game } = await classEnv('wordle', [
       { first: wordleObservation(WORDLE_RESET_LOG), steps: [wordleObservation(afterCrane), wordleObservation(afterInvalid, 0.3), wordleObservation(afterInvalid + '\n[GAME] [cloak]', 1, true)] },
     ]);
-    const env = new WordleEnv('http://env/wordle', open);
-    expect(await env.reset(row)).toBe(WORDLE_RESET_LOG);
-    expect(await env.guess('[crane]')).toBe(CRANE);
-    expect(await env.guess('[xq]')).toBe(INVALID);
-    expect(env.reward).toBe(0); // the env repeated 0.3; TRL zeroes invalid moves
-    expect(await env.guess('[cloak]')).toBe('\n[GAME] [cloak]');
-    expect(env.reward).toBe(1);
-    expect(env.done).toBe(true);
-    await expect(env.guess('[again]')).rejects.toThrow('Game over.');
-  });
-});
-
-describe('MultiEnv', () => {
-  it('routes by the env column; the other game\'s tools fail by name; rewards are None for the other env', async () => {
-    const { open, log } = scriptedEpisodes([
-      { first: wordleObservation(WORDLE_RESET_LOG), steps: [wordleObservation(WORDLE_RESET_LOG + CRANE)] },
-      { first: catchObservation(0, 0, 2), steps: [catchObservation(1, 0, 1)] },
-    ]);
-    const env = new MultiEnv({ wordle: 'http://env/wordle', catch: 'http://env/catch' }, open);
-    expect(await env.reset({ ...row })).toBe(WORDLE_RESET_LOG); // default: wordle
-    await expect(env.move('left')).rejects.toThrow('move is only available in Catch');
-    await expect(env.stay()).rejects.toThrow('stay is only available in Catch');
-    expect(await env.guess('[crane]')).toBe(CRANE);
-    expect(multiWordleReward(env)).toBe(0);
-    expect(multiCatchReward(env)).toBeNull();
-    await env.reset({ ...row, env: 'catch' });
-    await expect(env.guess('[crane]')).rejects.toThrow('guess is only available in Wordle');
-    await env.move('left');
-    expect(multiWordleReward(env)).toBeNull();
-    expect(multiCatchReward(env)).toBe(0);
-    expect(log.urls).toEqual(['http://env/wordle', 'http://env/catch']);
-    expect(log.closed).toBe(1);
-    await expect(env.reset({ ...row, env: 'chess' })).rejects.toThrow('Unknown environment: chess');
+    try {
+      expect(await env.reset(row)).toBe(WORDLE_RESET_LOG);
+      expect(await tool('guess')({ guess: '[crane]' })).toBe(CRANE);
+      expect(await tool('guess')({ guess: '[xq]' })).toBe(INVALID);
+      expect(game().reward).toBe(0); // the env repeated 0.3; TRL zeroes invalid moves
+      expect(await tool('guess')({ guess: '[cloak]' })).toBe('\n[GAME] [cloak]');
+      expect([game().reward, game().done]).toEqual([1, true]);
+      await expect(tool('guess')({ guess: '[again]' })).rejects.toThrow('Game over.');
+    } finally {
+      await env.close();
+      await served.close();
+    }
   });
 });
 
@@ -111,7 +102,7 @@ describe('env errors', () => {
 
   it('a failed connect on reset surfaces as an EnvFailure', async () => {
     const { open } = scriptedEpisodes([new OpenEnvError('CONNECT_FAILED', 'Cannot connect to ws://env/catch/ws: ECONNREFUSED')]);
-    const err = await new CatchEnv('http://env/catch', open).reset(row).catch((e: unknown) => e);
+    const err = await new EpisodeSlot('http://env/catch', open).reset().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnvFailure);
   });
 
@@ -123,8 +114,8 @@ describe('env errors', () => {
       await connected;
       return scripted(baseUrl, reset);
     };
-    const env = new CatchEnv('http://env/catch', slow);
-    const reset = env.reset(row).catch((e: unknown) => e);
+    const env = new EpisodeSlot('http://env/catch', slow);
+    const reset = env.reset().catch((e: unknown) => e);
     await env.close();
     expect(log.closed).toBe(0);
     connect();
@@ -132,18 +123,5 @@ describe('env errors', () => {
     expect(err).toBeInstanceOf(EnvFailure);
     expect((err as Error).message).toBe('the episode was closed while its reset ran');
     expect(log.closed).toBe(1);
-  });
-});
-
-describe('EXAMPLES', () => {
-  it('datasets, reward function names and configs follow the scripts', () => {
-    expect(EXAMPLES.echo.dataset()).toHaveLength(5);
-    expect(EXAMPLES.catch.dataset()).toHaveLength(1000);
-    expect(EXAMPLES.wordle.dataset(3)).toHaveLength(3);
-    expect(EXAMPLES.multi.dataset(2).map((r) => r.env)).toEqual(['wordle', 'wordle', 'catch', 'catch']);
-    expect(EXAMPLES.multi.rewardFuncs.map((f) => f.name)).toEqual(['wordle_reward', 'catch_reward']);
-    expect(EXAMPLES.catch.rewardFuncs.map((f) => f.name)).toEqual(['reward_from_env']);
-    expect(EXAMPLES.catch.config).toMatchObject({ num_generations: 8, max_completion_length: 4096, gradient_accumulation_steps: 16 });
-    expect(() => EXAMPLES.catch.envFactory({})).toThrow(/the catch env needs a base URL/);
   });
 });

@@ -86,3 +86,43 @@ export function echoObservation(message: string): StepResult {
   const length = [...message].length;
   return { observation: { echoed_message: message, message_length: length }, reward: length * 0.1, done: false };
 }
+
+/**
+ * The same scripts behind OpenEnv's HTTP routes (`POST /reset`, `/step`; no `/ws`, so a class's
+ * EnvClient takes them): for the example classes, which open their own episodes. A scripted error is
+ * the server's 500 (its message in the reply); `log.closed` counts episodes ended by the next reset.
+ */
+export async function scriptedServer(episodes: ScriptedEpisode[]): Promise<{ url: string; log: EpisodeLog; close(): Promise<void> }> {
+  const { createServer } = await import('node:http');
+  const log: EpisodeLog = { urls: [], actions: [], closed: 0 };
+  let next = 0;
+  let current: { script: ScriptedEpisode; actions: Record<string, unknown>[]; i: number } | null = null;
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const reply = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+      if (req.method === 'POST' && req.url === '/reset') {
+        const script = episodes[next++];
+        if (!script) return reply(500, { detail: 'no scripted episode left' });
+        if (current) log.closed++;
+        log.urls.push(`http://${req.headers.host}`);
+        current = { script, actions: [], i: 0 };
+        log.actions.push(current.actions);
+        return reply(200, script.first);
+      }
+      if (req.method === 'POST' && req.url === '/step' && current) {
+        const action = (JSON.parse(body) as { action: Record<string, unknown> }).action;
+        current.actions.push(action);
+        const s = current.script.steps[current.i++];
+        if (s === undefined) return reply(500, { detail: 'no scripted step left' });
+        if (s instanceof OpenEnvError) return reply(500, { detail: s.message });
+        return reply(200, typeof s === 'function' ? s(action) : s);
+      }
+      reply(404, { detail: 'Not Found' });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return { url, log, close: () => new Promise<void>((r) => server.close(() => r())) };
+}

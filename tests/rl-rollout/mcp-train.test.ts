@@ -8,12 +8,14 @@ import { echoEnv } from '../../env-server/envs/echo.ts';
 import { legacyEchoEnv } from '../../env-server/envs/legacy-echo.ts';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { envProtocol } from '../../src/openenv/index.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
 import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { cleanToolSchema } from '../../src/rl/tasks/envs/mcp.ts';
 import { mcpTask, parsePromptDataset, parsePromptText } from '../../src/rl/tasks/mcp-task.ts';
 import { stepWarnings, ToolFailureTally, toolMetrics } from '../../src/rl/grpo/metrics.ts';
-import { ECHO_PROMPTS, EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { ECHO_PROMPTS } from './trl-prompts.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts, type Rollout } from '../../src/rl/rollout/rollout.ts';
 import { echoTarget, echoTranscripts } from '../../src/rl/tasks/solvers.ts';
 import { startMcpEchoDouble, type McpEchoDouble } from '../openenv/mcp-echo-double.ts';
@@ -66,14 +68,15 @@ describe.each(targets())('TRL echo task on the MCP echo, $name', ({ url }) => {
   it('rollouts call echo_message with no failures; the reward is 0.1 per echoed code point', async () => {
     const before = double.received.length;
     const tok = qwen3Tokenizer();
-    const rows = EXAMPLES.echo.dataset();
-    const rollouts = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo')), tokenizer: tok, rows, envFactory: EXAMPLES.echo.envFactory({ echo: url() }, open), config: CONFIG, seed: 3 });
+    const echo = (await builtinClassTask('echo'))!;
+    const rows = echo.dataset();
+    const rollouts = await runRollouts({ engine: new FakeEngine(tok, echoPolicy('echo')), tokenizer: tok, rows, envFactory: echo.envFactory({ echo: url() }, open), config: CONFIG, seed: 3 });
     expect(toolMetrics(rollouts.map((r) => ({ modelTokens: 0, totalTokens: 0, truncated: r.truncated, toolCalls: r.toolCalls, toolFailures: r.toolFailures })))).toMatchObject({
       'tools/call_frequency': 1,
       'tools/failure_frequency': 0,
     });
     expect(rollouts.map(toolContents)).toEqual(ECHO_PROMPTS.map((p) => [echoTarget(p)]));
-    const rewards = EXAMPLES.echo.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+    const rewards = await echo.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
     expect(rewards).toEqual(ECHO_PROMPTS.map((p) => [...echoTarget(p)].length * 0.1));
     // What reached the server: call_tool echo_message step frames, never the older {message} action.
     const steps = double.received.slice(before).map((f) => JSON.parse(f)).filter((f) => f.type === 'step');
@@ -112,10 +115,10 @@ describe('an env with its own action class and MCP tools over JSON-RPC (mcp-rpc,
     try {
       const url = `${server.url}/envs/custom`;
       expect(await envProtocol(url)).toBe('mcp-rpc');
-      const env = new EchoToolEnv(url, open);
+      const env = (await builtinClassTask('echo'))!.envFactory({ echo: url })() as ClassEnv;
       await env.reset({ prompt: [] });
-      expect(await env.echo('héllo')).toBe('héllo');
-      expect(env.reward).toBe(0.5);
+      expect(await envTools(env)[0]!.call({ message: 'héllo' })).toBe('héllo');
+      expect((env.instance as { reward: number }).reward).toBe(0.5);
       await env.close();
       const task = await mcpTask(url, [{ prompt: [{ role: 'user', content: "Echo 'abc'." }] }], open);
       const tok = qwen3Tokenizer();

@@ -5,14 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { envTools, type DatasetRow, type ToolEnv } from '../../src/rl/rollout/env.ts';
-import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { EchoToolEnv } from '../../src/rl/tasks/envs/echo.ts';
-import { MultiEnv } from '../../src/rl/tasks/envs/multi.ts';
-import { WordleEnv } from '../../src/rl/tasks/envs/wordle.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS, EXAMPLES, WORDLE_PROMPT } from '../../src/rl/tasks/prompts.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
+import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './trl-prompts.ts';
 import { renderPrompt } from '../../src/rl/rollout/rollout.ts';
 import { rolloutChatTemplate } from '../../src/rl/rollout/templates/select.ts';
-import { catchObservation, scriptedEpisodes, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
+import { catchObservation, scriptedServer, WORDLE_RESET_LOG, wordleObservation } from './fake-episodes.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 const ECHO_SCHEMA =
@@ -57,17 +54,6 @@ async function firstPrompt(env: ToolEnv, row: DatasetRow) {
 describe('first prompts of the examples', () => {
   const tok = qwen3Tokenizer();
 
-  it('echo: 189 ids, the spec head and tail', async () => {
-    const { open } = scriptedEpisodes([{ first: { observation: { echoed_message: 'Echo environment ready!', message_length: 0 }, reward: 0, done: false }, steps: [] }]);
-    const row = EXAMPLES.echo.dataset()[0];
-    const { text, ids } = await firstPrompt(new EchoToolEnv('http://env/echo', open), row);
-    expect(text).toBe(expectedPrompt([ECHO_SCHEMA], ECHO_PROMPTS[0]));
-    expect(ids).toHaveLength(189);
-    expect(ids.slice(0, 3)).toEqual([151644, 8948, 198]);
-    expect(ids.slice(-9)).toEqual(PROMPT_END);
-    expect(tok.decode(ids)).toBe(text);
-  });
-
   it('every echo prompt renders with its own user text', async () => {
     for (const prompt of ECHO_PROMPTS) {
       const text = renderChat(tok.chatTemplate!, [{ role: 'user', content: prompt }], {
@@ -80,9 +66,11 @@ describe('first prompts of the examples', () => {
   });
 
   it('catch: tools move, stay; the grid text appended to the prompt', async () => {
-    const { open } = scriptedEpisodes([{ first: catchObservation(0, 0, 2), steps: [] }]);
-    const row = EXAMPLES.catch.dataset(1)[0];
-    const { text, ids } = await firstPrompt(new CatchEnv('http://env/catch', open), row);
+    const served = await scriptedServer([{ first: catchObservation(0, 0, 2), steps: [] }]);
+    const task = (await builtinClassTask('catch'))!;
+    const row = task.dataset(1)[0]!;
+    expect(row.prompt).toEqual([{ role: 'user', content: CATCH_PROMPT }]);
+    const { text, ids } = await firstPrompt(task.envFactory({ catch: served.url })(), row).finally(served.close);
     const observation = 'Ball: row 1/10, column 1/5\nPaddle: column 3/5\nThe ball is 2 column(s) to the LEFT of the paddle.';
     expect(text).toBe(expectedPrompt([MOVE_SCHEMA, STAY_SCHEMA], CATCH_PROMPT + observation));
     expect(text).toContain('then move accordingly.\nBall: row 1/10');
@@ -93,23 +81,14 @@ describe('first prompts of the examples', () => {
   });
 
   it('wordle: tool guess; the reset log appended to the prompt', async () => {
-    const { open } = scriptedEpisodes([{ first: wordleObservation(WORDLE_RESET_LOG), steps: [] }]);
-    const row = EXAMPLES.wordle.dataset(1)[0];
-    const { text, ids } = await firstPrompt(new WordleEnv('http://env/wordle', open), row);
+    const served = await scriptedServer([{ first: wordleObservation(WORDLE_RESET_LOG), steps: [] }]);
+    const task = (await builtinClassTask('wordle'))!;
+    const row = task.dataset(1)[0]!;
+    expect(row.prompt).toEqual([{ role: 'user', content: WORDLE_PROMPT }]);
+    const { text, ids } = await firstPrompt(task.envFactory({ wordle: served.url })(), row).finally(served.close);
     expect(text).toBe(expectedPrompt([GUESS_SCHEMA], WORDLE_PROMPT + WORDLE_RESET_LOG));
     expect(text).toContain('to make a guess.\n\n[GAME] You are Playing Wordle.');
     expect(ids.slice(-9)).toEqual(PROMPT_END);
     expect(tok.decode(ids)).toBe(text);
-  });
-
-  it('multi: the union of tools sorted by name, routed by the env column', async () => {
-    const { open, log } = scriptedEpisodes([{ first: catchObservation(0, 4, 2), steps: [] }]);
-    const row = EXAMPLES.multi.dataset(1)[1];
-    expect(row.env).toBe('catch');
-    const env = new MultiEnv({ wordle: 'http://env/wordle', catch: 'http://env/catch' }, open);
-    const { text } = await firstPrompt(env, row);
-    const observation = 'Ball: row 1/10, column 5/5\nPaddle: column 3/5\nThe ball is 2 column(s) to the RIGHT of the paddle.';
-    expect(text).toBe(expectedPrompt([GUESS_SCHEMA, MOVE_SCHEMA, STAY_SCHEMA], CATCH_PROMPT + observation));
-    expect(log.urls).toEqual(['http://env/catch']);
   });
 });

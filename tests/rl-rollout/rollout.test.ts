@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { EnvFailure, type DatasetRow, type Tool, type ToolEnv } from '../../src/rl/rollout/env.ts';
-import { CatchEnv } from '../../src/rl/tasks/envs/catch.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
+import { ClassEnv } from '../../src/rl/tasks/env-class.ts';
+import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { renderPrompt, runRollouts, toolSuffixIds, type RolloutConfig } from '../../src/rl/rollout/rollout.ts';
 import { QWEN3_TRAINING_TEMPLATE } from '../../src/rl/rollout/templates/qwen3-training.ts';
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
-import { catchObservation, scriptedEpisodes } from './fake-episodes.ts';
+import { catchObservation, scriptedServer } from './fake-episodes.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 
 const tok = qwen3Tokenizer();
@@ -236,8 +236,8 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
     expect(made.map((e) => e.resets)).toEqual([2, 2, 1]);
   });
 
-  it('a catch episode through CatchEnv over a scripted OpenEnv session', async () => {
-    const { open, log } = scriptedEpisodes([
+  it('a catch episode of the built-in catch task (catch.mjs) over a scripted OpenEnv server', async () => {
+    const served = await scriptedServer([
       { first: catchObservation(0, 0, 2), steps: [catchObservation(1, 0, 1), new OpenEnvError('CLOSED', 'Connection to ws://env/catch/ws closed: 1006 ""')] },
     ]);
     const script = [
@@ -246,20 +246,20 @@ describe('runRollouts: the multi-turn tool loop with a scripted policy', () => {
       'The connection dropped.' + EOS,
     ];
     const engine = new FakeEngine(tok, (context) => script[context.split('<|im_start|>assistant\n').length - 2]);
+    const task = (await builtinClassTask('catch'))!;
     const [r] = await runRollouts({
-      engine, tokenizer: tok, rows: EXAMPLES.catch.dataset(1), envFactory: EXAMPLES.catch.envFactory({ catch: 'http://env/catch' }, open),
+      engine, tokenizer: tok, rows: task.dataset(1), envFactory: task.envFactory({ catch: served.url }),
       config: config(), seed: 12,
-    });
-    expect(log.actions[0]).toEqual([{ action_id: 0, game_name: 'catch', game_params: {} }, { action_id: 1, game_name: 'catch', game_params: {} }]);
+    }).finally(served.close);
+    expect(served.log.actions[0]).toEqual([{ action_id: 0, game_name: 'catch', game_params: {} }, { action_id: 1, game_name: 'catch', game_params: {} }]);
     expect(r.completion[1]).toEqual({ role: 'tool', name: 'move', content: 'Ball: row 2/10, column 1/5\nPaddle: column 2/5\nThe ball is 1 column(s) to the LEFT of the paddle.' });
     // Both failures are tool results the model reads (TRL): the bad argument and the dropped connection.
     expect(r.completion.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant', 'tool', 'tool', 'assistant']);
     expect(r.completion[4]).toMatchObject({ role: 'tool', name: 'stay' });
-    expect((r.completion[4] as { content: string }).content).toMatch(/^\{'error': 'Connection to ws:\/\/env\/catch\/ws closed: 1006 ""/);
+    expect((r.completion[4] as { content: string }).content).toMatch(/^\{'error': 'HTTP 500 from POST http:\/\/127\.0\.0\.1:\d+\/step: .*Connection to ws:\/\/env\/catch\/ws closed: 1006/);
     expect(r.toolCalls).toBe(3);
     expect(r.toolFailures).toBe(2);
     expect(r.error).toBeUndefined();
-    expect(log.closed).toBe(1);
-    expect(r.env).toBeInstanceOf(CatchEnv);
+    expect(r.env).toBeInstanceOf(ClassEnv);
   });
 });

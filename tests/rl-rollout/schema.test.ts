@@ -1,9 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { renderChat } from '../../src/model/chat-template.ts';
 import { CATCH_ROWS, MOVE_TOOL, STAY_TOOL } from '../../src/rl/tasks/envs/catch.ts';
-import { ECHO_TOOL } from '../../src/rl/tasks/envs/echo.ts';
-import { GUESS_TOOL } from '../../src/rl/tasks/envs/wordle.ts';
-import { pyJsonDumps, toolSchema, typeSchema } from '../../src/rl/rollout/schema.ts';
+import { pyJsonDumps, toolSchema, typeSchema, type ToolDeclaration } from '../../src/rl/rollout/schema.ts';
+
+/** TRL's echo tool (examples/echo.mjs's JSDoc; echo.py's docstring) as a declaration. */
+const ECHO_TOOL: ToolDeclaration = {
+  name: 'echo',
+  description: 'Echo the message back from the environment.',
+  parameters: [{ name: 'message', type: 'string', description: 'The message to echo' }],
+  returns: { type: 'string', description: 'The echoed message.' },
+};
+
+/** TRL's wordle tool (examples/wordle.mjs's JSDoc; wordle.py's docstring) as a declaration. */
+const GUESS_TOOL: ToolDeclaration = {
+  name: 'guess',
+  description: 'Make a guess in the Wordle environment.',
+  parameters: [{ name: 'guess', type: 'string', description: "The guessed word, formatted as '[abcde]'" }],
+  returns: { type: 'string', description: 'The feedback message from the environment.' },
+};
 
 // grpo-semantics.md §2: the four example tools exactly as transformers renders them.
 const EXPECTED = {

@@ -9,8 +9,8 @@ import { BUILTIN_ENVS } from '../../env-server/envs/index.ts';
 import { taskFromMetadata } from '../../src/rl/tasks/env-task.ts';
 import { openEnvEpisodes } from '../../src/rl/tasks/envs/episode-session.ts';
 import { resolveTask } from '../../src/rl/tasks/resolve-task.ts';
-import { SUDOKU_SYSTEM_PROMPT } from '../../src/rl/tasks/sudoku-prompt.ts';
-import { boardOnly, emptyCells, parseBoard, SUDOKU_REWARDS, SudokuToolEnv } from '../../src/rl/tasks/sudoku-task.ts';
+import { envTools } from '../../src/rl/rollout/env.ts';
+import { ClassEnv } from '../../src/rl/tasks/env-class.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
@@ -25,21 +25,13 @@ afterAll(async () => {
   await server.close();
 });
 
-const BOARD = [
-  '   C1 C2 C3   C4 C5 C6   C7 C8 C9  ',
-  'R1  .  8  9 |  1  .  . |  .  3  7',
-  'R2  2  7  1 |  9  4  3 |  6  .  8',
-].join('\n');
-
 describe('the sudoku task', () => {
-  it("carries TRL's system prompt byte for byte", () => {
-    expect(createHash('sha256').update(SUDOKU_SYSTEM_PROMPT).digest('hex')).toBe('cb7a8b560591bbeb208a110788d6670652d356f025d900af2a412cc7fcc2989d');
-  });
-
-  it('reads boards as TRL does', () => {
-    expect(parseBoard(`${BOARD}\nR9  .  .  . |  .  .  . |  .  .  .`)[0]).toEqual([0, 8, 9, 1, 0, 0, 0, 3, 7]);
-    expect(emptyCells(`${BOARD}\nR9 |`).slice(0, 4)).toEqual([[1, 1], [1, 5], [1, 6], [1, 7]]);
-    expect(boardOnly(`[GAME] Board state: \n${BOARD}\n[GAME] next`)).toBe(BOARD);
+  it("is examples/sudoku.mjs, carrying TRL's system prompt byte for byte", async () => {
+    const { task } = await resolveTask({ env: 'sudoku' });
+    expect(task.envFactory({ sudoku: url() })()).toBeInstanceOf(ClassEnv);
+    const system = task.dataset(1)[0]!.prompt[0]!;
+    expect(system.role).toBe('system');
+    expect(createHash('sha256').update(system.content as string).digest('hex')).toBe('cb7a8b560591bbeb208a110788d6670652d356f025d900af2a412cc7fcc2989d');
   });
 
   it('--env sudoku and a URL ending in /envs/sudoku resolve to it; a TextArena server playing Sudoku-v0 is told by its game', async () => {
@@ -52,24 +44,25 @@ describe('the sudoku task', () => {
     const { task } = await resolveTask({ env: 'sudoku' });
     const open = openEnvEpisodes({ timeoutMs: 10_000 });
     const factory = task.envFactory({ sudoku: url() }, open);
-    const env = factory() as SudokuToolEnv;
+    const env = factory();
+    const place = (row: number, col: number, number: number) => envTools(env)[0]!.call({ row, col, number }) as Promise<string>;
     const row = task.dataset(1)[0]!;
     expect(row.prompt.map((m) => m.role)).toEqual(['system', 'user']);
     const first = await env.reset(row);
     expect(first).toMatch(/^Step 0\. Progress: 0 cells filled\.\n\nBoard:\n {3}C1 C2 C3 {3}C4/);
-    const guaranteed = /GUARANTEED MOVES: \[(\d) (\d) (\d)\]/.exec(first)!;
+    const guaranteed = /GUARANTEED MOVES: \[(\d) (\d) (\d)\]/.exec(String(first))!;
     expect(guaranteed).not.toBeNull();
     const [r, c, n] = guaranteed.slice(1).map(Number);
-    const good = await env.place(r, c, n);
+    const good = await place(r!, c!, n!);
     expect(good).toMatch(new RegExp(`^Move \\[${r} ${c} ${n}\\]: valid\\nStep 1\\. Progress: 1 cells filled\\.`));
-    const again = await env.place(r, c, n);
+    const again = await place(r!, c!, n!);
     expect(again).toMatch(/: invalid\n/);
-    const scores = await Promise.all(SUDOKU_REWARDS.map((f) => f({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } })));
-    expect(SUDOKU_REWARDS.map((f) => f.name)).toEqual(['reward_empty_cell', 'reward_valid_moves', 'reward_repetition', 'reward_progress', 'reward_correct']);
-    // empty: (+1 −1)/2; valid: (1 + −0.5)/2; repetition: (0 + −1)/2; progress: one of the empty cells; correct: last step's reward.
-    expect(scores.map((s) => s[0])).toEqual([0, 0.25, -0.5, expect.any(Number), 0]);
-    expect(scores[3]![0]).toBeGreaterThan(0);
-    await env.close();
+    const scores = await Promise.all(task.rewardFuncs.map((f) => f({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } })));
+    expect(task.rewardFuncs.map((f) => f.name)).toEqual(['reward_empty_cell', 'reward_valid_moves', 'reward_correct', 'reward_repetition', 'reward_progress']);
+    // empty: (+1 −1)/2; valid: (1 + −0.5)/2; correct: last step's reward; repetition: (0 + −1)/2; progress: one of the empty cells.
+    expect(scores.map((s) => s[0])).toEqual([0, 0.25, 0, -0.5, expect.any(Number)]);
+    expect(scores[4]![0]).toBeGreaterThan(0);
+    await env.close?.();
   });
 
   it('a model that plays through the rollout loop gets the tool results', async () => {

@@ -1,21 +1,19 @@
-// The `browsergym-vlm` task (TRL's examples/scripts/openenv/browsergym.py, BrowserGymVLMEnv;
+// The `browsergym-vlm` task, examples/browsergym.mjs (TRL's examples/scripts/openenv/browsergym.py, BrowserGymVLMEnv;
 // specs/browsergym.md §6.7–§6.8): its prompt and tool schemas as transformers builds them from TRL's
 // methods, tool results as content blocks (the screenshot thumbnailed as PIL does, then the text),
 // the reset text without an Error part, against a stand-in for OpenEnv's Space (full-size frames
 // on every observation) and against our /envs/browsergym; and the clear refusal on a text-only model.
 
+import { createServer, type Server } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { useBrowserGymServer } from '../rl-rollout/browsergym-server.ts';
 import { run as train } from '../../src/cli/train.ts';
-import type { StepResult } from '../../src/openenv/index.ts';
-import { envToolSchemas } from '../../src/rl/rollout/env.ts';
+import { envTools, envToolSchemas } from '../../src/rl/rollout/env.ts';
 import { thumbnail } from '../../src/rl/rollout/image-resize.ts';
 import { imageFromRgbRows, type ContentBlock } from '../../src/rl/rollout/images.ts';
-import type { EpisodeSession, OpenEpisode } from '../../src/rl/tasks/envs/episode-session.ts';
-import { BROWSERGYM_VLM_SYSTEM_PROMPT, BrowserGymVlmToolEnv } from '../../src/rl/tasks/envs/browsergym-vlm.ts';
-import { BROWSERGYM_SYSTEM_PROMPT } from '../../src/rl/tasks/envs/browsergym.ts';
+import { browsergymTask, browsergymVlmTask } from '../../src/rl/tasks/browsergym-task.ts';
+import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
 import { bindTask, resolveTask } from '../../src/rl/tasks/resolve-task.ts';
-import { EXAMPLES } from '../../src/rl/tasks/prompts.ts';
 import { seededEpisodes } from '../../src/rl/tasks/solvers.ts';
 import { qwen3Tokenizer } from '../rl-rollout/qwen3-tokenizer.ts';
 
@@ -35,53 +33,76 @@ function frame(width: number, height: number): number[][][] {
   return Array.from({ length: height }, (_, y) => Array.from({ length: width }, (_, x) => (x > 40 && x < 140 && y > 50 && y < 150 ? [30, 60, 200] : [255, 255, 255])));
 }
 
-/** A stand-in for OpenEnv's Space: every observation carries a full 640×360 frame; it records the reset kwargs. */
-function fakeSpace(resets: Record<string, unknown>[]): OpenEpisode {
+/**
+ * A stand-in for OpenEnv's Space over its HTTP routes (no /ws, so the class's client falls back to
+ * POST /reset and /step): every observation carries a full 640×360 frame; it records the reset kwargs.
+ */
+async function fakeSpace(resets: Record<string, unknown>[]): Promise<{ url: string; server: Server }> {
   const observation = (extra: Record<string, unknown>) => ({ goal: 'Click the button.', axtree_txt: TREE, error: '', last_action_error: false, screenshot: frame(640, 360), ...extra });
-  return async (_url, reset) => {
-    resets.push(reset ?? {});
-    const first: StepResult = { observation: observation({ error: 'stale', last_action_error: true }), reward: 0, done: false };
-    const session: EpisodeSession = {
-      first,
-      step: async (action) => (action.action_str === "click('13')"
-        ? { observation: observation({}), reward: 1, done: true }
-        : { observation: observation({ error: 'ValueError: no such bid', last_action_error: true, screenshot: null }), reward: 0, done: false }),
-      close: async () => undefined,
-    };
-    return session;
-  };
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const json = body ? JSON.parse(body) : {};
+      let reply: unknown;
+      if (req.method === 'POST' && req.url === '/reset') {
+        resets.push(json);
+        reply = { observation: observation({ error: 'stale', last_action_error: true }), reward: 0, done: false };
+      } else if (req.method === 'POST' && req.url === '/step') {
+        reply = json.action?.action_str === "click('13')"
+          ? { observation: observation({}), reward: 1, done: true }
+          : { observation: observation({ error: 'ValueError: no such bid', last_action_error: true, screenshot: null }), reward: 0, done: false };
+      }
+      res.writeHead(reply ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(reply ?? { detail: 'Not Found' }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
 
+/** The episode's state on the user's instance (TRL's environments[i]). */
+const game = (env: ClassEnv) => env.instance as { reward: number; done: boolean; _steps: number };
+
 describe('TRL browsergym.py as data', () => {
-  it("tool schemas are byte-equal to get_json_schema of TRL's VLM methods; the prompt announces screenshots", () => {
-    const env = new BrowserGymVlmToolEnv('http://unused', seededEpisodes(1));
-    expect(JSON.stringify(envToolSchemas(env))).toBe(JSON.stringify(TRL_VLM_TOOLS));
-    const [row] = EXAMPLES['browsergym-vlm'].dataset(1);
-    expect(row).toEqual({ prompt: [{ role: 'system', content: BROWSERGYM_VLM_SYSTEM_PROMPT }, { role: 'user', content: 'Complete the web task successfully.' }], task_name: 'click-test' });
-    expect(BROWSERGYM_VLM_SYSTEM_PROMPT).toBe(BROWSERGYM_SYSTEM_PROMPT.replace(
+  it("tool schemas are byte-equal to get_json_schema of TRL's VLM methods; the prompt announces screenshots", async () => {
+    const task = await browsergymVlmTask();
+    expect(task.needsVision).toBe(true);
+    expect(JSON.stringify(envToolSchemas(task.envFactory({ browsergym: 'http://unused' })()))).toBe(JSON.stringify(TRL_VLM_TOOLS));
+    const [row] = task.dataset(1);
+    const text = (await browsergymTask()).dataset(1)[0]!.prompt[0]!.content as string;
+    const system = text.replace(
       "bid='13'.\n\n",
       "bid='13'.\n\nYou will see a screenshot of the page after each action. Use the visual information\nalong with the page structure to decide your next action.\n\n",
-    ));
-    expect(EXAMPLES['browsergym-vlm'].config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, gradient_accumulation_steps: 32, log_completions: true });
-    expect(EXAMPLES['browsergym-vlm'].rewardFuncs.map((f) => f.name)).toEqual(['reward_completion']);
+    );
+    expect(system).not.toBe(text);
+    expect(row).toEqual({ prompt: [{ role: 'system', content: system }, { role: 'user', content: 'Complete the web task successfully.' }], task_name: 'click-test' });
+    expect(task.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, gradient_accumulation_steps: 32, log_completions: true });
+    expect(task.rewardFuncs.map((f) => f.name)).toEqual(['reward_completion']);
   });
 
   it("against OpenEnv's Space: reset text without Error, tool results [screenshot thumbnailed to 512, text], TRL's reward", async () => {
     const resets: Record<string, unknown>[] = [];
-    const env = new BrowserGymVlmToolEnv('https://openenv-browsergym-env.hf.space', fakeSpace(resets));
-    expect(await env.reset(EXAMPLES['browsergym-vlm'].dataset(1)[0]!)).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
-    // The Space's reset signature drops `screenshot`; our server needs it to send one.
-    expect(resets).toEqual([{ task_name: 'click-test', screenshot: true }]);
-    const click = env.tools.find((t) => t.declaration.name === 'click')!;
-    const missed = (await click.call({ bid: '99' })) as ContentBlock[];
-    expect(missed).toEqual([{ type: 'text', text: `Goal: Click the button.\n\nError: ValueError: no such bid\n\nPage structure:\n${TREE}` }]);
-    const hit = (await click.call({ bid: '13' })) as ContentBlock[];
-    expect(hit.map((b) => b.type)).toEqual(['image', 'text']);
-    const shot = (hit[0] as Extract<ContentBlock, { type: 'image' }>).image;
-    expect([shot.width, shot.height]).toEqual([512, 288]);
-    const expected = thumbnail(imageFromRgbRows(frame(640, 360))!, 512);
-    expect(Buffer.from(shot.rgba).equals(Buffer.from(expected.rgba))).toBe(true);
-    expect([env.reward, env.done, env.steps]).toEqual([1, true, 2]);
+    const space = await fakeSpace(resets);
+    const task = await browsergymVlmTask();
+    const env = task.envFactory({ browsergym: space.url })() as ClassEnv;
+    try {
+      expect(await env.reset(task.dataset(1)[0]!)).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
+      // The Space's reset signature drops `screenshot`; our server needs it to send one.
+      expect(resets).toEqual([{ task_name: 'click-test', screenshot: true }]);
+      const click = envTools(env).find((t) => t.declaration.name === 'click')!;
+      const missed = (await click.call({ bid: '99' })) as ContentBlock[];
+      expect(missed).toEqual([{ type: 'text', text: `Goal: Click the button.\n\nError: ValueError: no such bid\n\nPage structure:\n${TREE}` }]);
+      const hit = (await click.call({ bid: '13' })) as ContentBlock[];
+      expect(hit.map((b) => b.type)).toEqual(['image', 'text']);
+      const shot = (hit[0] as Extract<ContentBlock, { type: 'image' }>).image;
+      expect([shot.width, shot.height]).toEqual([512, 288]);
+      const expected = thumbnail(imageFromRgbRows(frame(640, 360))!, 512);
+      expect(Buffer.from(shot.rgba).equals(Buffer.from(expected.rgba))).toBe(true);
+      expect([game(env).reward, game(env).done, game(env)._steps]).toEqual([1, true, 2]);
+    } finally {
+      await env.close();
+      space.server.close();
+    }
   });
 
   it('refuses malformed screenshot pixels with the reason', () => {
@@ -95,17 +116,18 @@ describe('against /envs/browsergym', () => {
   const gym = useBrowserGymServer();
 
   it('the page as a screenshot (at most 512 pixels a side) and its text after every action', async () => {
-    const env = new BrowserGymVlmToolEnv(gym.url(), seededEpisodes(42));
+    const task = await browsergymVlmTask();
+    const env = task.envFactory({ browsergym: gym.url() }, seededEpisodes(42))() as ClassEnv;
     try {
-      expect(await env.reset(EXAMPLES['browsergym-vlm'].dataset(1)[0]!)).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
-      const content = (await env.tools.find((t) => t.declaration.name === 'click')!.call({ bid: '13' })) as ContentBlock[];
+      expect(await env.reset(task.dataset(1)[0]!)).toBe(`Goal: Click the button.\n\nPage structure:\n${TREE}`);
+      const content = (await envTools(env).find((t) => t.declaration.name === 'click')!.call({ bid: '13' })) as ContentBlock[];
       expect(content[1]).toEqual({ type: 'text', text: `Goal: Click the button.\n\nPage structure:\n${TREE}, focused` });
       const shot = (content[0] as Extract<ContentBlock, { type: 'image' }>).image;
       expect(Math.max(shot.width, shot.height)).toBeLessThanOrEqual(512);
       expect(Math.max(shot.width, shot.height)).toBeGreaterThan(100);
       // A rendered page: not one flat colour.
       expect(new Set(shot.rgba.filter((_, i) => i % 4 === 0)).size).toBeGreaterThan(8);
-      expect([env.reward, env.done]).toEqual([1, true]);
+      expect([game(env).reward, game(env).done]).toEqual([1, true]);
     } finally {
       await env.close();
     }

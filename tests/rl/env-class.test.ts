@@ -162,6 +162,93 @@ describe('the example classes over the built-in env-server', () => {
     expect(m.observation).toMatch(/^Ball: row 1\/10/);
   });
 
+  it('the built-in catch task is catch.mjs: its episodes reset with the run\'s seeds (the same games the seeded opener plays); TRL\'s error text', async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    const openenv = (await import('../../src/openenv/index.ts')) as unknown as Record<string, unknown>;
+    const { describeGrid } = (await importModuleText((await example('catch.mjs')).text, { hostModules: { 'webgrpo/openenv': openenv } })) as { describeGrid: (info: number[]) => string };
+    const r = await resolveTask({ env: 'catch' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['catch', 'catch', 'catch', 'catch']);
+    const url = `${server.url}/envs/catch`;
+    const seeded = seededEpisodes(700);
+    const expected: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const episode = await seeded(url);
+      expected.push(describeGrid(episode.first.observation.info_state as number[]));
+      await episode.close();
+    }
+    const envs = r.task.envFactory({ catch: url }, seededEpisodes(700));
+    const got: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const env = envs();
+      expect(env).toBeInstanceOf(ClassEnv);
+      got.push(String(await env.reset(r.task.dataset(1)[0]!)));
+      if (k === 0) await expect(envTools(env).find((t) => t.declaration.name === 'move')!.call({ direction: 'up' })).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+      await env.close?.();
+    }
+    expect(got).toEqual(expected);
+    expect(new Set(got).size).toBeGreaterThan(1);
+  });
+
+  it("the built-in wordle task is wordle.mjs: a guess gets the feedback of the run's seeded game", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    // TextArena's observation: the whole game log in its one message.
+    const wordleLog = (r: { observation: Record<string, unknown> }) => (r.observation.messages as { content: string }[])[0]!.content;
+    const r = await resolveTask({ env: 'wordle' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['wordle', 'wordle', 'wordle', 'wordle']);
+    const url = `${server.url}/envs/wordle`;
+    const seeded = seededEpisodes(300);
+    const expected: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const episode = await seeded(url);
+      const before = wordleLog(episode.first);
+      expected.push(wordleLog(await episode.step({ message: '[crane]' })).slice(before.length));
+      await episode.close();
+    }
+    const envs = r.task.envFactory({ wordle: url }, seededEpisodes(300));
+    const got: string[] = [];
+    for (let k = 0; k < 6; k++) {
+      const env = envs();
+      expect(env).toBeInstanceOf(ClassEnv);
+      await env.reset(r.task.dataset(1)[0]!);
+      got.push(String(await envTools(env)[0]!.call({ guess: '[crane]' })));
+      await env.close?.();
+    }
+    expect(got).toEqual(expected);
+    expect(new Set(got).size).toBeGreaterThan(1);
+  });
+
+  it("the built-in multi task is multi_env.mjs: routed by the env column, the other game's tools fail by name, each reward None for the other game", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const { seededEpisodes } = await import('../../src/rl/tasks/play-episode.ts');
+    const r = await resolveTask({ env: 'multi' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['multi', null, null, null]);
+    expect(r.task.dataset(2).map((row) => row.env)).toEqual(['wordle', 'wordle', 'catch', 'catch']);
+    expect(r.task.rewardFuncs.map((f) => f.name)).toEqual(['wordle_reward', 'catch_reward']);
+    const env = r.task.envFactory(urls(), seededEpisodes(0))() as InstanceType<typeof ClassEnv>;
+    const call = (name: string, args: Record<string, unknown> = {}) => envTools(env).find((t) => t.declaration.name === name)!.call(args);
+    const rewards = async () => Promise.all(r.task.rewardFuncs.map(async (f) => (await f({ prompts: [], completions: [], completion_ids: [], environments: [env], trainer_state: { global_step: 0 } }))[0]));
+    try {
+      expect(await env.reset({ prompt: [] })).toContain('[GAME] You are Playing Wordle.'); // default: wordle
+      await expect(call('move', { direction: 'left' })).rejects.toThrow('move is only available in Catch');
+      await expect(call('stay')).rejects.toThrow('stay is only available in Catch');
+      expect(String(await call('guess', { guess: '[crane]' }))).toMatch(/CRANE|crane/i);
+      expect((await rewards())[1]).toBeNull();
+      expect(await env.reset({ prompt: [], env: 'catch' })).toMatch(/^Ball: row 1\/10/);
+      await expect(call('guess', { guess: '[crane]' })).rejects.toThrow('guess is only available in Wordle');
+      await expect(call('move', { direction: 'up' })).rejects.toThrow("Invalid direction 'up': must be 'left' or 'right'.");
+      await call('move', { direction: 'left' });
+      expect(await rewards()).toEqual([null, 0]);
+      await expect(env.reset({ prompt: [], env: 'chess' })).rejects.toThrow('Unknown environment: chess');
+    } finally {
+      await env.close();
+    }
+  });
+
   it('echo.mjs trains its reward: a scripted echo call pays 0.1 per character through reward_func', async () => {
     const task = envClassTask(await example('echo.mjs'));
     const engine = new FakeEngine(tok, (ctx) => (ctx.includes('<tool_response>') ? 'Done.' + EOS : callText('echo', { message: 'Hello World!' }) + EOS));
@@ -397,15 +484,16 @@ export default class Pasted { reset() { return envUrl('echo'); } getReward() { r
 });
 
 describe('browsergym_llm.mjs (TRL browsergym_llm.py)', () => {
-  it("its five tools render exactly as the built-in browsergym task's (transformers-checked), sorted as getmembers sorts them", async () => {
-    const { EXAMPLES } = await import('../../src/rl/tasks/prompts.ts');
-    const builtin = EXAMPLES.browsergym.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
-    const task = envClassTask(await example('browsergym_llm.mjs'));
-    const env = task.envFactory({ echo: 'http://127.0.0.1:9/envs/echo' })();
-    const schemas = envToolSchemas(env).map(pyJsonDumps);
-    expect(schemas).toEqual(envToolSchemas(builtin).map(pyJsonDumps));
+  it("is the built-in browsergym task: TRL's five tools sorted as getmembers sorts them, its rows over the task mix", async () => {
+    const { resolveTask } = await import('../../src/rl/tasks/resolve-task.ts');
+    const { ClassEnv } = await import('../../src/rl/tasks/env-class.ts');
+    const BROWSERGYM_SYSTEM_PROMPT = (await example('browsergym_llm.mjs')).dataset![0]!.prompt[0]!.content;
+    const r = await resolveTask({ env: 'browsergym:click-test,enter-text' });
+    expect([r.name, r.env, r.preset, r.solver]).toEqual(['browsergym', 'browsergym', 'browsergym', 'browsergym']);
+    const env = r.task.envFactory({ browsergym: 'http://127.0.0.1:9/envs/browsergym' })();
+    expect(env).toBeInstanceOf(ClassEnv);
     expect(envTools(env).map((t) => t.declaration.name)).toEqual(['click', 'fill', 'noop', 'scroll', 'send_keys']);
-    const row = task.dataset(1)[0]!;
-    expect(row.prompt).toEqual(EXAMPLES.browsergym.dataset(1)[0]!.prompt);
+    expect(r.task.dataset(3)).toEqual(['click-test', 'enter-text', 'click-test'].map((task_name) => ({ prompt: [{ role: 'system', content: BROWSERGYM_SYSTEM_PROMPT }, { role: 'user', content: 'Complete the web task successfully.' }], task_name })));
+    expect(r.task.config).toMatchObject({ learning_rate: 5e-6, num_generations: 4, max_completion_length: 1024, temperature: 0.7, top_k: 50, gradient_accumulation_steps: 32, warmup_steps: 10 });
   });
 });

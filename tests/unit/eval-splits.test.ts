@@ -10,7 +10,7 @@ import { checkDisjoint, ECHO_EVAL_PROMPTS, miniwobTaskSplit, splitRows } from '.
 import { hashInts, Purpose } from '../../src/rl/seeds.ts';
 import { trainingSeed } from '../../src/rl/tasks/play-episode.ts';
 import { parseBrowserGymMix } from '../../src/rl/tasks/browsergym-task.ts';
-import { ECHO_PROMPTS } from '../../src/rl/tasks/prompts.ts';
+import { ECHO_PROMPTS } from '../rl-rollout/trl-prompts.ts';
 import { echoTarget } from '../../src/rl/tasks/solvers.ts';
 import { resolveTask } from '../../src/rl/tasks/resolve-task.ts';
 

@@ -4,7 +4,7 @@
 
 import type { ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
-import { BrowserGymToolEnv } from './envs/browsergym.ts';
+import type { ClassEnv } from './env-class.ts';
 import { browsergymTask, mixTaskAt, type BrowserGymMix } from './browsergym-task.ts';
 import type { Transcript } from '../grpo/sft.ts';
 import { playEpisode, seededEpisodes, type SeedOf } from './play-episode.ts';
@@ -102,19 +102,20 @@ export function planWebTask(observation: string): ToolCall[] | null {
  */
 export async function browsergymTranscripts(opts: { baseUrl: string; episodes: number; seed: number; mix?: BrowserGymMix; rows?: readonly DatasetRow[]; seedOf?: SeedOf }): Promise<Transcript[]> {
   // Training's seeds (the caller's seed space): a warm-up never plays a held-out page.
-  const open = seededEpisodes(opts.seed, opts.seedOf);
-  const task = browsergymTask(opts.mix ?? 'mix');
+  const task = await browsergymTask(opts.mix ?? 'mix');
+  const envs = task.envFactory({ browsergym: opts.baseUrl }, seededEpisodes(opts.seed, opts.seedOf));
   const rows = opts.rows && opts.rows.length > 0 ? opts.rows : null;
   const out: Transcript[] = [];
   for (let i = 0; out.length < opts.episodes && i < opts.episodes * 3; i++) {
     const row: DatasetRow = rows ? rows[i % rows.length]! : { ...task.dataset(1)[0]!, task_name: mixTaskAt(opts.mix ?? 'mix', i) };
-    const env = new BrowserGymToolEnv(opts.baseUrl, open);
+    const env = envs() as ClassEnv;
+    const game = () => env.instance as { done: boolean; reward: number };
     let plan: ToolCall[] | null = null;
     const transcript = await playEpisode(env, row, (observation, turn) => {
       if (turn === 0) plan = planWebTask(observation);
-      return env.done ? null : (plan?.[turn] ?? null);
+      return game().done ? null : (plan?.[turn] ?? null);
     }, 10, opts.baseUrl);
-    if (env.reward === 1) out.push(transcript);
+    if (game().reward === 1) out.push(transcript);
   }
   return out;
 }

@@ -1,16 +1,12 @@
-// The `browsergym` task: TRL's text-only BrowserGym example as data (specs/browsergym.md §6.2,
-// §6.7) plus a task mix. TRL trains one MiniWoB task (`--task-name click-test`); here a run can
+// The `browsergym` tasks: TRL's text-only BrowserGym example (examples/browsergym_llm.mjs, specs/browsergym.md
+// §6.2, §6.7) and its screenshot variant, each over a task mix. TRL trains one MiniWoB task (`--task-name click-test`); here a run can
 // also name a list of tasks, or the easy-biased mix WebGym found learns fastest while the harder
 // tasks keep pushing (§7): each dataset row carries its `task_name`, which reset passes on.
 
-import type { DatasetRow } from '../rollout/env.ts';
-import { BROWSERGYM_DATASET_PROMPT, BROWSERGYM_SYSTEM_PROMPT, BrowserGymToolEnv, rewardCompletion } from './envs/browsergym.ts';
-import { BROWSERGYM_VLM_SYSTEM_PROMPT, BrowserGymVlmToolEnv } from './envs/browsergym-vlm.ts';
-import { openEnvEpisodes } from './envs/episode-session.ts';
-import type { ExampleTask } from './task.ts';
+import type { ChatTemplateTask } from './task.ts';
+import { builtinClassTask } from './env-class-builtin.ts';
 import { hashInts } from '../seeds.ts';
 import { miniwobTaskSplit } from '../eval/task-split.ts';
-import type { RewardFunction } from '../grpo/rewards.ts';
 
 /** The env-server's tasks by difficulty with TRL's five tools (choose-list needs the combobox typed into). */
 export const BROWSERGYM_TIERS = {
@@ -59,83 +55,18 @@ export function mixTaskAt(mix: BrowserGymMix, i: number): string {
   throw new Error('unreachable');
 }
 
-function rewardFunction(): RewardFunction {
-  const fn: RewardFunction = ({ environments }) =>
-    environments.map((env, i) => {
-      if (!(env instanceof BrowserGymToolEnv)) throw new Error(`reward function: environment ${i} is not a BrowserGymToolEnv`);
-      return rewardCompletion(env);
-    });
-  Object.defineProperty(fn, 'name', { value: 'reward_completion' });
-  return fn;
+/** A task whose rows are its first row with each row's task of the mix (reset passes `task_name` on). */
+function overMix(task: ChatTemplateTask, mix: BrowserGymMix): ChatTemplateTask {
+  const [first] = task.dataset(1);
+  return { ...task, dataset: (size = 1000) => Array.from({ length: size }, (_, i) => ({ ...structuredClone(first!), task_name: mixTaskAt(mix, i) })) };
 }
 
-function dataset(mix: BrowserGymMix, system: string) {
-  return (size = 1000): DatasetRow[] =>
-    Array.from({ length: size }, (_, i) => ({
-      prompt: [
-        { role: 'system', content: system },
-        { role: 'user', content: BROWSERGYM_DATASET_PROMPT },
-      ],
-      task_name: mixTaskAt(mix, i),
-    }));
+/** The built-in browsergym task, examples/browsergym_llm.mjs (TRL's browsergym_llm.py), over a mix (default: TRL's click-test). */
+export async function browsergymTask(mix: BrowserGymMix = ['click-test']): Promise<ChatTemplateTask> {
+  return overMix((await builtinClassTask('browsergym'))!, mix);
 }
 
-/** The example task over a mix (default: TRL's click-test). */
-export function browsergymTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
-  return {
-    name: 'browsergym',
-    dataset: dataset(mix, BROWSERGYM_SYSTEM_PROMPT),
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const url = urls.browsergym;
-      if (!url) throw new Error('the browsergym env needs a base URL');
-      return () => new BrowserGymToolEnv(url, open);
-    },
-    rewardFuncs: [rewardFunction()],
-    // browsergym_llm.py's GRPOConfig arguments (§6.7); vLLM and trackio settings have no counterpart here.
-    config: {
-      chat_template_kwargs: { enable_thinking: false },
-      learning_rate: 5e-6,
-      weight_decay: 0.0,
-      gradient_accumulation_steps: 32,
-      per_device_train_batch_size: 1,
-      warmup_steps: 10,
-      num_generations: 4,
-      max_completion_length: 1024,
-      temperature: 0.7,
-      top_k: 50,
-      num_train_epochs: 1,
-      logging_steps: 1,
-      save_steps: 50,
-    },
-  };
+/** The built-in browsergym-vlm task, examples/browsergym.mjs (TRL's browsergym.py: screenshots in every tool result), over a mix. */
+export async function browsergymVlmTask(mix: BrowserGymMix = ['click-test']): Promise<ChatTemplateTask> {
+  return overMix((await builtinClassTask('browsergym-vlm'))!, mix);
 }
-
-/**
- * TRL's vision-language example (browsergym.py, BrowserGymVLMEnv) over a mix: screenshots in every tool
- * result, so it trains only a model that reads images (`needsVision`).
- */
-export function browsergymVlmTask(mix: BrowserGymMix = ['click-test']): ExampleTask {
-  return {
-    name: 'browsergym-vlm',
-    needsVision: true,
-    dataset: dataset(mix, BROWSERGYM_VLM_SYSTEM_PROMPT),
-    envFactory: (urls, open = openEnvEpisodes()) => {
-      const url = urls.browsergym;
-      if (!url) throw new Error('the browsergym-vlm task needs the browsergym env\'s base URL');
-      return () => new BrowserGymVlmToolEnv(url, open);
-    },
-    rewardFuncs: [rewardFunction()],
-    // browsergym.py's GRPOConfig arguments (§6.7): temperature and top_k stay at GRPOConfig's defaults there.
-    config: {
-      chat_template_kwargs: { enable_thinking: false },
-      learning_rate: 5e-6,
-      gradient_accumulation_steps: 32,
-      num_generations: 4,
-      max_completion_length: 1024,
-      num_train_epochs: 1,
-      logging_steps: 1,
-      log_completions: true,
-    },
-  };
-}
-

@@ -46,7 +46,7 @@ export function compactCatchObservation(infoState: readonly number[], done: bool
   return ball < paddle ? 'left' : ball > paddle ? 'right' : 'above';
 }
 
-/** The catch tool env with one-word observations; `reward`/`done` as in CatchEnv (so catchReward applies). */
+/** The catch tool env with one-word observations; `reward`/`done` as in catch.mjs (so catchReward applies). */
 export class CompactCatchEnv implements ToolEnv {
   reward = 0;
   done = false;

@@ -8,14 +8,27 @@
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { ToolDeclaration, ToolSchema } from '../rollout/schema.ts';
 import type { RewardArgs, RewardFunction } from '../grpo/rewards.ts';
-import { setDefaultEnvUrl, setEnvUrls } from '../../openenv/env-client.ts';
+import { setDefaultEnvUrl, setEnvUrls, withResetDefaults } from '../../openenv/env-client.ts';
 import { pyStr } from '../../pyrepr.ts';
 import { declarationFromJsdoc, documentedMethods, type DocumentedMethod } from './env-class-jsdoc.ts';
 import { importModuleText, type ModuleTextOptions } from './env-class-module.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import * as openenvNamespace from '../../openenv/index.ts';
+import { imageFromRgbRows } from '../rollout/images.ts';
+import { thumbnail } from '../rollout/image-resize.ts';
+
+/**
+ * `webgrpo/images`: what a class that returns screenshots needs (examples/browsergym.mjs), the trainer's own
+ * image code — OpenEnv's screenshot rows as an image, and PIL's thumbnail(LANCZOS) — as TRL's classes use PIL.
+ */
+const IMAGES: Readonly<Record<string, unknown>> = { imageFromRgbRows, thumbnail };
 
 type EnvClass = new () => Record<string, unknown>;
+
+/** Where a class env's episode seeds come from (play-episode.ts SeededEpisodes). */
+interface EpisodeSeeds {
+  nextSeed(): number;
+}
 
 /** What an environment module exports, checked. */
 export interface EnvClassModule {
@@ -110,10 +123,10 @@ export function parseEnvClassDataset(text: string, source: string): DatasetRow[]
   return rows;
 }
 
-/** Imports module text (env-class-module.ts) with `webgrpo/openenv` bound to this trainer's client. */
+/** Imports module text (env-class-module.ts) with `webgrpo/openenv` bound to this trainer's client, and `webgrpo/images`. */
 export async function loadEnvClassModule(text: string, o: Omit<ModuleTextOptions, 'hostModules'> & { source: string }): Promise<EnvClassModule> {
   const openenv = openenvNamespace as unknown as Record<string, unknown>;
-  const ns = await importModuleText(text, { ...o, hostModules: { 'webgrpo/openenv': openenv } });
+  const ns = await importModuleText(text, { ...o, hostModules: { 'webgrpo/openenv': openenv, 'webgrpo/images': IMAGES } });
   return envClassModule(ns, text, o.source);
 }
 
@@ -210,6 +223,8 @@ export class ClassEnv implements ToolEnv {
   constructor(
     private readonly mod: EnvClassModule,
     private readonly toolsByName: ReadonlyMap<string | null, ClassTool[]>,
+    /** The run's seeded episodes (play-episode.ts): each reset's EnvClient resets get the next seed. */
+    private readonly seeds?: EpisodeSeeds,
   ) {
     this.currentName = mod.classes.keys().next().value!;
   }
@@ -254,7 +269,10 @@ export class ClassEnv implements ToolEnv {
     this.currentName = name;
     this.current = inst;
     const where = `${this.mod.source}: ${label(this.mod.classes.get(name)!, name)}`;
-    return observationText(await (inst.reset as (r: unknown) => unknown).call(inst, kwargs), where);
+    // Drawn in reset order, as the built-in envs' seeded openers draw theirs (one seed per episode).
+    const seed = this.seeds?.nextSeed();
+    const reset = withResetDefaults(seed === undefined ? null : { seed }, () => (inst.reset as (r: unknown) => unknown).call(inst, kwargs));
+    return observationText(await reset, where);
   }
 
   async close(): Promise<void> {
@@ -321,9 +339,10 @@ export function envClassTask(mod: EnvClassModule, o: EnvClassTaskOptions = {}): 
     name: 'env-class',
     // An empty dataset: the trainer drives the loop with empty prompts and reset() supplies the prompt.
     dataset: (size) => (rows === null ? [] : Array.from({ length: size ?? rows.length }, (_, i) => structuredClone(rows[i % rows.length]!))),
-    envFactory: (urls) => {
+    envFactory: (urls, open) => {
       publishEnvUrls(urls, o.envUrl ?? null);
-      return () => new ClassEnv(mod, toolsByName);
+      const seeds = open && 'nextSeed' in open ? (open as unknown as EpisodeSeeds) : undefined;
+      return () => new ClassEnv(mod, toolsByName, seeds);
     },
     rewardFuncs: classRewardFuncs(mod),
     config: { ...CLASS_DEFAULTS, ...mod.config },

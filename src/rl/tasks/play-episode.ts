@@ -11,8 +11,12 @@ import { executeToolCalls } from '../rollout/tools.ts';
 /** What the solver answers after the episode ended (the model learns to stop calling tools). */
 export const FINAL_ANSWER = 'Done.';
 
-/** An OpenEpisode whose k-th episode since the last `reseed(base)` resets with `{seed: base + k}`. */
-export type SeededEpisodes = OpenEpisode & { reseed(base: number): void };
+/**
+ * An OpenEpisode whose k-th episode since the last `reseed(base)` resets with `{seed: base + k}`;
+ * `nextSeed()` draws that seed for an episode the opener does not open (an environment class's own
+ * client, env-class.ts), so both kinds of env count episodes alike.
+ */
+export type SeededEpisodes = OpenEpisode & { reseed(base: number): void; nextSeed(): number };
 
 /** The reset seed of episode number `n` (base + k) in a split's seed space (src/rl/eval/splits.ts). */
 export type SeedOf = (n: number) => number;
@@ -29,12 +33,14 @@ export const trainingSeed: SeedOf = (n) => n >>> 0;
 export function seededEpisodes(base: number, seedOf: SeedOf = trainingSeed): SeededEpisodes {
   let start = base;
   let k = 0;
-  const open: OpenEpisode = (baseUrl, reset) => openEpisode(baseUrl, { reset: { ...reset, seed: seedOf(start + k++) } });
+  const nextSeed = (): number => seedOf(start + k++);
+  const open: OpenEpisode = (baseUrl, reset) => openEpisode(baseUrl, { reset: { ...reset, seed: nextSeed() } });
   return Object.assign(open, {
     reseed(next: number) {
       start = next;
       k = 0;
     },
+    nextSeed,
   });
 }
 

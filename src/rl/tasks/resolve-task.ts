@@ -15,18 +15,19 @@ import { rolloutChatTemplate } from '../rollout/templates/select.ts';
 import { browsergymTask, browsergymVlmTask, parseBrowserGymMix } from './browsergym-task.ts';
 import { COMPACT_CATCH_TASK } from './compact-catch.ts';
 import { actionSchemaTask } from './action-schema-task.ts';
-import { builtinClassTask } from './env-class-builtin.ts';
+import { builtinClassTask, CLASS_TASKS } from './env-class-builtin.ts';
 import { taskFromMetadata, UnknownEnvClassError, UnknownGameError } from './env-task.ts';
 import { mcpTask } from './mcp-task.ts';
 import { isPresetEnv, type ModelTier, type PresetEnv } from './presets.ts';
-import { EXAMPLES } from './prompts.ts';
 import { seededEpisodes, SOLVERS, type SeededEpisodes } from './solvers.ts';
-import { sudokuTask } from './sudoku-task.ts';
 import type { ChatTemplateTask, EnvUrlName } from './task.ts';
 import { seedSpace, type Split } from '../eval/seed-space.ts';
 
-/** Tasks by name: TRL's examples plus the compact catch variant for tiny models. */
-export const TASKS: Readonly<Record<string, ChatTemplateTask>> = { ...EXAMPLES, 'catch-compact': COMPACT_CATCH_TASK, sudoku: sudokuTask() };
+/** Tasks by name still written as tasks: the compact catch variant for tiny models. */
+const TASKS: Readonly<Record<string, ChatTemplateTask>> = { 'catch-compact': COMPACT_CATCH_TASK };
+
+/** Every built-in task name, TRL's examples first: the example classes' (env-class-builtin.ts) and the tasks'. */
+export const TASK_NAMES: readonly string[] = ['echo', 'catch', 'wordle', 'multi', 'browsergym', 'browsergym-vlm', 'catch-compact', 'sudoku'].filter((n) => n in CLASS_TASKS || n in TASKS);
 
 const BUILTIN_ENVS: readonly EnvUrlName[] = ['echo', 'catch', 'wordle', 'browsergym', 'sudoku'];
 
@@ -50,7 +51,7 @@ export interface TaskChoice {
 }
 
 export interface ResolvedTask {
-  /** The task's name: a TASKS key, 'mcp' or 'action-schema'. */
+  /** The task's name: one of TASK_NAMES, 'mcp' or 'action-schema'. */
   name: string;
   task: ChatTemplateTask;
   /** The env's base URL, or null when the in-process env-server's built-in env serves it. */
@@ -66,7 +67,7 @@ export interface ResolvedTask {
 }
 
 function unknownEnv(env: string): Error {
-  return new Error(`unknown env '${env}': no tool environment of that name (choose ${Object.keys(TASKS).join(', ')}, browsergym:TASK, mcp, or give an OpenEnv base URL)`);
+  return new Error(`unknown env '${env}': no tool environment of that name (choose ${TASK_NAMES.join(', ')}, browsergym:TASK, mcp, or give an OpenEnv base URL)`);
 }
 
 function resolved(name: string, task: ChatTemplateTask, url: string | null): ResolvedTask {
@@ -103,10 +104,10 @@ export async function resolveTask(choice: TaskChoice): Promise<ResolvedTask> {
     return resolved('mcp', await mcpTask(url, await prompts()), url);
   }
   // browsergym:TASK[,TASK…] or browsergym:mix: the web task over a chosen task mix.
-  if (choice.env.startsWith('browsergym:')) return resolved('browsergym', browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
-  if (choice.env === 'browsergym' && choice.miniwobNames) return resolved('browsergym', browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
-  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
-  if (choice.env === 'browsergym-vlm' && choice.miniwobNames) return resolved('browsergym-vlm', browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym:')) return resolved('browsergym', await browsergymTask(parseBrowserGymMix(choice.env.slice('browsergym:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym') return resolved('browsergym', await browsergymTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
+  if (choice.env.startsWith('browsergym-vlm:')) return resolved('browsergym-vlm', await browsergymVlmTask(parseBrowserGymMix(choice.env.slice('browsergym-vlm:'.length), choice.miniwobNames)), url);
+  if (choice.env === 'browsergym-vlm') return resolved('browsergym-vlm', await browsergymVlmTask(parseBrowserGymMix('click-test', choice.miniwobNames)), url);
   const name = choice.env === 'catch' && choice.tier === 'tiny' ? 'catch-compact' : choice.env;
   const task = (await builtinClassTask(name)) ?? TASKS[name];
   if (!task) throw unknownEnv(choice.env);

@@ -6,11 +6,9 @@
 
 import type { ToolCall } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
-import { CatchEnv } from './envs/catch.ts';
 import { COMPACT_CATCH_PROMPT, CompactCatchEnv, compactCatchAction } from './compact-catch.ts';
-import { EchoToolEnv } from './envs/echo.ts';
-import { WordleEnv } from './envs/wordle.ts';
-import { CATCH_PROMPT, ECHO_PROMPTS, WORDLE_PROMPT } from './prompts.ts';
+import type { ClassEnv } from './env-class.ts';
+import { builtinClassTask } from './env-class-builtin.ts';
 import type { Transcript } from '../grpo/sft.ts';
 import { mulberry32 } from '../../random.ts';
 import { parseWordleFeedback, WordleSolver } from './wordle-solver.ts';
@@ -30,15 +28,17 @@ export function catchAction(observation: string): ToolCall {
   return call('stay', {});
 }
 
-/** Scripted catch games against the catch env at `baseUrl` (e.g. `${server.url}/envs/catch`). */
+/** Scripted catch games of the built-in catch task (examples/catch.mjs) against the catch env at `baseUrl`. */
 export async function catchTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  const task = (await builtinClassTask('catch'))!;
+  const envs = task.envFactory({ catch: opts.baseUrl }, seededEpisodes(opts.seed));
+  const [row] = task.dataset(1);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const env = new CatchEnv(opts.baseUrl, open);
-    const row: DatasetRow = { prompt: [{ role: 'user', content: CATCH_PROMPT }] };
+    const env = envs() as ClassEnv;
+    const done = () => (env.instance as { done: boolean }).done;
     // The ball needs 9 steps to land; after that the env raises "Episode is done.", so stop there.
-    out.push(await playEpisode(env, row, (obs) => (env.done ? null : catchAction(obs)), 9, opts.baseUrl));
+    out.push(await playEpisode(env, row!, (obs) => (done() ? null : catchAction(obs)), 9, opts.baseUrl));
   }
   return out;
 }
@@ -79,34 +79,39 @@ export function echoTarget(prompt: string): string {
  * warm-up whose model is only partly right (the reward grows with the echoed length).
  */
 export async function echoTranscripts(opts: { baseUrl: string; episodes: number; seed: number; partial?: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  // The built-in echo task's class (examples/echo.mjs), as the run plays it.
+  const task = (await builtinClassTask('echo'))!;
+  const envs = task.envFactory({ echo: opts.baseUrl }, seededEpisodes(opts.seed));
+  const prompts = task.dataset().map((row) => row.prompt[0]!.content as string);
   const rand = mulberry32(opts.seed ^ 0xec4011);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const prompt = ECHO_PROMPTS[i % ECHO_PROMPTS.length]!;
+    const prompt = prompts[i % prompts.length]!;
     const target = echoTarget(prompt);
     const message = rand() < (opts.partial ?? 0) ? target.slice(0, 1 + Math.floor(rand() * (target.length - 1))) : target;
-    const env = new EchoToolEnv(opts.baseUrl, open);
+    const env = envs();
     out.push(await playEpisode(env, { prompt: [{ role: 'user', content: prompt }] }, (_obs, turn) => (turn === 0 ? call('echo', { message }) : null), 1, opts.baseUrl));
   }
   return out;
 }
 
-/** Wordle games against the built-in wordle env at `baseUrl`: guesses until a win or the 6th guess. */
+/** Wordle games of the built-in wordle task (examples/wordle.mjs) at `baseUrl`: guesses until a win or the 6th guess. */
 export async function wordleTranscripts(opts: { baseUrl: string; episodes: number; seed: number }): Promise<Transcript[]> {
-  const open = seededEpisodes(opts.seed);
+  const task = (await builtinClassTask('wordle'))!;
+  const envs = task.envFactory({ wordle: opts.baseUrl }, seededEpisodes(opts.seed));
+  const [row] = task.dataset(1);
   const out: Transcript[] = [];
   for (let i = 0; i < opts.episodes; i++) {
-    const env = new WordleEnv(opts.baseUrl, open);
+    const env = envs() as ClassEnv;
     const solver = new WordleSolver();
     const policy = (observation: string): ToolCall | null => {
-      if (env.done) return null;
+      if ((env.instance as { done: boolean }).done) return null;
       const last = solver.guesses[solver.guesses.length - 1];
       if (last !== undefined) solver.observe(last, parseWordleFeedback(observation, last));
       return call('guess', { guess: `[${solver.next()}]` });
     };
     // Wordle allows 6 guesses; the solver never makes an invalid move, so that is at most 6 calls.
-    out.push(await playEpisode(env, { prompt: [{ role: 'user', content: WORDLE_PROMPT }] }, policy, 6, opts.baseUrl));
+    out.push(await playEpisode(env, row!, policy, 6, opts.baseUrl));
   }
   return out;
 }
