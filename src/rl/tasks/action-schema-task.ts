@@ -10,7 +10,7 @@ import { replyText } from '../../openenv/http-reply.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { JsonSchema, ToolSchema } from '../rollout/schema.ts';
-import { sessionLimitedEpisodes } from './action-schema-sessions.ts';
+import { sessionLimitedEpisodes } from './session-limited-episodes.ts';
 import { EpisodeSlot, openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
 import type { ChatTemplateTask } from './task.ts';
 

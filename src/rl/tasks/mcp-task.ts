@@ -5,7 +5,7 @@ import type { ChatMessage } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { listEnvTools, McpToolEnv } from './envs/mcp.ts';
 import { openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
-import { sessionLimitedEpisodes } from './action-schema-sessions.ts';
+import { sessionLimitedEpisodes } from './session-limited-episodes.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ChatTemplateTask } from './task.ts';
 

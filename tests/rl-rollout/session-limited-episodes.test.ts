@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { OpenEnvError } from '../../src/openenv/index.ts';
 import type { OpenEpisode } from '../../src/rl/tasks/envs/episode-session.ts';
-import { refusedLimit, sessionLimitedEpisodes } from '../../src/rl/tasks/action-schema-sessions.ts';
+import { refusedLimit } from '../../src/openenv/session-limit.ts';
+import { sessionLimitedEpisodes } from '../../src/rl/tasks/session-limited-episodes.ts';
 
 /** A server with `max` sessions: opens beyond it are refused as OpenEnv refuses them. */
 function server(max: number) {

@@ -1,10 +1,9 @@
 // Episodes that wait for a session of a server that serves few at once (src/openenv/session-limit.ts):
-// the zero-code path's opens, queued per base URL under the limit the server's refusal named.
+// the opens of the generic tasks (zero-code action-schema and MCP), queued per base URL under the limit
+// the server's refusal named. Environment classes get the same through EnvClient.
 
 import { SessionLimiter } from '../../openenv/session-limit.ts';
 import type { OpenEpisode } from './envs/episode-session.ts';
-
-export { refusedLimit } from '../../openenv/session-limit.ts';
 
 /** `open`, queued per base URL under the session limit its server reported. */
 export function sessionLimitedEpisodes(open: OpenEpisode): OpenEpisode {
