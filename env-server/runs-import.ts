@@ -58,7 +58,6 @@ const STOP_GRACE_MS = 3000;
 interface RunningImport {
   worker: Worker;
   stop: Int32Array;
-  exited: Promise<void>;
 }
 
 /** The import in progress per store: imports run one at a time, so at most one worker's memory is in use. */
@@ -113,7 +112,8 @@ function importInWorker(file: string, text: string, maxJsonDepth: number, limits
   return new Promise((resolve) => {
     const stop = new Int32Array(new SharedArrayBuffer(4));
     const worker = takeWorker();
-    const job: RunningImport = { worker, stop, exited: new Promise((r) => worker.once('exit', () => r())) };
+    // No listener outlives its import: a kept worker serves many.
+    const job: RunningImport = { worker, stop };
     running.add(job);
     const settle = (outcome: ImportOutcome, reusable: boolean) => {
       if (!running.delete(job)) return;
@@ -141,7 +141,7 @@ export async function stopImports(): Promise<void> {
     void idle.worker.terminate();
     idle = null;
   }
-  const jobs = [...running];
+  const jobs = [...running].map((job) => ({ ...job, exited: new Promise<void>((r) => job.worker.once('exit', () => r())) }));
   for (const job of jobs) {
     Atomics.store(job.stop, 0, 1);
     Atomics.notify(job.stop, 0);
