@@ -166,9 +166,11 @@ describe('every run starts from its model; one tab owns a live run; Stop within 
     await tab.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
     const id = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(tab.url())![1]!;
     await expect.poll(() => tab.getByTestId('run-status').textContent(), { timeout: 60_000 }).toBe('running');
-    // Two seconds into the first generation (it plays for about 16 s here). Measured: stopped after
-    // 0.3 s; before, Stop waited for the generation to end (11.6 s, stopping after 5 s).
-    await new Promise((r) => setTimeout(r, 2000));
+    // In the first generation (it plays for about 16 s here), once the progress bar says tokens are being
+    // sampled and most games still play — not after a fixed wait, which a faster adapter outruns. Measured:
+    // stopped after 0.3 s; before, Stop waited for the generation to end (11.6 s, stopping after 5 s).
+    const bar = tab.locator('.controls [role=progressbar]');
+    await expect.poll(() => bar.textContent(), { timeout: 120_000, interval: 50 }).toMatch(/rollouts: ([0-9]|[12][0-9])\/64 episodes done, [1-9][0-9,]* tokens? sampled/);
     const t0 = Date.now();
     await tab.getByTestId('stop').click();
     await withLogs(expect.poll(() => tab.getByTestId('run-status').textContent(), { timeout: 60_000, interval: 100 }).toBe('stopped'));

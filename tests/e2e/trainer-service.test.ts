@@ -154,17 +154,26 @@ describe('trainer worker API (Node)', () => {
   });
 
   it('stops in the middle of a generation within a decode step, keeping the last checkpoint for a resume', async () => {
-    // Long completions: the first generation decodes for many seconds (about 14 s here on SwiftShader).
+    // Long completions: the generation decodes for seconds on a CPU adapter. The stop is asked for at the
+    // step's first progress report, once its rollouts have begun — not after a fixed wait: on lavapipe the
+    // whole step can end within 2 s, and a stop after it would stop nothing (CI saw 'finished' so).
     const long = { ...E2E_RUN_CONFIG, sft_steps: 0, max_steps: 1, max_completion_length: 400 };
     const r = recorder();
-    const training = service.train(run('run-stop', { config: long }), r.events);
-    await expect.poll(() => r.statuses.at(-1), { timeout: 60_000, interval: 20 }).toBe('running');
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    const t0 = performance.now();
-    service.stop();
-    await training;
-    // Measured: 20 ms idle; before stop reached the decode loop it waited out the generation (18 s, and
-    // the rest of it is still ≥ 12 s here). The bound leaves room for a machine loaded by other work.
+    let t0 = 0;
+    let decodedAtStop = -1;
+    const events: WorkerEvents = {
+      ...r.events,
+      onStepProgress: (p) => {
+        if (p.phase !== 'rollouts' || decodedAtStop >= 0) return;
+        decodedAtStop = p.tokens;
+        t0 = performance.now();
+        service.stop();
+      },
+    };
+    await service.train(run('run-stop', { config: long }), events);
+    expect(decodedAtStop).toBeGreaterThanOrEqual(0);
+    // Measured: 20 ms idle; before stop reached the decode loop it waited out the generation (18 s on
+    // SwiftShader). The bound leaves room for a machine loaded by other work.
     expect(performance.now() - t0).toBeLessThan(8000);
     expect(r.statuses).toEqual(['running', 'stopped']);
     expect(r.steps).toEqual([]);
