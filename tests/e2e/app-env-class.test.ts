@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const ECHO = fs.readFileSync(new URL('../../examples/echo.mjs', import.meta.url), 'utf8');
@@ -26,14 +27,7 @@ describe('an environment class pasted into the app trains, and its fork keeps it
   let app: AppServer;
   let browser: Browser;
   let page: Page;
-  const logs: string[] = [];
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
+  const { watch, withLogs, tail } = browserLogs();
   const stored = async (id: string) => (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as StoredRun;
   /** Pastes `text` into the editor as a clipboard paste does (CodeMirror reads the event's data). */
   const paste = (text: string) => page.evaluate((t) => {
@@ -46,8 +40,7 @@ describe('an environment class pasted into the app trains, and its fork keeps it
     app = await startAppServer();
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 1100 } })).newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
   }, 300_000); // builds the app with Vite, then starts Chromium
 
   afterAll(async () => {
@@ -94,7 +87,7 @@ describe('an environment class pasted into the app trains, and its fork keeps it
     runId = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
     await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 500 }).toMatch(/finished|failed|stopped/));
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail()}`).toBe('finished');
 
     const run = await stored(runId);
     expect(run.run.env).toEqual({ name: 'EchoToolEnv', task: 'env-class', envClass: { source: 'your environment', text: ECHO } });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const RUN = { ...E2E_RUN_CONFIG, train_mode: 'full', sft_steps: 0, max_steps: 2, eval_strategy: 'steps', eval_steps: 1, num_generations_eval: 1, per_device_eval_batch_size: 8, max_completion_length: 160, max_tool_calling_iterations: 8 };
@@ -20,22 +21,13 @@ describe('Evaluate after full fine-tuning', { timeout: 600_000 }, () => {
   let app: AppServer;
   let browser: Browser;
   let page: Page;
-  const logs: string[] = [];
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
-
+  const { watch, withLogs } = browserLogs();
   beforeAll(async () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     app = await startAppServer();
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
   }, 300_000);
 
   afterAll(async () => {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const TRAIN_TIMEOUT_MS = 300_000;
@@ -30,20 +31,12 @@ describe('every run starts from its model; one tab owns a live run; Stop within 
   let browser: Browser;
   let used: BrowserContext;
   let tab: Page;
-  const logs: string[] = [];
+  const { watch, withLogs } = browserLogs();
   let reference: Steps = [];
 
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
   const openTab = async (context: BrowserContext): Promise<Page> => {
     const page = await context.newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
     await page.goto(`${app.url}/`);
     await page.getByLabel(/built-in demo model/).check();
     await page.getByTestId('load-model').click();

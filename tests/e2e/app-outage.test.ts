@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const DEMO = process.env.WEBGRPO_OUTAGE_DEMO === '1';
@@ -23,21 +24,12 @@ describe('a run survives its env-server going away and coming back', { timeout: 
   let app: AppServer;
   let browser: Browser;
   let page: Page;
-  const logs: string[] = [];
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
-
+  const { watch, withLogs } = browserLogs();
   beforeAll(async () => {
     app = await startAppServer();
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
   }, 300_000); // builds the app with Vite, then starts Chromium
 
   afterAll(async () => {

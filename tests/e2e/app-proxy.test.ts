@@ -10,6 +10,7 @@ import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 // Slow by nature (Chromium): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -31,14 +32,14 @@ describe('the app with a proxied OpenEnv server', () => {
   let browser: Browser;
   let page: Page;
   const upstreamLog: string[] = [];
-  const logs: string[] = [];
+  const { watch, tail } = browserLogs();
 
   beforeAll(async () => {
     upstream = await createEnvServer({ port: 0, logger: (line) => upstreamLog.push(line) });
     app = await startAppServer({ upstreams: { arena: [`${upstream.url}/envs/catch`], gone: [`http://127.0.0.1:${await refusedPort()}`] } });
     browser = await launchChromium();
     page = await browser.newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
+    watch(page);
   });
 
   afterAll(async () => {
@@ -62,7 +63,7 @@ describe('the app with a proxied OpenEnv server', () => {
     await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
     await expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 240_000, interval: 1000 }).toMatch(/finished|failed/);
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-20).join('\n')}`).toBe('finished');
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail(20)}`).toBe('finished');
     // Every rollout's episode ran on the upstream, through the proxy; none is left open.
     const opened = upstreamLog.filter((l) => l.startsWith('session open catch#')).length;
     expect(opened).toBeGreaterThanOrEqual(Number(E2E_RUN_CONFIG.num_generations));

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 /** Building the app, loading the model and a few tiny steps on SwiftShader: a minute alone, more on a loaded machine. */
@@ -26,16 +27,9 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
   let browser: Browser;
   let owner: BrowserContext;
   let page: Page;
-  const logs: string[] = [];
+  const { watch, withLogs } = browserLogs();
   let finishedId = '';
 
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
   // Text fields and choices (train_mode is a select: these runs train a LoRA adapter).
   const fill = fillConfig;
   const startRun = async (config: Record<string, unknown>): Promise<string> => {
@@ -57,8 +51,7 @@ describe('runs you can find again', { timeout: 600_000 }, () => {
     browser = await launchChromium();
     owner = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     page = await owner.newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
   }, 300_000); // builds the app with Vite, then starts Chromium
 
   afterAll(async () => {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const STEPS = 12;
@@ -33,7 +34,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
   let app: AppServer;
   let browser: Browser;
   let page: Page;
-  const logs: string[] = [];
+  const logs = browserLogs();
   const store = async (method: string, path: string, body?: unknown, token?: string) => {
     const res = await fetch(`${app.url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { 'x-webgrpo-write-token': token } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -48,8 +49,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
     // to 8 GiB so the refused batch below is refused on any machine.
     await context.addInitScript(() => Object.defineProperty(Navigator.prototype, 'deviceMemory', { get: () => 8 }));
     page = await context.newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    logs.watch(page);
   }, 300_000);
 
   afterAll(async () => {
@@ -157,7 +157,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
       ],
     };
     const imported = (await store('POST', '/api/runs/import', file)).body as { id: string; writeToken: string; shareToken: string };
-    logs.length = 0;
+    logs.lines.length = 0;
     await page.goto(`${app.url}/#/runs/${imported.id}?share=${imported.shareToken}`);
     await page.getByTestId('malformed-rollouts').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('malformed-rollouts').locator('li').allTextContents()).toEqual([
@@ -170,7 +170,7 @@ describe('the setup page and the run page tell the truth', { timeout: 600_000 },
     expect(await page.getByTestId('chart-kl').count()).toBe(1);
     expect(await page.getByTestId('config-view').count()).toBe(1);
     expect(await page.getByTestId('render-error').count()).toBe(0);
-    expect(logs.filter((l) => l.startsWith('[pageerror]'))).toEqual([]);
+    expect(logs.lines.filter((l) => l.startsWith('[pageerror]'))).toEqual([]);
     // The runs list deletes a run this browser owns, after a confirmation.
     await page.evaluate(([id, token]) => localStorage.setItem(`webgrpo.run.${id}`, token), [imported.id, imported.writeToken]);
     await page.goto(`${app.url}/#/runs`);

@@ -19,6 +19,7 @@ import type { RolloutView } from '../../workers/api.ts';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 vi.setConfig({ testTimeout: 900_000, hookTimeout: 600_000 });
 
@@ -68,15 +69,14 @@ describe('the app trains a vision-language model', () => {
   let browser: Browser;
   let page: Page;
   let folder = '';
-  const logs: string[] = [];
+  const { watch, withLogs, tail } = browserLogs();
 
   beforeAll(async () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     app = await startAppServer();
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 1000 } })).newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
+    watch(page);
     folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'webgrpo-e2e-vlm-')), 'tiny-qwen3_5-vl');
     fs.mkdirSync(folder);
     for (const [name, bytes] of await makeTinyCheckpointFiles({ arch: 'qwen3_5', vision: true, seed: 3 })) fs.writeFileSync(path.join(folder, name), bytes);
@@ -88,13 +88,6 @@ describe('the app trains a vision-language model', () => {
   }, 60_000);
 
   it('a picked tiny VL folder trains GRPO on "BrowserGym (screenshots)"; the viewer shows the screenshots the model read', async () => {
-    const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-      try {
-        return await what;
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-      }
-    };
     await page.goto(`${app.url}/#/`);
     await page.getByLabel('local folder').check();
     await page.locator('input[type=file][webkitdirectory]').setInputFiles(folder);
@@ -116,7 +109,7 @@ describe('the app trains a vision-language model', () => {
     const id = page.url().split('/').pop()!;
     await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: 720_000, interval: 2000 }).toMatch(/finished|failed/));
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail()}`).toBe('finished');
 
     // The GRPO step: both rollouts called a tool, and its screenshot's image tokens were in their context.
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as { steps: { metrics: Record<string, number | null> }[] };

@@ -20,6 +20,7 @@ import { TINY_MODEL_OPTIONS } from '../../workers/load-model.ts';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
 import { E2E_RUN_CONFIG, fillConfig } from './run-config.ts';
+import { browserLogs } from './browser-logs.ts';
 
 // Slow by nature (Chromium): longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -53,27 +54,14 @@ describe('the app in Chromium', () => {
   let browser: Browser;
   let owner: BrowserContext;
   let page: Page;
-  const logs: string[] = [];
+  const { watch, withLogs, tail } = browserLogs();
   let runId = '';
   /** The PEFT files the adapter download held (the ONNX download must carry their effect). */
   let adapterFiles = new Map<string, Uint8Array>();
 
-  const watch = (p: Page, who: string) => {
-    p.on('console', (m) => logs.push(`[${who} ${m.type()}] ${m.text()}`));
-    p.on('pageerror', (e) => logs.push(`[${who} pageerror] ${e.message}`));
-  };
   const shot = async (p: Page, name: string) => {
     await p.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
   };
-  /** Failure messages carry the browser's console: the worker's errors show up there. */
-  const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-    try {
-      return await what;
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-    }
-  };
-
   beforeAll(async () => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     app = await startAppServer();
@@ -108,7 +96,7 @@ describe('the app in Chromium', () => {
     runId = /#\/runs\/([A-Za-z0-9_-]+)$/.exec(page.url())![1]!;
     await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail()}`).toBe('finished');
     expect(Number(await page.getByTestId('chart-reward').getAttribute('data-points'))).toBe(GRPO_STEPS);
     expect(Number(await page.getByTestId('chart-loss').getAttribute('data-points'))).toBe(SFT_STEPS + GRPO_STEPS);
     const rollouts = page.getByTestId('rollout');
@@ -299,7 +287,7 @@ describe('the app in Chromium', () => {
       await page.waitForURL(/#\/runs\/[A-Za-z0-9_-]+$/);
       await withLogs(expect.poll(() => page.getByTestId('run-status').textContent(), { timeout: TRAIN_TIMEOUT_MS, interval: 1000 }).toMatch(/finished|failed/));
       const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-      expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+      expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail()}`).toBe('finished');
       expect(Number(await page.getByTestId('chart-reward').getAttribute('data-points'))).toBe(GRPO_STEPS);
       expect(Number(await page.getByTestId('chart-loss').getAttribute('data-points'))).toBe(SFT_STEPS + GRPO_STEPS);
       expect(await page.getByTestId('rollout').count()).toBe(Number(E2E_RUN_CONFIG.num_generations));

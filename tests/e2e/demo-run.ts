@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { launchChromium } from '../../bench/browser/harness.ts';
 import { DEMO_STEPS, ends } from '../rl-learn/demo-steps.ts';
 import { startAppServer, type AppServer } from './app-server.ts';
+import { browserLogs } from './browser-logs.ts';
 
 export const FULL = process.env.WEBGRPO_DEMO_FULL === '1';
 /** The run on SwiftShader: the whole catch preset ~15 min on 2 busy cores (up to 35 min allowed, for a slower CI machine), its first steps a few minutes. */
@@ -30,7 +31,7 @@ export interface StoredRun {
 export function useDemoApp(): { demoRun(preset: 'catch' | 'echo', steps: number | 'preset'): Promise<{ stored: StoredRun; chartFilledWhileRunning: boolean }> } {
   let app: AppServer;
   let browser: Browser;
-  const logs: string[] = [];
+  const { watch, withLogs, tail } = browserLogs();
 
   beforeAll(async () => {
     app = await startAppServer();
@@ -44,15 +45,7 @@ export function useDemoApp(): { demoRun(preset: 'catch' | 'echo', steps: number 
 
   async function demoRun(preset: 'catch' | 'echo', steps: number | 'preset') {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
-    page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
-    const withLogs = async <T>(what: Promise<T>): Promise<T> => {
-      try {
-        return await what;
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\n--- browser console ---\n${logs.slice(-30).join('\n')}`);
-      }
-    };
+    watch(page);
     await page.goto(`${app.url}/`);
     await page.getByTestId('load-model').click();
     await withLogs(expect.poll(() => page.getByTestId('model-info').textContent(), { timeout: 120_000 }).toContain('built-in demo'));
@@ -78,7 +71,7 @@ export function useDemoApp(): { demoRun(preset: 'catch' | 'echo', steps: number 
         .toMatch(/finished|failed|stopped/),
     );
     const messages = await page.locator('[role=status], [role=alert], .error').allTextContents();
-    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${logs.slice(-30).join('\n')}`).toBe('finished');
+    expect(await page.getByTestId('run-status').textContent(), `${messages.join('\n')}\n${tail()}`).toBe('finished');
     const stored = (await (await fetch(`${app.url}/api/runs/${id}`)).json()) as StoredRun;
     const grpoSteps = stored.steps.filter((s) => typeof s.metrics.reward === 'number').length;
     expect(Number(await page.getByTestId('chart-reward').getAttribute('data-points'))).toBe(grpoSteps);
