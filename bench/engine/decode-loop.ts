@@ -54,6 +54,10 @@ export async function playEpisodes(engine: WebGpuEngine, scheduler: Scheduler, B
     timeOut: () => undefined,
     releaseSequence: (episode) => episode.seq && engine.releaseSequence(episode.seq),
     endEpisode: async (episode) => driver.releaseSequence(episode),
+    // No env server: no session limit, nothing waits for a session.
+    sessionLimit: () => Infinity,
+    waitingForSession: () => false,
+    sessionChange: () => new Promise<void>(() => undefined),
     stats: emptyRolloutStats(),
     progress: new RolloutCounter(B, () => undefined),
   };

@@ -75,6 +75,8 @@ export async function startLatencyRelay(upstream: string, profile: LatencyProfil
     let sessionKey: number | null = null;
     let replies = 0;
     let lastSendAt = 0;
+    /** The last held-back reply's delivery: a close goes after it (a timer of its own could fire first, Date.now() having ticked). */
+    let delivered: Promise<void> = Promise.resolve();
     client.on('message', (data, isBinary) => {
       if (sessionKey === null) sessionKey = textHash(data.toString());
       if (up.readyState === WebSocket.OPEN) up.send(data, { binary: isBinary });
@@ -89,9 +91,10 @@ export async function startLatencyRelay(upstream: string, profile: LatencyProfil
       // In order per session: a reply never overtakes an earlier, slower one.
       const sendAt = Math.max(lastSendAt, Date.now() + delay);
       lastSendAt = sendAt;
-      setTimeout(() => {
+      delivered = new Promise<void>((resolve) => setTimeout(() => {
         if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
-      }, sendAt - Date.now());
+        resolve();
+      }, sendAt - Date.now()));
     });
     const closeBoth = (code?: number) => {
       const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000;
@@ -100,7 +103,7 @@ export async function startLatencyRelay(upstream: string, profile: LatencyProfil
       sockets.delete(up);
     };
     // A close waits behind the replies still held back, so the client sees them first.
-    up.on('close', (code) => setTimeout(() => closeBoth(code), Math.max(0, lastSendAt - Date.now())));
+    up.on('close', (code) => void delivered.then(() => closeBoth(code)));
     client.on('close', (code) => closeBoth(code));
     up.on('error', () => closeBoth(1011));
     client.on('error', () => closeBoth(1011));

@@ -1,8 +1,8 @@
 // The OpenEnv client an environment class holds (`import { EnvClient, envUrl } from 'webgrpo/openenv'`), as
 // OpenEnv's Python `EnvClient`/`MCPToolClient` are held by TRL's example classes: `reset` starts an
 // episode (closing the previous one), `step`, `state`, `listTools`, `callTool`, `close`. It speaks `/ws`
-// (capacity refusals retried, as withEpisode does, and once a server named its session limit, episodes
-// queued under it: every class instance of a run shares one queue per URL) and, for a server without a
+// (through withEpisode: once a server named its session limit, episodes queue under it, one queue per URL
+// for the whole process) and, for a server without a
 // `/ws` route, its HTTP routes. `envUrl(name)` is the base URL the run was given for an env (TRL's examples take `--env-host`).
 
 import { OpenEnvError } from './errors.ts';
@@ -10,7 +10,7 @@ import { HttpEpisode, lacksWsRoute } from './http-episode.ts';
 import { rpcToolResult, toolCallValue, type McpTool, parseToolList } from './mcp.ts';
 import type { OpenEnvSession } from './client.ts';
 import { envProtocol } from './protocol.ts';
-import { SessionLimiter } from './session-limit.ts';
+import { currentSessionWait, type SessionWait } from './session-limit.ts';
 import type { JsonRpcRequest, JsonRpcResponse, StepResult } from './types.ts';
 import { withEpisode } from './with-episode.ts';
 
@@ -34,9 +34,6 @@ export interface ToolCallResult {
   done: boolean;
 }
 
-/** One queue per server for all clients: OpenEnv's grid_world and maze serve one session at a time. */
-const sessions = new SessionLimiter();
-
 export class EnvClient {
   readonly baseUrl: string;
   private transport: Transport | null = null;
@@ -53,31 +50,23 @@ export class EnvClient {
   /**
    * Starts a new episode (the previous one is closed) and returns its reset step. The trainer's reset
    * defaults (withResetDefaults: the episode's seed) are read before the first await, so a class whose
-   * reset calls this first plays the run's seeded games; its own kwargs win over them.
+   * reset calls this first plays the run's seeded games; its own kwargs win over them. So is the
+   * rollout's SessionWait: its time waiting for a session does not count against its timeouts.
    */
   async reset(kwargs: Record<string, unknown> = {}): Promise<StepResult> {
     kwargs = { ...resetDefaults, ...kwargs };
+    const wait = currentSessionWait();
     await this.close();
     const epoch = this.epoch;
     try {
-      const { value, release } = await sessions.open(this.baseUrl, () => openWs(this.baseUrl, kwargs, this.timeoutMs));
-      const transport: Transport = {
-        ...value.transport,
-        close: async () => {
-          try {
-            await value.transport.close();
-          } finally {
-            release();
-          }
-        },
-      };
+      const { transport, first } = await openWs(this.baseUrl, kwargs, this.timeoutMs, wait);
       // Closed while it waited (the rollout gave up on this reset): a late session must not hold the server's only one.
       if (epoch !== this.epoch) {
         await transport.close();
         throw new Error(`EnvClient(${this.baseUrl}): closed while reset() waited for a session`);
       }
       this.transport = transport;
-      return value.first;
+      return first;
     } catch (err) {
       if (!lacksWsRoute(err)) throw err;
     }
@@ -160,7 +149,7 @@ export function withResetDefaults<T>(defaults: Record<string, unknown> | null, f
 }
 
 /** A `/ws` episode held open until closed (withEpisode owns connect, reset, capacity retries and close). */
-function openWs(baseUrl: string, reset: Record<string, unknown>, timeoutMs: number): Promise<{ transport: Transport; first: StepResult }> {
+function openWs(baseUrl: string, reset: Record<string, unknown>, timeoutMs: number, sessionWait: SessionWait | null): Promise<{ transport: Transport; first: StepResult }> {
   return new Promise((resolve, reject) => {
     let finish!: () => void;
     const finished = new Promise<void>((r) => (finish = r));
@@ -181,7 +170,7 @@ function openWs(baseUrl: string, reset: Record<string, unknown>, timeoutMs: numb
         });
         await finished;
       },
-      { reset, timeoutMs },
+      { reset, timeoutMs, sessionWait },
     );
     running.catch(reject);
   });

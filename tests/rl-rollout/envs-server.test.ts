@@ -10,6 +10,7 @@ import { envTools } from '../../src/rl/rollout/env.ts';
 import type { ClassEnv } from '../../src/rl/tasks/env-class.ts';
 import { builtinClassTask } from '../../src/rl/tasks/env-class-builtin.ts';
 import { runRollouts } from '../../src/rl/rollout/rollout.ts';
+import { connect } from '../../src/openenv/index.ts';
 import { callText, FakeEngine } from './fake-engine.ts';
 import { qwen3Tokenizer } from './qwen3-tokenizer.ts';
 import { SamplingFakeEngine } from './sampling-engine.ts';
@@ -100,13 +101,14 @@ describe('example envs over the built-in env-server', () => {
     const capped = await createEnvServer({ port: 0, maxConcurrentEnvs: 1 });
     try {
       const noRetry = openEnvEpisodes({ retries: 0, timeoutMs: 10_000 });
-      const a = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
+      // Another client holds the one session (this process's own episodes would queue for it instead).
+      const other = await connect(`${capped.url}/envs/echo`);
+      await other.reset({});
       const b = new EpisodeSlot(`${capped.url}/envs/echo`, noRetry);
-      await a.reset();
       const refused = await b.reset().catch((err: unknown) => err);
       expect(refused).toBeInstanceOf(EnvFailure);
       expect((refused as Error).message).toMatch(/Server at capacity: 1\/1 sessions active/);
-      await a.close();
+      await other.close();
     } finally {
       await capped.close();
     }

@@ -57,23 +57,26 @@ describe("OpenEnv's finqa", () => {
 
   // `train --env URL --dataset …` on the real finqa (one session: create_app's default) lost 5 of 8
   // rollouts to "reset failed: Server at capacity: 1/1 sessions active"; they wait for the session now.
-  it('eight rollouts on a one-session server all play and score, one session at a time', async () => {
-    const server = await startReplayServer('finqa', { maxSessions: 1 });
-    try {
-      const task = await mcpTask(server.url, PROMPT);
-      const tok = qwen3Tokenizer();
-      // The continuous scheduler (the trainer's default): an episode plays while others wait for the session.
-      // No retries of a refusal: jittered retries outlast these millisecond episodes, not a model's turns.
-      const policy = (context: string) => [context.includes('<tool_response>') ? 'Done.<|im_end|>' : callText('submit_answer', { answer: '1200' }) + '<|im_end|>'];
-      const engine = new SamplingFakeEngine(tok, policy, { maxBatch: 8 });
-      const rollouts = await runRollouts({ engine, tokenizer: tok, rows: task.dataset(8), envFactory: task.envFactory({}, openEnvEpisodes({ retries: 0 })), config: { ...CONFIG, rollout_scheduler: 'continuous' }, seed: 1, maxBatchSize: 8 });
-      const rewards = await task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
-      expect(rollouts.map((r) => [r.error, r.toolCalls, r.toolFailures])).toEqual(Array(8).fill([undefined, 1, 0]));
-      expect(rewards).toEqual(Array(8).fill(1));
-      expect(server.peakSessions).toBe(1);
-      expect(server.refused).toBeGreaterThan(0);
-    } finally {
-      await server.close();
-    }
-  });
+  // With lockstep a wave of eight waited for resets queued behind its own first episode: forever, as the
+  // MCP path sets no env_call_timeout_s; the waiting ones play in the next waves now.
+  for (const scheduler of ['continuous', 'lockstep'] as const) {
+    it(`${scheduler}: eight rollouts on a one-session server all play and score, one session at a time`, async () => {
+      const server = await startReplayServer('finqa', { maxSessions: 1 });
+      try {
+        const task = await mcpTask(server.url, PROMPT);
+        const tok = qwen3Tokenizer();
+        const policy = (context: string) => [context.includes('<tool_response>') ? 'Done.<|im_end|>' : callText('submit_answer', { answer: '1200' }) + '<|im_end|>'];
+        const engine = new SamplingFakeEngine(tok, policy, { maxBatch: 8 });
+        // No retries of a refusal: the first one names the limit, and the episodes queue under it.
+        const rollouts = await runRollouts({ engine, tokenizer: tok, rows: task.dataset(8), envFactory: task.envFactory({}, openEnvEpisodes({ retries: 0 })), config: { ...CONFIG, rollout_scheduler: scheduler }, seed: 1, maxBatchSize: 8 });
+        const rewards = await task.rewardFuncs[0]!({ prompts: [], completions: [], completion_ids: [], environments: rollouts.map((r) => r.env), trainer_state: { global_step: 0 } });
+        expect(rollouts.map((r) => [r.error, r.toolCalls, r.toolFailures])).toEqual(Array(8).fill([undefined, 1, 0]));
+        expect(rewards).toEqual(Array(8).fill(1));
+        expect(server.peakSessions).toBe(1);
+        expect(server.refused).toBeGreaterThan(0);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });

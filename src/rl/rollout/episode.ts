@@ -156,6 +156,15 @@ export interface EpisodeDriver {
    * Never rejects.
    */
   endEpisode(episode: Episode): Promise<void>;
+  /**
+   * Most episodes the env servers serve at once, as a refusal named it (OpenEnv's create_app serves one
+   * by default); Infinity until one did. It may drop while a batch plays: schedulers read it at each admission.
+   */
+  sessionLimit(): number;
+  /** The episode's reset waits for a server's session that other episodes hold (its clock stands still meanwhile). */
+  waitingForSession(episode: Episode): boolean;
+  /** Resolves at the next change of the batch's waits for sessions (one granted, queued, given back, a limit learned). */
+  sessionChange(): Promise<void>;
   stats: RolloutStats;
   /** Live counts for progress displays. */
   progress: RolloutCounter;

@@ -5,7 +5,9 @@
 // So env latency overlaps GPU work and one slow reply delays only its own episode. At most `maxBatchSize`
 // episodes hold a slot (an env session and an engine sequence with its KV rows) at once: the rest wait
 // in rollout order, and each takes the slot of an episode that ended — its reset starts then, and the
-// first turn joins a decode step when the reset is in. Each episode samples from its own stream (engine
+// first turn joins a decode step when the reset is in. No more episodes hold a slot than the env server
+// serves sessions once it named its limit (driver.sessionLimit), so an episode waits for its session
+// here, before its reset starts, not in the server's queue. Each episode samples from its own stream (engine
 // GenerateItem.stream), so its tokens do not depend on which steps it shared. The whole batch is one
 // engine decode session, fed step by step: a call costs the host one round trip to the GPU. When nothing
 // can join (no turn ready, no env call running), up to DECODE_CHAIN_MAX steps are chained in one call;
@@ -74,7 +76,7 @@ async function feed(session: DecodeSession, episodes: Episode[], driver: Episode
   let slotsUsed = 0;
   /** Episodes take free slots in rollout order (their reset starts then); one that cannot start gives its slot on. */
   const admit = (): void => {
-    while (!failure && slotsUsed < opts.maxBatchSize && waiting.length > 0) {
+    while (!failure && slotsUsed < Math.min(opts.maxBatchSize, driver.sessionLimit()) && waiting.length > 0) {
       const episode = waiting.shift()!;
       slotsUsed++;
       track(driver.firstTurn(episode).then((request) => enqueue(episode, request)));

@@ -4,29 +4,68 @@
 // waits for every env reply before the next turn. An episode that ends gives back its sequence and closes
 // its env session at once; the next wave starts when the wave's last session is closed. Simple and
 // GPU-efficient per step, but one slow env reply stalls the whole wave (rollout-continuous.ts does not wait).
+// A wave is no wider than the sessions the env server serves once it named its limit (driver.sessionLimit);
+// a reset that waits for a session the wave's own episodes hold (the limit was learned from this wave's
+// refusals) would wait for the wave to end, so it moves to the next wave, and a one-session server plays
+// its episodes one wave after another.
 
 import { timedGenerate, type Episode, type EpisodeDriver, type TurnRequest } from './episode.ts';
 
-export async function runLockstep(episodes: Episode[], driver: EpisodeDriver, opts: { maxBatchSize: number }): Promise<void> {
-  if (!(opts.maxBatchSize >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${opts.maxBatchSize}`);
-  for (let from = 0; from < episodes.length; from += opts.maxBatchSize) await playWave(episodes.slice(from, from + opts.maxBatchSize), driver);
+/** An episode whose reset started: its first turn, and that turn once it is in. */
+interface Started {
+  first: Promise<TurnRequest | null>;
+  turn?: TurnRequest | null;
 }
 
-async function playWave(wave: Episode[], driver: EpisodeDriver): Promise<void> {
+export async function runLockstep(episodes: Episode[], driver: EpisodeDriver, opts: { maxBatchSize: number }): Promise<void> {
+  if (!(opts.maxBatchSize >= 1)) throw new Error(`maxBatchSize must be ≥ 1, got ${opts.maxBatchSize}`);
+  const unstarted = [...episodes];
+  /** Started episodes that did not play yet, in rollout order (resets start in rollout order). */
+  const started = new Map<Episode, Started>();
+  while (unstarted.length > 0 || started.size > 0) {
+    while (started.size < Math.min(opts.maxBatchSize, driver.sessionLimit()) && unstarted.length > 0) {
+      const episode = unstarted.shift()!;
+      const entry: Started = { first: driver.firstTurn(episode) };
+      // A rejection (a rollout bug) is thrown where nextWave awaits `first`.
+      entry.first.then((turn) => (entry.turn = turn), () => undefined);
+      started.set(episode, entry);
+    }
+    const wave = await nextWave(started, driver);
+    for (const [episode] of wave) started.delete(episode);
+    await playWave(wave, driver);
+  }
+}
+
+/**
+ * The started episodes whose first turn is in, once no other one's reset is running but those that wait
+ * for a session: the waiting ones play in a later wave.
+ */
+async function nextWave(started: Map<Episode, Started>, driver: EpisodeDriver): Promise<[Episode, TurnRequest | null][]> {
+  for (;;) {
+    const entries = [...started];
+    const pending = entries.filter(([, s]) => s.turn === undefined);
+    const ready = entries.filter(([, s]) => s.turn !== undefined);
+    if (ready.length > 0 && pending.every(([e]) => driver.waitingForSession(e))) return ready.map(([e, s]) => [e, s.turn!]);
+    await Promise.race([driver.sessionChange(), ...pending.map(([, s]) => s.first)]);
+  }
+}
+
+async function playWave(wave: [Episode, TurnRequest | null][], driver: EpisodeDriver): Promise<void> {
+  const episodes = wave.map(([e]) => e);
   const ending: Promise<void>[] = [];
-  let live = new Set(wave);
+  let live = new Set(episodes);
   /** Ends the episodes of the wave that have no next turn. */
   const endAllBut = (requests: TurnRequest[]): void => {
     const next = new Set(requests.map((r) => r.episode));
     for (const e of live) if (!next.has(e)) ending.push(driver.endEpisode(e));
     live = next;
   };
-  let requests = (await Promise.all(wave.map((e) => driver.firstTurn(e)))).filter((r): r is TurnRequest => r !== null);
+  let requests = wave.map(([, r]) => r).filter((r): r is TurnRequest => r !== null);
   endAllBut(requests);
   while (requests.length > 0) {
     await generateTurn(driver, requests);
     driver.progress.decodeIdle();
-    const withCalls = wave.filter((e) => e.pendingCalls.length > 0 && !e.rollout.error);
+    const withCalls = episodes.filter((e) => e.pendingCalls.length > 0 && !e.rollout.error);
     // The iteration cap leaves the last turn's calls unexecuted.
     const next = await Promise.all(withCalls.filter((e) => e.iterations < driver.maxIterations).map((e) => driver.toolTurn(e)));
     // Keep the batch in rollout order whatever order the env calls finished in.

@@ -25,11 +25,14 @@ import { executeToolCalls, type ToolMessage } from './tools.ts';
 import { appendedImages, DROPPED_IMAGE_TEXT, dropOldestImages, expandImagePlaceholders, type ImageTokenizer } from './image-tokens.ts';
 import { contentImages, templateContent } from './images.ts';
 import { DEFAULT_CONFIG, type RolloutSchedulerName } from '../config.ts';
+import { withSessionWait } from '../../openenv/session-limit.ts';
+import { BatchSessions, bounded, type Bounded } from './batch-sessions.ts';
 
 export type { Rollout, RolloutEngine, RolloutStats } from './episode.ts';
 export type { RolloutProgress } from './progress.ts';
 
 export type { RolloutSchedulerName };
+export type { Bounded };
 
 /** The GRPOConfig keys the rollout reads (TRL names, plus webgrpo's rollout keys), already checked by config.ts. */
 export interface RolloutConfig {
@@ -42,9 +45,9 @@ export interface RolloutConfig {
   chat_template_kwargs?: Record<string, unknown> | null;
   /** No default and no check here: config.ts's default (continuous) and its choices are the ones. */
   rollout_scheduler: RolloutSchedulerName;
-  /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too); past it the episode is closed as unscorable. null = none. */
+  /** Wall-clock cap of one episode from its first turn (a wait for a decode slot does not count; the reset is capped by it too, less its wait for a session); past it the episode is closed as unscorable. null = none. */
   episode_timeout_s?: number | null;
-  /** Cap on one env call (a reset, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
+  /** Cap on one env call (a reset less its wait for a server's session, or one turn's tool calls); past it the episode is closed as unscorable. null = none. */
   env_call_timeout_s?: number | null;
   /**
    * Most env sessions open at once (OpenEnv servers' MAX_CONCURRENT_ENVS), for a server capped below the
@@ -96,7 +99,7 @@ export type ResetOutcome = PromiseSettledResult<Bounded<string | null>>;
 
 /**
  * One generation batch's resets (prepareResets). A reset starts when its episode is admitted to a slot
- * (`take`), or earlier for the first `envSlots` rows when prefetched, so no more env sessions are open
+ * (`take`), or earlier for the first `slots` rows when prefetched, so no more env sessions are open
  * than episodes playing.
  */
 export interface PreparedResets {
@@ -105,8 +108,10 @@ export interface PreparedResets {
   envs: ToolEnv[];
   /** ms; Infinity = none. */
   resetLimit: number;
-  /** Episodes playing at once (envSlots): the most sessions this batch opens at a time. */
+  /** Episodes playing at once (envSlots, and no more than the session limit the run learned): the most sessions this batch opens at a time. */
   slots: number;
+  /** The batch's waits for env sessions (its resets report on them) and the session limit the run learned. */
+  sessions: BatchSessions;
   /** Row i's reset, started now unless prefetched; taken once. Never rejects. */
   take(i: number): Promise<ResetOutcome>;
   /**
@@ -129,9 +134,10 @@ export function envSlots(rows: number, maxBatchSize: number | undefined, config:
 
 /**
  * The resets of one batch (pooled env instance per slot, TRL's order), each bounded by env_call_timeout_s
- * and episode_timeout_s. Starts the first `envSlots` of them now — those the first admissions take —
- * and the rest when their episode is admitted. runRollouts calls it itself; a trainer calls it one
- * generation ahead so that those resets' network time overlaps the optimizer step.
+ * and episode_timeout_s, less the time it waits for a session that another episode of the batch holds
+ * (batch-sessions.ts). Starts the first `slots` of them now — those the first admissions take — and the
+ * rest when their episode is admitted. runRollouts calls it itself; a trainer calls it one generation
+ * ahead so that those resets' network time overlaps the optimizer step.
  */
 export function prepareResets(
   envFactory: EnvFactory,
@@ -143,13 +149,19 @@ export function prepareResets(
     if (!Array.isArray(row.prompt) || row.prompt.length === 0) throw new Error(`row ${i}: 'prompt' must be a non-empty list of messages`);
   });
   const resetLimit = Math.min(seconds(config.env_call_timeout_s), seconds(config.episode_timeout_s));
-  const slots = envSlots(rows.length, maxBatchSize, config);
+  const sessions = new BatchSessions(envFactory);
+  const slots = Math.min(envSlots(rows.length, maxBatchSize, config), sessions.limit());
   const envs = poolFor(envFactory).take(rows.length);
   const outcomes: (Promise<ResetOutcome> | undefined)[] = [];
   const taken = new Set<number>();
   let discarded = false;
   const start = (i: number): Promise<ResetOutcome> =>
-    (outcomes[i] ??= bounded(Promise.resolve().then(() => envs[i]!.reset(rows[i]!)), resetLimit).then(
+    (outcomes[i] ??= bounded(
+      Promise.resolve().then(() => withSessionWait(sessions.waitFor(i), () => envs[i]!.reset(rows[i]!))),
+      resetLimit,
+      () => sessions.paused(i),
+      (listener) => sessions.onChange(listener),
+    ).then(
       (value): ResetOutcome => ({ status: 'fulfilled', value }),
       (reason: unknown): ResetOutcome => ({ status: 'rejected', reason }),
     ));
@@ -159,6 +171,7 @@ export function prepareResets(
     envs,
     resetLimit,
     slots,
+    sessions,
     take(i) {
       if (discarded) throw new Error('these resets were discarded');
       if (taken.has(i)) throw new Error(`reset ${i} was already taken`);
@@ -253,21 +266,6 @@ export function renderPrompt(input: PromptRenderInput): { text: string; ids: num
     specialTokens: templateSpecialTokens(input.tokenizer),
   });
   return { text, ids: input.tokenizer.encode(text) };
-}
-
-/** Outcome of an env call raced against a time limit. */
-export type Bounded<T> = { done: true; value: T } | { done: false };
-
-/** Races `work` against `ms` (Infinity = no limit); a late result is dropped. */
-async function bounded<T>(work: Promise<T>, ms: number): Promise<Bounded<T>> {
-  if (!Number.isFinite(ms)) return { done: true, value: await work };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<Bounded<T>>((resolve) => (timer = setTimeout(() => resolve({ done: false }), Math.max(0, ms))));
-  try {
-    return await Promise.race([work.then((value): Bounded<T> => ({ done: true, value })), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function seconds(s: number | null | undefined): number {
@@ -447,7 +445,20 @@ class EpisodeRunner implements EpisodeDriver {
     this.releaseSequence(episode);
     // The slot is free once the server let the session go; a close that hangs holds it one env call at most.
     await this.progress.envCall(bounded(this.closeEnv(episode), this.limits.callMs));
+    this.resets.sessions.ended(episode.index);
     this.progress.episodeDone();
+  }
+
+  sessionLimit(): number {
+    return this.resets.sessions.limit();
+  }
+
+  waitingForSession(episode: Episode): boolean {
+    return this.resets.sessions.queued(episode.index);
+  }
+
+  sessionChange(): Promise<void> {
+    return this.resets.sessions.change();
   }
 
   /**
@@ -478,9 +489,10 @@ export async function runRollouts(opts: RunRolloutsOptions): Promise<Rollout[]> 
   const t0 = performance.now();
   const { tokenizer, rows, config } = opts;
   const limits = episodeLimits(config, opts.engine, tokenizer, opts.imageTokenizer);
-  // Episodes play (hold a decode slot and an env session) `slots` at a time; each one's reset starts
-  // when it is admitted — or was started while the previous generation trained (prefetched) — and its
-  // session is closed when it ends, so no more sessions are open than episodes playing.
+  // Episodes play (hold a decode slot and an env session) `slots` at a time, and no more than the
+  // session limit the env servers named (the schedulers read it as it is learned); each one's reset
+  // starts when it is admitted — or was started while the previous generation trained (prefetched) —
+  // and its session is closed when it ends, so no more sessions are open than episodes playing.
   const slots = envSlots(rows.length, opts.maxBatchSize, config);
   const resets = opts.prefetched ?? prepareResets(opts.envFactory, rows, config, slots);
   if (resets.rows !== rows) throw new Error('runRollouts: the prefetched resets were started for other rows');

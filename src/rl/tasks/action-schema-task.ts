@@ -10,7 +10,6 @@ import { replyText } from '../../openenv/http-reply.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { DatasetRow, Tool, ToolEnv } from '../rollout/env.ts';
 import type { JsonSchema, ToolSchema } from '../rollout/schema.ts';
-import { sessionLimitedEpisodes } from './session-limited-episodes.ts';
 import { EpisodeSlot, openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
 import type { ChatTemplateTask } from './task.ts';
 
@@ -179,7 +178,7 @@ export async function describeEnv(url: string, fetchImpl: typeof fetch = fetch):
  * The task of the action-protocol env at `url`: its one tool, the env's reward, and the user's prompts,
  * or with none the env's own description (the reset observation follows either).
  */
-export async function actionSchemaTask(url: string, prompts: DatasetRow[], open: OpenEpisode = sessionLimitedEpisodes(openEnvEpisodes()), fetchImpl: typeof fetch = fetch): Promise<ChatTemplateTask> {
+export async function actionSchemaTask(url: string, prompts: DatasetRow[], open: OpenEpisode = openEnvEpisodes(), fetchImpl: typeof fetch = fetch): Promise<ChatTemplateTask> {
   const env = await describeEnv(url, fetchImpl);
   const schema = actionToolSchema(env);
   const rows = prompts.length > 0 ? prompts : [{ prompt: [{ role: 'user' as const, content: env.description }] }];
@@ -193,11 +192,7 @@ export async function actionSchemaTask(url: string, prompts: DatasetRow[], open:
     name: 'action-schema',
     // The rows cycled to `size` (default: the user's prompts once each, or the env's prompt 1000 times as TRL's catch).
     dataset: (size = prompts.length > 0 ? prompts.length : 1000) => Array.from({ length: size }, (_, i) => structuredClone(rows[i % rows.length]!)),
-    // Episodes queue for the server's sessions (OpenEnv serves one at a time unless the env says otherwise).
-    envFactory: (_urls, episodes) => {
-      const limited = episodes ? sessionLimitedEpisodes(episodes) : open;
-      return () => new ActionSchemaEnv(url, limited, schema);
-    },
+    envFactory: (_urls, episodes) => () => new ActionSchemaEnv(url, episodes ?? open, schema),
     rewardFuncs: [reward],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true },
   };

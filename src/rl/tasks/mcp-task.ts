@@ -5,7 +5,6 @@ import type { ChatMessage } from '../../model/chat-template.ts';
 import type { DatasetRow } from '../rollout/env.ts';
 import { listEnvTools, McpToolEnv } from './envs/mcp.ts';
 import { openEnvEpisodes, type OpenEpisode } from './envs/episode-session.ts';
-import { sessionLimitedEpisodes } from './session-limited-episodes.ts';
 import type { RewardFunction } from '../grpo/rewards.ts';
 import type { ChatTemplateTask } from './task.ts';
 
@@ -42,7 +41,7 @@ export function parsePromptText(text: string, source: string): DatasetRow[] {
 }
 
 /** The task for the MCP env at `url`; reads its tool list once (a clear error if it is not an MCP env). */
-export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpisode = sessionLimitedEpisodes(openEnvEpisodes())): Promise<ChatTemplateTask> {
+export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpisode = openEnvEpisodes()): Promise<ChatTemplateTask> {
   if (prompts.length === 0) throw new Error(`${url} is an MCP environment none of the built-in tasks knows: give the model a prompt (--prompt TEXT or --dataset FILE.jsonl)`);
   const { tools } = await listEnvTools(url, open);
   const reward: RewardFunction = ({ environments }) =>
@@ -55,11 +54,7 @@ export async function mcpTask(url: string, prompts: DatasetRow[], open: OpenEpis
     name: 'mcp',
     // The prompts cycled to `size` rows (default: each once).
     dataset: (size = prompts.length) => Array.from({ length: size }, (_, i) => structuredClone(prompts[i % prompts.length]!)),
-    // Episodes queue for the server's sessions (OpenEnv's finqa serves one at a time, as create_app's default).
-    envFactory: (_urls, episodes) => {
-      const limited = episodes ? sessionLimitedEpisodes(episodes) : open;
-      return () => new McpToolEnv(url, limited, tools);
-    },
+    envFactory: (_urls, episodes) => () => new McpToolEnv(url, episodes ?? open, tools),
     rewardFuncs: [reward],
     config: { chat_template_kwargs: { enable_thinking: false }, log_completions: true },
   };

@@ -34,7 +34,7 @@ export function seededEpisodes(base: number, seedOf: SeedOf = trainingSeed): See
   let start = base;
   let k = 0;
   const nextSeed = (): number => seedOf(start + k++);
-  const open: OpenEpisode = (baseUrl, reset) => openEpisode(baseUrl, { reset: { ...reset, seed: nextSeed() } });
+  const open: OpenEpisode = (baseUrl, reset, wait) => openEpisode(baseUrl, { reset: { ...reset, seed: nextSeed() }, sessionWait: wait ?? null });
   return Object.assign(open, {
     reseed(next: number) {
       start = next;

@@ -4,6 +4,7 @@
 // env being gone (refused, dropped, timed out: an EnvFailure that makes the rollout unscorable).
 
 import { envProtocol, HttpEpisode, lacksWsRoute, OpenEnvError, withEpisode, type EnvProtocol, type EpisodeOptions, type JsonRpcRequest, type JsonRpcResponse, type StepResult } from '../../../openenv/index.ts';
+import { currentSessionWait, type SessionWait } from '../../../openenv/session-limit.ts';
 import { EnvFailure } from '../../rollout/env.ts';
 
 export interface EpisodeSession {
@@ -19,13 +20,14 @@ export interface EpisodeSession {
 
 /**
  * Opens a connection to an env base URL (e.g. `http://127.0.0.1:8765/envs/catch`) and resets it;
- * `reset` adds kwargs to the reset frame (e.g. browsergym's `task_name`).
+ * `reset` adds kwargs to the reset frame (e.g. browsergym's `task_name`); `wait` hears of its wait for a
+ * session (the rollout's, session-limit.ts).
  */
-export type OpenEpisode = (baseUrl: string, reset?: Record<string, unknown>) => Promise<EpisodeSession>;
+export type OpenEpisode = (baseUrl: string, reset?: Record<string, unknown>, wait?: SessionWait | null) => Promise<EpisodeSession>;
 
-/** Over the OpenEnv client: capacity refusals are retried with jittered backoff before giving up. */
-export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset'> = {}): OpenEpisode {
-  return (baseUrl, reset) => openEpisode(baseUrl, reset ? { ...options, reset } : options);
+/** Over the OpenEnv client: episodes queue under a server's session limit; other refusals are retried with jittered backoff. */
+export function openEnvEpisodes(options: Omit<EpisodeOptions, 'reset' | 'sessionWait'> = {}): OpenEpisode {
+  return (baseUrl, reset, wait) => openEpisode(baseUrl, { ...options, ...(reset ? { reset } : {}), sessionWait: wait ?? null });
 }
 
 /** Base URLs whose `/ws` upgrade was refused with a 4xx: their episodes go over the HTTP routes. */
@@ -106,13 +108,15 @@ export class EpisodeSlot {
    * so a late reset never holds one of the server's sessions.
    */
   async reset(kwargs?: Record<string, unknown>): Promise<StepResult> {
+    // Read before the first await, as the rollout hands it over (withSessionWait).
+    const wait = currentSessionWait();
     const previous = this.session;
     this.session = null;
     const epoch = ++this.epoch;
     await previous?.close();
     let session: EpisodeSession;
     try {
-      session = await this.open(this.baseUrl, kwargs);
+      session = await this.open(this.baseUrl, kwargs, wait);
     } catch (err) {
       throw classifyEnvError(err);
     }
