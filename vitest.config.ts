@@ -26,6 +26,7 @@ const GPU_TESTS = [
   'tests/engine/train-entropy.test.ts',
   'tests/engine/train-grad-parity.test.ts',
   'tests/engine/train-optimizer.test.ts',
+  'tests/engine/train-stop.test.ts',
   'tests/engine/linear-attention-kernels.test.ts',
   'tests/engine/qwen3_5-score*.test.ts', // qwen3_5-score, qwen3_5-score-tokenizer
   'tests/engine/qwen3_5-generate.test.ts',
