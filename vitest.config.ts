@@ -46,6 +46,7 @@ const LEARNING_TESTS = [
   'tests/rl-learn/train-full-model.test.ts',
   'tests/rl-learn/train-mcp-cli.test.ts',
   'tests/rl-learn/train-signal.test.ts',
+  'tests/rl-learn/train-stop-mid-step.test.ts',
   'tests/rl-vision/train-vlm.test.ts',
   'tests/e2e/cli-worker-parity.test.ts',
   'tests/e2e/trainer-*.test.ts', // trainer-service, trainer-load, trainer-fresh-start
