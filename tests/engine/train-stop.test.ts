@@ -2,7 +2,10 @@
 // AbortError at the next layer boundary, submitting nothing after the stop, and the engine stays usable —
 // after a backward cut short and zeroGrad, a full backward gives a fresh engine's gradients exactly.
 // The stop is set on the event loop's next turn after the call began (setImmediate), so it lands while
-// the call's first layer is on the GPU: no fixed wait, whatever the adapter's speed.
+// the call's first layer is on the GPU: no fixed wait, whatever the adapter's speed. "Within one layer"
+// is asserted as submits (none after the stop). Times measured on lavapipe for this batch (4 layers, 560
+// tokens; a 2-core machine shared with other work, 3 runs): a full backward 200–420 ms, from the stop
+// to its AbortError 9–35 ms; a full score 45–56 ms, from the stop to its AbortError 2–15 ms.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import type { BackwardRequest, LoraTarget, NamedTensor, ScoreSequence } from '../../src/engine/types.ts';

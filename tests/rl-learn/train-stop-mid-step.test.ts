@@ -6,10 +6,9 @@
 //
 // The stop is asked for at the trainer's own progress report of the phase (RunSpec.onProgress), and
 // delivered on the event loop's next turn (setImmediate): the cut call has begun and its first layer is
-// on the GPU, however fast the adapter — never after a fixed wait. Measured on lavapipe here (4 layers,
-// 2 sequences of ~300–400 tokens; shared 2-core machine): a full backward of a micro-batch 200–420 ms,
-// from the stop to the backward's AbortError 9–35 ms; a full score 45–56 ms, stop to AbortError 2–15 ms.
-// Before the stop reached score and backward, this stop waited for the whole call and the step finished.
+// on the GPU, however fast the adapter — never after a fixed wait. "Within one layer" is asserted as
+// submits: none of the cut call's after the stop (its times: tests/engine/train-stop.test.ts). Before
+// the stop reached score and backward, such a stop waited for the whole call and the step finished.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
