@@ -26,6 +26,7 @@ const GPU_TESTS = [
   'tests/engine/train-entropy.test.ts',
   'tests/engine/train-grad-parity.test.ts',
   'tests/engine/train-optimizer.test.ts',
+  'tests/engine/train-stop.test.ts',
   'tests/engine/linear-attention-kernels.test.ts',
   'tests/engine/qwen3_5-score*.test.ts', // qwen3_5-score, qwen3_5-score-tokenizer
   'tests/engine/qwen3_5-generate.test.ts',
@@ -45,6 +46,7 @@ const LEARNING_TESTS = [
   'tests/rl-learn/train-full-model.test.ts',
   'tests/rl-learn/train-mcp-cli.test.ts',
   'tests/rl-learn/train-signal.test.ts',
+  'tests/rl-learn/train-stop-mid-step.test.ts',
   'tests/rl-vision/train-vlm.test.ts',
   'tests/e2e/cli-worker-parity.test.ts',
   'tests/e2e/trainer-*.test.ts', // trainer-service, trainer-load, trainer-fresh-start

@@ -21,6 +21,9 @@
 //   weights      auto|f16|f32 (default auto, f32 in full mode; full mode promotes f16 weights to f32 master weights)
 //   (`--vision on` runs vision-train-step.ts instead: a Qwen3.5 vision-language step with images)
 //
+// stoppableBackwardMs: the backward with a stop check that never fires (a training run's), which submits
+// layer by layer: its cost over backwardMs is what a stop within one layer costs.
+//
 // Memory: the bytes the engine creates when it loads, when training is set up and in the first step,
 // against the memory plan's items for exactly this workload (B sequences of seqLen tokens).
 
@@ -110,6 +113,11 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
     };
     const timed = [];
     for (let i = 0; i < steps; i++) timed.push(await trainStep());
+    // The same steps with a stop check that never fires, as a run's stoppable engine passes one
+    // (src/engine/stoppable.ts): the backward then submits layer by layer, a round trip each.
+    const stoppableStep = timedTrainStep({ backward: (req) => engine.backward({ ...req, stopped: () => false }), step: (o) => engine.step(o) }, batch);
+    const stoppable = [];
+    for (let i = 0; i < steps; i++) stoppable.push(await stoppableStep());
     const stepMs = median(timed.map((t) => t.stepMs));
     const T = B * seqLen;
     const flops = trainStepFlops(cfg, T, Ts, mode, r);
@@ -131,6 +139,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
       scoredTokens: Ts,
       stepMs,
       backwardMs: median(timed.map((t) => t.backwardMs)),
+      stoppableBackwardMs: median(stoppable.map((t) => t.backwardMs)),
       matmulGflop: flops.matmulFlops / 1e9,
       modelGflop: flops.modelFlops / 1e9,
       achievedGflops: achieved,

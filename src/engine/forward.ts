@@ -73,11 +73,11 @@ export class Qwen3Forward implements EngineInternals {
     return this.device.createBuffer({ label, size: Math.max(16, Math.ceil(byteSize / 4) * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   }
 
-  recorder(label: string, opts: { errorScope?: boolean } = {}): Recorder {
+  recorder(label: string, opts: { errorScope?: boolean; stopped?: () => boolean } = {}): Recorder {
     return new Recorder(this.device, this.kernels, this.uniformPool, this.stagingPool, label, () => {
       for (const b of this.retired) b.destroy();
       this.retired = [];
-    }, opts.errorScope ?? true);
+    }, opts.errorScope ?? true, opts.stopped);
   }
 
   /** Makes sure the read-back pool holds a buffer of `byteSize` bytes (a decode session sizes its read-back once). */
@@ -392,7 +392,10 @@ export class Qwen3Forward implements EngineInternals {
     this.encodeLinear(rec, layer, 'down_proj', acts.hidden, acts.xOut, T, { ...lin, residual: acts.xMid }); // xOut = xMid + down·hidden
   }
 
-  /** Embedding (with image embeddings spliced in) + all layers; returns the buffer holding the last layer's output (T, D). */
+  /**
+   * Embedding (with image embeddings spliced in) + all layers; returns the buffer holding the last layer's
+   * output (T, D). A layer boundary follows each layer: a recorder with a stop check may end there.
+   */
   encodeTrunk(rec: Recorder, batch: PackedBatch, acts: LayerActs, opts: LayerForwardOptions, images?: ImageSplice): GPUBuffer {
     this.encodeEmbedding(rec, batch, acts.x);
     if (images) this.encodeImageSplice(rec, images, acts.x);
@@ -400,6 +403,7 @@ export class Qwen3Forward implements EngineInternals {
     for (let l = 0; l < this.config.numLayers; l++) {
       const layerActs = { ...acts, x: io.x, xOut: io.xOut };
       this.encodeLayerForward(rec, l, layerActs, batch, opts);
+      rec.boundary();
       [io.x, io.xOut] = [io.xOut, io.x];
     }
     return io.x;

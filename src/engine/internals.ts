@@ -227,8 +227,12 @@ export interface EngineInternals {
   getPipeline(file: string, constants?: Record<string, string | number | boolean>): GPUComputePipeline;
   /** A labelled storage buffer (usage STORAGE | COPY_SRC | COPY_DST), zero-filled. */
   createBuffer(label: string, byteSize: number): GPUBuffer;
-  /** A new command recorder (dispatches + copies, one submit); errorScope false: validation errors go to the caller's open scope. */
-  recorder(label: string, opts?: { errorScope?: boolean }): Recorder;
+  /**
+   * A new command recorder (dispatches + copies, one submit); errorScope false: validation errors go to
+   * the caller's open scope; `stopped`: a stop check asked at each layer boundary (Recorder.boundary),
+   * the recorder then submitting layer by layer.
+   */
+  recorder(label: string, opts?: { errorScope?: boolean; stopped?: () => boolean }): Recorder;
   /** Allocates a LayerActs for up to T tokens (label prefix for debugging), from `make` when given (a caller's buffer pool). */
   createLayerActs(T: number, label: string, make?: (role: string, bytes: number) => GPUBuffer): LayerActs;
   /** Uploads a packed batch of sequences (scoring layout: kvBase = start of the sequence in the pack), into `make`'s buffers when given. */

@@ -1,7 +1,8 @@
 // Kernel compilation cache and the command recorder: dispatches and copies are recorded in order,
 // their uniform params packed into one arena, and everything goes to the GPU in ONE submit (round
 // trips cost milliseconds in Chromium, specs/webgpu-without-a-gpu.md §6). Bind groups are created
-// at submit time, once the arena's buffer exists.
+// at submit time, once the arena's buffer exists. A recorder given a stop check is the exception: it
+// submits layer by layer so that a long call (score, backward) can end at a layer boundary.
 
 import { KERNEL_SOURCES } from './kernels/index.ts';
 
@@ -110,6 +111,7 @@ export const i32 = (v: number): ParamValue => ({ i32: v });
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
 
 type Op =
+  | { kind: 'boundary' }
   | { kind: 'dispatch'; pipeline: GPUComputePipeline; label: string; storage: Binding[]; uniformOffset: number; uniformSize: number; groups: [number, number, number] }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; size: number }
   | { kind: 'clear'; buffer: GPUBuffer; offset: number; size: number };
@@ -124,6 +126,13 @@ export function groups1d(n: number, wg = 64): [number, number, number] {
   const total = Math.ceil(n / wg);
   if (total <= MAX_GROUPS) return [total, 1, 1];
   return [MAX_GROUPS, Math.ceil(total / MAX_GROUPS), 1];
+}
+
+/** An AbortError (DOM's name for it): what a call cut short by its stop check rejects with. */
+export function abortError(): Error {
+  const err = new Error('stopped');
+  err.name = 'AbortError';
+  return err;
 }
 
 export class Recorder {
@@ -146,6 +155,12 @@ export class Recorder {
      * holds open across many submits (a decode session: one scope per run, not one awaited per token).
      */
     private readonly errorScope = true,
+    /**
+     * Asked before each submit, at the start and at every boundary() (then once the GPU finished the
+     * work before it): true = submit() submits nothing more, waits for the work in flight and rejects
+     * with an AbortError. Without it boundaries are ignored and submit() is the one-submit path.
+     */
+    private readonly stopped?: () => boolean,
   ) {}
 
   /** Number of compute dispatches recorded so far. */
@@ -188,6 +203,15 @@ export class Recorder {
     if (size > 0) this.ops.push({ kind: 'clear', buffer, offset, size });
   }
 
+  /**
+   * A layer boundary: with a stop check, submit() sends the work before it as a submit of its own and
+   * waits for it to finish before asking the check (the one round trip a stoppable call pays per
+   * layer); without one, nothing. Profiled submits ignore boundaries (benchmarks have no stop check).
+   */
+  boundary(): void {
+    if (this.stopped) this.ops.push({ kind: 'boundary' });
+  }
+
   /** Reads `size` bytes of `src` back after the submit; the result is submit()'s entry at the returned index. */
   read(src: GPUBuffer, offset: number, size: number): number {
     this.reads.push({ src, offset, size });
@@ -203,8 +227,20 @@ export class Recorder {
     const uniforms = this.arenaUsed > 0 ? this.uniformPool.take(this.arenaUsed) : null;
     if (uniforms) this.device.queue.writeBuffer(uniforms, 0, this.arena, 0, this.arenaUsed);
     const timing = profiler ? await this.submitProfiled(profiler, uniforms) : null;
-    const enc = this.device.createCommandEncoder({ label: this.label });
-    if (!profiler) this.encodeOps(enc, this.ops, uniforms);
+    // All but the last part (there are parts only with a stop check), each finished before the check.
+    const parts = profiler ? [] : this.parts();
+    const last = parts.pop() ?? [];
+    for (const [i, part] of parts.entries()) {
+      if (i > 0) await this.device.queue.onSubmittedWorkDone();
+      if (this.stopped?.()) return this.stopNow(uniforms);
+      const enc = this.device.createCommandEncoder({ label: `${this.label} part ${i + 1}` });
+      this.encodeOps(enc, part, uniforms);
+      this.device.queue.submit([enc.finish()]);
+    }
+    if (parts.length > 0) await this.device.queue.onSubmittedWorkDone();
+    if (!profiler && this.stopped?.()) return this.stopNow(uniforms);
+    const enc = this.device.createCommandEncoder({ label: parts.length > 0 ? `${this.label} part ${parts.length + 1}` : this.label });
+    this.encodeOps(enc, last, uniforms);
     const staging = this.reads.map((r) => {
       const size = Math.ceil(r.size / 4) * 4;
       const buf = this.stagingPool.take(size);
@@ -231,6 +267,31 @@ export class Recorder {
         else b.destroy();
       }
     }
+  }
+
+  /** The ops split at their boundaries (one part when there are none). */
+  private parts(): Op[][] {
+    const parts: Op[][] = [[]];
+    for (const op of this.ops) {
+      if (op.kind === 'boundary') parts.push([]);
+      else parts[parts.length - 1]!.push(op);
+    }
+    return parts;
+  }
+
+  /**
+   * The stop check said stop: nothing more is submitted. Waits for the work in flight, so the buffers
+   * the call used are idle and the engine's next call may reuse them, then rejects with an AbortError
+   * (or with the validation error of the work that did run: a bug is not hidden by a stop).
+   */
+  private async stopNow(uniforms: GPUBuffer | null): Promise<never> {
+    await this.device.queue.onSubmittedWorkDone();
+    if (uniforms) this.uniformPool.release(uniforms);
+    if (this.errorScope) {
+      const error = await this.device.popErrorScope();
+      if (error) throw new Error(`GPU validation error in ${this.label}: ${error.message}`);
+    }
+    throw abortError();
   }
 
   /** Encodes ops in order, consecutive dispatches sharing one compute pass (or each its own, timed, when `timestamps` is given). */
@@ -260,7 +321,7 @@ export class Recorder {
       } else if (op.kind === 'copy') {
         endPass();
         enc.copyBufferToBuffer(op.src, op.srcOffset, op.dst, op.dstOffset, op.size);
-      } else {
+      } else if (op.kind === 'clear') {
         endPass();
         enc.clearBuffer(op.buffer, op.offset, op.size);
       }

@@ -1,7 +1,8 @@
 // Teacher-forced scoring: per-token log-probs (and entropies) of given sequences at a temperature.
 // Sequences are packed into passes of at most SCORE_TOKENS_PER_PASS tokens (a longer sequence gets
 // a pass of its own); only the rows that predict a scored token reach the LM head, whose vocabulary
-// is streamed in chunks.
+// is streamed in chunks. With a stop check (ScoreRequest.stopped) a pass goes to the GPU layer by
+// layer and may end at any layer boundary.
 
 import type { Qwen3Forward } from './forward.ts';
 import type { ScoreOutput, ScoreRequest } from './types.ts';
@@ -65,7 +66,7 @@ export async function scoreSequences(fwd: Qwen3Forward, req: ScoreRequest): Prom
     const R = rows.length;
     const batch = packPrompts(fwd, seqs, (role, bytes) => fwd.scratchBuffer(`score.${role}`, bytes));
     const acts = fwd.scratchLayerActs(batch.T, 'score');
-    const rec = fwd.recorder('score');
+    const rec = fwd.recorder('score', { stopped: req.stopped });
     const hidden = fwd.encodeTrunk(rec, batch, acts, { adapters }, encodeImages(fwd, rec, seqs, adapters));
     const rowIndex = fwd.scratchBuffer('score.rowIndex', R * 4);
     const targetBuf = fwd.scratchBuffer('score.targets', R * 4);

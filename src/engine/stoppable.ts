@@ -1,16 +1,15 @@
-// An engine whose generation can be cut short: once `stopped()` says so, a generate call in flight
-// throws an AbortError at its next decode step, as does a decode session's next step (and a new one throws at once), so stopping a run takes
-// one decode step, not the rest of a generation batch. Everything else reaches the engine unchanged.
-// The trainer treats an aborted generation as never played (src/rl/grpo/trainer.ts collectGeneration):
-// nothing of it was applied, and the checkpoint is the one after the last finished step.
+// An engine whose long calls can be cut short: once `stopped()` says so, a generate call in flight
+// throws an AbortError at its next decode step, as does a decode session's next step (and a new one
+// throws at once); a score or backward call in flight throws one at its next layer boundary, once the
+// GPU finished the layer before it (ScoreRequest.stopped). So stopping a run takes one decode step or
+// one layer, not the rest of a generation batch or of a pass over thousands of tokens. Everything else
+// reaches the engine unchanged: an optimizer step, a state save or load is never cut.
+// The trainer treats a call cut short as a step never taken (src/rl/grpo/trainer.ts): nothing of it was
+// applied (a cut backward's partial gradients are never stepped on), and the checkpoint is the one after
+// the last finished step.
 
-import type { DecodeSessionOptions, Engine, GenerateRequest } from './types.ts';
-
-function abortError(): Error {
-  const err = new Error('stopped');
-  err.name = 'AbortError';
-  return err;
-}
+import { abortError } from './recorder.ts';
+import type { BackwardRequest, DecodeSessionOptions, Engine, GenerateRequest, ScoreRequest } from './types.ts';
 
 export function stoppableEngine(engine: Engine, stopped: () => boolean): Engine {
   const generate = (req: GenerateRequest) => {
@@ -30,10 +29,16 @@ export function stoppableEngine(engine: Engine, stopped: () => boolean): Engine 
       close: () => session.close(),
     };
   };
+  // The request's own check, if it has one, still counts.
+  const check = (req: ScoreRequest) => (req.stopped ? () => stopped() || req.stopped!() : stopped);
+  const score = (req: ScoreRequest) => engine.score({ ...req, stopped: check(req) });
+  const backward = (req: BackwardRequest) => engine.backward({ ...req, stopped: check(req) });
   return new Proxy(engine, {
     get(target, prop) {
       if (prop === 'generate') return generate;
       if (prop === 'openDecode') return openDecode;
+      if (prop === 'score') return score;
+      if (prop === 'backward') return backward;
       const value: unknown = Reflect.get(target, prop, target);
       // Methods run on the engine itself (its private fields are not the proxy's).
       return typeof value === 'function' ? value.bind(target) : value;

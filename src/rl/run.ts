@@ -189,7 +189,8 @@ export class Run {
   private async *grpoPhase(resumeFrom: TrainerState | undefined, reference?: EngineState): AsyncGenerator<RunEvent, RunOutcome> {
     const { engine, tokenizer, task, control } = this.spec;
     const c = this.c;
-    // Stop cuts the generation in flight short (its step is not recorded); pause waits for the step's end.
+    // Stop cuts the step in flight short (its step is not recorded): its generation at the next decode
+    // step, its log-prob passes and backward at the next layer. Pause waits for the step's end.
     const stoppable = stoppableEngine(engine, () => control.request === 'stop');
     const saveState = (step: number, files: Map<string, Uint8Array>) => this.save({ runStep: this.sftSteps + step, sftSteps: this.sftSteps, sftStepsDone: this.sftSteps, files });
     let resume = resumeFrom;

@@ -9,6 +9,9 @@
 //   4. embedding (full fine-tuning; with tied weights it adds to the LM head's share);
 //   5. with LoRA on the vision tower, or in full mode (the tower trained unless frozen): from the
 //      image tokens' rows of dL/dx_0 back through the tower (vision-backward.ts, block by block like 3).
+// With a stop check (BackwardRequest.stopped) every layer of 1 and 3 (and every tower block of 5) is a
+// submit of its own, and the pass may end at any of their boundaries: the gradients then hold a part
+// of the call's, which the caller must clear (zeroGrad) and never apply.
 
 import type { EngineInternals, ImageSplice, LayerActs, PackedBatch, ParamEntry } from '../internals.ts';
 import type { Recorder } from '../recorder.ts';
@@ -226,11 +229,11 @@ export async function runBackward(internals: EngineInternals, ops: TrainOps, tra
   const batch = packPrompts(internals, req.sequences, (role, bytes) => scratch.take(`packed ${role}`, bytes));
   const scored = scoredRows(req, batch.seqStarts);
   const acts = internals.createLayerActs(batch.T, 'backward', (role, bytes) => scratch.take(`layer ${role}`, bytes));
-  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters, vision);
+  const pass = new BackwardPass(internals, ops, trainable, batch, acts, scratch, adapters, vision, req.stopped);
   try {
     await pass.run(scored, req.temperature, req.sequences);
   } finally {
-    // The next call may reuse every buffer: this one's work must be done first.
+    // The next call may reuse every buffer: this one's work must be done first (a stop included).
     await internals.gpu.device.queue.onSubmittedWorkDone();
   }
 }
@@ -275,6 +278,8 @@ class BackwardPass {
     private readonly adapters: boolean,
     /** LoRA on the vision tower or its full fine-tuning: its training forward and backward; null = the tower's output is a constant. */
     private readonly vision: VisionBackward | null,
+    /** The request's stop check, asked at every layer boundary (BackwardRequest.stopped). */
+    private readonly stopped: (() => boolean) | undefined,
   ) {
     const cfg = internals.config;
     const T = batch.T;
@@ -346,7 +351,7 @@ class BackwardPass {
     // x_l for every layer: the only activations kept across the whole pass.
     const checkpoints = Array.from({ length: L }, (_, l) => this.scratch.f32(`x[${l}]`, this.T * this.D)); // each (T, D)
 
-    const rec = this.internals.recorder('train forward + LM head backward');
+    const rec = this.internals.recorder('train forward + LM head backward', { stopped: this.stopped });
     this.internals.encodeEmbedding(rec, this.batch, this.acts.x);
     // A frozen vision tower's output enters as constants at the image tokens; with LoRA on it or its
     // weights trained, its training forward keeps what its backward needs.
@@ -356,13 +361,14 @@ class BackwardPass {
       rec.copy(this.acts.x, 0, checkpoints[l]!, 0, rowBytes);
       this.internals.encodeLayerForward(rec, l, this.acts, this.batch, { adapters: this.adapters });
       rec.copy(this.acts.xOut, 0, this.acts.x, 0, rowBytes);
+      rec.boundary();
     }
     // acts.x now holds x_L, the final norm's input.
     this.encodeHeadBackward(rec, scored, temperature);
     await rec.submit();
 
     for (let l = L - 1; l >= 0; l--) {
-      const lrec = this.internals.recorder(`train layer ${l} backward`);
+      const lrec = this.internals.recorder(`train layer ${l} backward`, { stopped: this.stopped });
       lrec.copy(checkpoints[l]!, 0, this.acts.x, 0, rowBytes);
       this.internals.encodeLayerForward(lrec, l, this.acts, this.batch, { adapters: this.adapters });
       this.encodeLayerBackward(lrec, l);
@@ -372,7 +378,7 @@ class BackwardPass {
       }
       await lrec.submit();
     }
-    await this.vision?.run();
+    await this.vision?.run(this.stopped);
   }
 
   /** Final norm + tied/untied LM head + log-softmax backward, leaving dL/dx_L in this.dx. */

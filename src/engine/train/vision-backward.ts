@@ -156,8 +156,12 @@ export class VisionBackward {
     this.ops.gatherRows(rec, dx0, images.rows, this.buf.get('vision dembeds')!, images.count, this.tower.config.outHiddenSize);
   }
 
-  /** The tower's backward from the gathered embedding gradients: LoRA dA, dB of every adapted tower linear, or (full) every tower tensor's gradient. */
-  async run(): Promise<void> {
+  /**
+   * The tower's backward from the gathered embedding gradients: LoRA dA, dB of every adapted tower
+   * linear, or (full) every tower tensor's gradient. `stopped`: the backward's stop check, asked before
+   * each block's submit.
+   */
+  async run(stopped?: () => boolean): Promise<void> {
     const inp = this.inputs;
     if (!inp) throw new Error('vision backward: run() before the training forward encoded the images');
     const c = this.tower.config;
@@ -172,7 +176,7 @@ export class VisionBackward {
     const [dx, dNorm, dHidden, dAttn, dq, dk, dv, dQkv] = ['dx', 'dnorm', 'dhidden', 'dattn', 'dq', 'dk', 'dv', 'dqkv'].map(b) as [GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer, GPUBuffer];
     const lowest = this.lowestBlock;
 
-    const rec = this.internals.recorder('train vision merger backward');
+    const rec = this.internals.recorder('train vision merger backward', { stopped });
     // merger: embeds = fc2(gelu_erf(fc1(LN(x_depth) as (G, M))))
     const dMerged = b('dmerger hidden');
     this.linear(rec, 'merger.linear_fc2', this.merger.hidden, b('dembeds'), dMerged, G);
@@ -198,7 +202,7 @@ export class VisionBackward {
     const a = this.acts;
     for (let blk = c.depth - 1; blk >= lowest; blk--) {
       const p = `blocks.${blk}`;
-      const brec = this.internals.recorder(`train vision block ${blk} backward`);
+      const brec = this.internals.recorder(`train vision block ${blk} backward`, { stopped });
       const acts = { ...a, x: this.checkpoints[blk]! };
       this.tower.encodeBlock(brec, blk, acts, inp, true);
       // dx = dL/dxOut on entry. MLP: xOut = xMid + fc2(act(fc1(LN2(xMid)))).
@@ -224,7 +228,7 @@ export class VisionBackward {
       await brec.submit();
     }
     if (this.grads) {
-      const erec = this.internals.recorder('train vision embedding backward');
+      const erec = this.internals.recorder('train vision embedding backward', { stopped });
       this.embedBackward(erec, inp, dx); // dx = dL/dx_0
       await erec.submit();
     }

@@ -4,7 +4,7 @@
 // bottom as collectGeneration → optimizeGeneration → stepEvent. The engine does the tensor work;
 // everything here is bookkeeping on small CPU arrays.
 
-import type { Engine, NamedTensor, ScoreImages, ScoreSequence } from '../../engine/types.ts';
+import type { Engine, NamedTensor, ScoreImages, ScoreOutput, ScoreSequence } from '../../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeTrainerState, type TrainerState, type TrainerCounters } from './trainer-state.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from '../config.ts';
@@ -348,8 +348,16 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepE
       return;
     }
     next = generation.next;
-    yield* optimizeGeneration(run, generation);
+    if ((yield* optimizeGeneration(run, generation)) === 'stopped') return;
   }
+}
+
+/**
+ * An engine call cut short by a stop (src/engine/stoppable.ts rejects with an AbortError), rather than
+ * one that failed: the run's signal is aborted too, as a stop aborts it.
+ */
+function stoppedBy(err: unknown, signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && err instanceof Error && err.name === 'AbortError';
 }
 
 /**
@@ -396,13 +404,22 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   const numItemsInBatch = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
   const B = c.per_device_train_batch_size;
   const scored = (of: 'old' | 'reference'): ScoredSoFar => (done) => opts.onProgress?.({ phase: 'logprobs', of, done, total: N });
-  const logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true, scored('old')) : null;
-  const logpRef =
-    c.beta === 0
-      ? null
-      : run.reference
-        ? await scoreUnderState(engine, run.reference, sequences, B, c.temperature, scored('reference'))
-        : await scoreAll(engine, sequences, B, c.temperature, false, scored('reference'));
+  let logpOld: Float32Array[] | null;
+  let logpRef: Float32Array[] | null;
+  try {
+    logpOld = run.needOld ? await scoreAll(engine, sequences, B, c.temperature, true, scored('old')) : null;
+    logpRef =
+      c.beta === 0
+        ? null
+        : run.reference
+          ? await scoreUnderState(engine, run.reference, sequences, B, c.temperature, scored('reference'))
+          : await scoreAll(engine, sequences, B, c.temperature, false, scored('reference'));
+  } catch (err) {
+    // A stop cut a log-prob pass short (at a layer boundary): scoring applies nothing, so as after
+    // cut rollouts the generation is dropped and the checkpoint is the last finished step's.
+    if (stoppedBy(err, opts.signal)) return null;
+    throw err;
+  }
 
   // TRL shuffles the generation batch before splitting it into micro-batches.
   const order = permutation(N, hashInts(c.seed, Purpose.microBatchOrder, g));
@@ -436,9 +453,10 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
 /**
  * The optimizer steps of one generation (§11): per micro-batch score → loss → backward, and every
  * gradient_accumulation_steps micro-batches one AdamW step and one event. Checkpoints sit on
- * generation boundaries (or the last step), so a resume never replays half a generation.
+ * generation boundaries (or the last step), so a resume never replays half a generation. Returns
+ * 'stopped' when a pause or stop ended it early (its checkpoint, if any, is then saved).
  */
-async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<GrpoStepEvent, void> {
+async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerator<GrpoStepEvent, 'done' | 'stopped'> {
   const { opts, c, plan, counters } = run;
   const { engine } = opts;
   const GAS = c.gradient_accumulation_steps;
@@ -454,14 +472,20 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       // a checkpoint always sits on a generation boundary.
       if (opts.signal?.aborted && counters.step === stepAtGenerationStart) {
         await run.saveCheckpoint();
-        return;
+        return 'stopped';
       }
       if (micro % GAS === 0) engine.zeroGrad();
       const microBatch = (micro % GAS) + 1;
       const stage = (s: 'forward' | 'backward' | 'optimizer') => opts.onProgress?.({ phase: 'optimize', microBatch, microBatches: GAS, stage: s });
       stage('forward');
       const seqs = idx.map((i) => gen.sequences[i]!);
-      const current = await engine.score({ sequences: seqs, temperature: c.temperature });
+      let current: ScoreOutput;
+      try {
+        current = await engine.score({ sequences: seqs, temperature: c.temperature });
+      } catch (err) {
+        if (stoppedBy(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
+        throw err;
+      }
       const lossSeqs: LossSequence[] = idx.map((i, j) => ({
         logp: current.logprobs[j]!,
         logpOld: gen.logpOld ? gen.logpOld[i]! : undefined,
@@ -478,7 +502,14 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       }
       // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
       stage('backward');
-      await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
+      try {
+        await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
+      } catch (err) {
+        // The gradients now hold a part of this micro-batch's: nothing steps on them (the next
+        // micro-batch to run, in this process or after a resume, starts with zeroGrad).
+        if (stoppedBy(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
+        throw err;
+      }
       stepLoss += out.loss;
       stepLossMetrics.push(out.metrics);
       micro++;
@@ -515,9 +546,23 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
         event.checkpoint = await run.saveCheckpoint();
       }
       yield event;
-      if (finished) return;
+      if (finished) return 'done';
     }
   }
+  return 'done';
+}
+
+/**
+ * A stop cut a micro-batch's forward or backward short. Before the generation's first optimizer step the
+ * weights are still the generation's start, the state after the last finished step: that is the
+ * checkpoint, as a stop between micro-batches saves it. After one, the weights hold steps of this
+ * generation and a checkpoint here would sit inside it, so none is saved: the run keeps its last
+ * checkpoint, taken on an earlier generation boundary, and a resume plays this generation again from
+ * there, its steps with the same numbers and seeds (the ones already reported are reported again).
+ */
+async function stoppedInMicroBatch(run: RunState, atGenerationStart: boolean): Promise<'stopped'> {
+  if (atGenerationStart) await run.saveCheckpoint();
+  return 'stopped';
 }
 
 /** eval_strategy 'steps': an evaluation every eval_steps optimizer steps (TRL: eval_steps null = logging_steps). */
