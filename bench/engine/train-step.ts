@@ -22,7 +22,7 @@
 //   (`--vision on` runs vision-train-step.ts instead: a Qwen3.5 vision-language step with images)
 //
 // stoppableBackwardMs: the backward with a stop check that never fires (a training run's), which submits
-// layer by layer: its cost over backwardMs is what a stop within one layer costs.
+// layer by layer: its cost over backwardMs is what a stop within two layers costs.
 //
 // Memory: the bytes the engine creates when it loads, when training is set up and in the first step,
 // against the memory plan's items for exactly this workload (B sequences of seqLen tokens).
@@ -114,7 +114,7 @@ export async function benchTrainStep(opts: Record<string, string> = {}) {
     const timed = [];
     for (let i = 0; i < steps; i++) timed.push(await trainStep());
     // The same steps with a stop check that never fires, as a run's stoppable engine passes one
-    // (src/engine/stoppable.ts): the backward then submits layer by layer, a round trip each.
+    // (src/engine/stoppable.ts): the backward then submits layer by layer, one queued ahead of the one awaited.
     const stoppableStep = timedTrainStep({ backward: (req) => engine.backward({ ...req, stopped: () => false }), step: (o) => engine.step(o) }, batch);
     const stoppable = [];
     for (let i = 0; i < steps; i++) stoppable.push(await stoppableStep());

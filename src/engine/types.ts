@@ -179,11 +179,12 @@ export interface ScoreRequest {
   adapters?: boolean;
   /**
    * A stop check (src/engine/stoppable.ts passes the run's): asked at every layer boundary, once the GPU
-   * finished the layer before it; true = the call rejects with an AbortError there, its GPU work done,
-   * so stopping waits for one layer rather than the whole call (thousands of tokens through every
-   * layer). The engine stays usable; a backward cut short leaves a part of its gradients accumulated:
-   * zeroGrad before the next backward, and never step() on them. The call then submits one layer at a
-   * time, each awaited (a round trip per layer); without a check it is one submit as before.
+   * finished the layer before the one in flight; true = the call rejects with an AbortError there, its
+   * GPU work done, so stopping waits for two layers rather than the whole call (thousands of tokens
+   * through every layer). The engine stays usable; a backward cut short leaves a part of its gradients
+   * accumulated: zeroGrad before the next backward, and never step() on them. The call then submits one
+   * layer at a time, one queued ahead of the one awaited (the GPU never waits on the check); without a
+   * check it is one submit as before.
    */
   stopped?: () => boolean;
 }

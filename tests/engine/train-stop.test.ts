@@ -1,11 +1,12 @@
 // score and backward cut short by their stop check (ScoreRequest.stopped): the call rejects with an
-// AbortError at the next layer boundary, submitting nothing after the stop, and the engine stays usable —
-// after a backward cut short and zeroGrad, a full backward gives a fresh engine's gradients exactly.
-// The stop is set on the event loop's next turn after the call began (setImmediate), so it lands while
-// the call's first layer is on the GPU: no fixed wait, whatever the adapter's speed. "Within one layer"
-// is asserted as submits (none after the stop). Times measured on lavapipe for this batch (4 layers, 560
-// tokens; a 2-core machine shared with other work, 3 runs): a full backward 200–420 ms, from the stop
-// to its AbortError 9–35 ms; a full score 45–56 ms, from the stop to its AbortError 2–15 ms.
+// AbortError at the next layer boundary, submitting nothing after the stop (one layer runs ahead of the
+// one the check waits for, so the GPU never idles on it), and the engine stays usable — after a backward
+// cut short and zeroGrad, a full backward gives a fresh engine's gradients exactly. The stop is set on
+// the event loop's next turn after the call began (setImmediate), so it lands while the call's first
+// layer is on the GPU and its second queued: no fixed wait, whatever the adapter's speed. "Within two
+// layers" is asserted as submits (none after the stop). Times measured on lavapipe for this batch (4
+// layers, 560 tokens; a 2-core machine shared with other work, 3 runs): a full backward 200–420 ms, from
+// the stop to its AbortError 9–35 ms; a full score 45–56 ms, from the stop to its AbortError 2–15 ms.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getGpu, type Gpu } from '../../src/engine/gpu.ts';
 import type { BackwardRequest, LoraTarget, NamedTensor, ScoreSequence } from '../../src/engine/types.ts';
@@ -77,10 +78,11 @@ describe(onAdapter('score and backward cut short by a stop'), () => {
     engine.setTrainable(lora);
     const { error, before, after } = await stoppedMidCall(gpu.device, (stopped) => engine.backward({ ...req, stopped }));
     expect(error).toMatchObject({ name: 'AbortError' });
-    // The stop landed during the call (its forward's first layer had gone to the GPU) and nothing of it
-    // was submitted after: it returned at the boundary after the layer in flight, not at the call's end
-    // (LAYERS forward parts + the LM head's, then LAYERS layer backwards: 2·LAYERS + 1 submits in all).
-    expect(before.filter((l) => l.startsWith('train '))).toEqual(['train forward + LM head backward part 1']);
+    // The stop landed during the call (its forward's first layer on the GPU, the second queued ahead of
+    // it) and nothing of it was submitted after: it returned at the boundary after the work in flight,
+    // not at the call's end (LAYERS forward parts + the LM head's, then LAYERS layer backwards: 2·LAYERS
+    // + 1 submits in all).
+    expect(before.filter((l) => l.startsWith('train '))).toEqual(['train forward + LM head backward part 1', 'train forward + LM head backward part 2']);
     expect(after.filter((l) => l.startsWith('train '))).toEqual([]);
 
     engine.zeroGrad();
@@ -105,7 +107,7 @@ describe(onAdapter('score and backward cut short by a stop'), () => {
     const { engine } = await tinyEngine(gpu, cfg, 6);
     const { error, before, after } = await stoppedMidCall(gpu.device, (stopped) => engine.score({ sequences, temperature: 0.9, stopped }));
     expect(error).toMatchObject({ name: 'AbortError' });
-    expect(before.filter((l) => l.startsWith('score'))).toEqual(['score part 1']);
+    expect(before.filter((l) => l.startsWith('score'))).toEqual(['score part 1', 'score part 2']);
     expect(after.filter((l) => l.startsWith('score'))).toEqual([]);
 
     expect(await engine.score({ sequences, temperature: 0.9 })).toEqual(want);

@@ -1,12 +1,12 @@
 // A stop during a step's log-prob scoring or its backward (not only during its rollouts) ends the run
-// within one layer: the run ends 'stopped' with the previous step's checkpoint, the cut step is not
+// within two layers (the one in flight and the one queued ahead of it): the run ends 'stopped' with the previous step's checkpoint, the cut step is not
 // recorded, and no layer of the cut call is submitted after the stop. A resume plays the step again and
 // reproduces the uninterrupted run's steps (same seed). A stop in a generation's later micro-batch,
 // after one of its optimizer steps ran, keeps the rule that checkpoints sit on generation boundaries.
 //
 // The stop is asked for at the trainer's own progress report of the phase (RunSpec.onProgress), and
 // delivered on the event loop's next turn (setImmediate): the cut call has begun and its first layer is
-// on the GPU, however fast the adapter — never after a fixed wait. "Within one layer" is asserted as
+// on the GPU, however fast the adapter — never after a fixed wait. "Within two layers" is asserted as
 // submits: none of the cut call's after the stop (its times: tests/engine/train-stop.test.ts). Before
 // the stop reached score and backward, such a stop waited for the whole call and the step finished.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -160,7 +160,7 @@ describe('a stop in the middle of a step', () => {
     resumed.steps.forEach((s, i) => expect(untimed(s.metrics), `step ${s.step}`).toEqual(untimed(whole.steps[2 + i]!.metrics)));
   }
 
-  it('during the backward of a generation\'s first micro-batch: stopped within a layer, the step not recorded, the previous checkpoint; a resume replays it', async () => {
+  it('during the backward of a generation\'s first micro-batch: stopped within two layers, the step not recorded, the previous checkpoint; a resume replays it', async () => {
     // The third backward is step 3's: generation 2's first micro-batch.
     const stopped = await stopAt(isBackward, 3);
     expect(stopped.outcome).toBe('stopped');
@@ -168,19 +168,20 @@ describe('a stop in the middle of a step', () => {
     // The checkpoint on the generation boundary (after step 2), saved again at the stop: weights of step 2.
     expect(stopped.saved.map((s) => s.runStep)).toEqual([0, 2, 2]);
     expect(deserializeTrainerState(stopped.saved.at(-1)!.files).counters.step).toBe(2);
-    // The backward's first layer went to the GPU before the stop; nothing of it after (no layer, no step).
-    expect(layerWork(stopped.sinceReport, 'train ')).toEqual(['train forward + LM head backward part 1']);
+    // The backward's first layer went to the GPU before the stop (its second queued ahead of it); nothing
+    // of it after (no layer, no step).
+    expect(layerWork(stopped.sinceReport, 'train ')).toEqual(['train forward + LM head backward part 1', 'train forward + LM head backward part 2']);
     expect(layerWork(stopped.afterStop, 'train ')).toEqual([]);
     await expectResumeReproduces(stopped);
   });
 
-  it('during the old log-prob scoring: stopped within a layer, the generation dropped, the previous checkpoint; a resume replays it', async () => {
+  it('during the old log-prob scoring: stopped within two layers, the generation dropped, the previous checkpoint; a resume replays it', async () => {
     // The second generation's old log-prob pass (before step 3).
     const stopped = await stopAt(isOldLogprobs, 2);
     expect(stopped.outcome).toBe('stopped');
     expect(stopped.steps.map((s) => s.step)).toEqual([1, 2]);
     expect(stopped.saved.map((s) => s.runStep)).toEqual([0, 2, 2]);
-    expect(layerWork(stopped.sinceReport, 'score')).toEqual(['score part 1']);
+    expect(layerWork(stopped.sinceReport, 'score')).toEqual(['score part 1', 'score part 2']);
     expect(layerWork(stopped.afterStop, 'score')).toEqual([]);
     expect(layerWork(stopped.afterStop, 'train ')).toEqual([]);
     await expectResumeReproduces(stopped);
