@@ -45,3 +45,11 @@ export function stoppableEngine(engine: Engine, stopped: () => boolean): Engine 
     },
   });
 }
+
+/**
+ * An engine call cut short by a stop (this engine rejects with an AbortError), rather than one that
+ * failed: the run's segment signal is aborted too, as a stop aborts it.
+ */
+export function cutByStop(err: unknown, signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && err instanceof Error && err.name === 'AbortError';
+}

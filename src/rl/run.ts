@@ -112,6 +112,8 @@ export class Run {
   /** SFT steps of the run: config.sft_steps, the one field that says it. */
   private readonly sftSteps: number;
   private readonly grpoSteps: number;
+  /** The engine whose long calls a stop cuts short (src/engine/stoppable.ts); evaluation keeps the engine itself. */
+  private readonly stoppable: Engine;
   /** The newest checkpoint's files: a GRPO segment after a pause continues from them. */
   private lastSaved: Map<string, Uint8Array> | null = null;
   private pendingRollouts: Rollout[] | null = null;
@@ -119,6 +121,10 @@ export class Run {
   private lastNumTokens = 0;
 
   constructor(private readonly spec: RunSpec) {
+    // Stop cuts the step in flight short (its step is not recorded): a generation at the next decode
+    // step, a log-prob pass or backward (GRPO's or the warm-up's) at the next layer. Pause waits for
+    // the step's end.
+    this.stoppable = stoppableEngine(spec.engine, () => spec.control.request === 'stop');
     this.c = spec.config;
     this.sftSteps = spec.config.sft_steps;
     // A resumed run's numbering is its checkpoint's: another warm-up length would redo steps it did, or skip some.
@@ -160,7 +166,7 @@ export class Run {
     while (done < this.sftSteps) {
       let t0 = performance.now();
       for await (const e of trainSft({
-        engine,
+        engine: this.stoppable,
         examples,
         steps: this.sftSteps - done,
         batchSize: c.sft_batch_size,
@@ -189,9 +195,6 @@ export class Run {
   private async *grpoPhase(resumeFrom: TrainerState | undefined, reference?: EngineState): AsyncGenerator<RunEvent, RunOutcome> {
     const { engine, tokenizer, task, control } = this.spec;
     const c = this.c;
-    // Stop cuts the step in flight short (its step is not recorded): its generation at the next decode
-    // step, its log-prob passes and backward at the next layer. Pause waits for the step's end.
-    const stoppable = stoppableEngine(engine, () => control.request === 'stop');
     const saveState = (step: number, files: Map<string, Uint8Array>) => this.save({ runStep: this.sftSteps + step, sftSteps: this.sftSteps, sftStepsDone: this.sftSteps, files });
     let resume = resumeFrom;
     this.lastNumTokens = resume?.counters.numTokens ?? 0;
@@ -199,7 +202,7 @@ export class Run {
     if (!resume && this.spec.store) await saveState(0, this.trainerFiles({ step: 0, generation: 0, numTokens: 0, totalSteps: this.grpoSteps }, await engine.saveState(), reference));
     for (;;) {
       const source = envRolloutSource({
-        engine: stoppable,
+        engine: this.stoppable,
         tokenizer,
         envFactory: task.envFactory,
         episodes: task.episodes,
@@ -213,7 +216,7 @@ export class Run {
       let last = resume?.counters.step ?? 0;
       try {
         for await (const e of trainGRPO({
-          engine: stoppable,
+          engine: this.stoppable,
           config: c,
           dataset: task.dataset,
           rollouts: async (req) => {

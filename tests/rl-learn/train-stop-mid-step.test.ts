@@ -1,14 +1,16 @@
-// A stop during a step's log-prob scoring or its backward (not only during its rollouts) ends the run
-// within two layers (the one in flight and the one queued ahead of it): the run ends 'stopped' with the previous step's checkpoint, the cut step is not
-// recorded, and no layer of the cut call is submitted after the stop. A resume plays the step again and
-// reproduces the uninterrupted run's steps (same seed). A stop in a generation's later micro-batch,
-// after one of its optimizer steps ran, keeps the rule that checkpoints sit on generation boundaries.
+// A stop during a step's log-prob scoring or its backward (not only during its rollouts), GRPO's or the
+// SFT warm-up's, ends the run within two layers (the one in flight and the one queued ahead of it): the
+// run ends 'stopped' with the previous step's checkpoint, the cut step is not recorded, and no layer of
+// the cut call is submitted after the stop. A resume plays the step again and reproduces the
+// uninterrupted run's steps (same seed). A stop in a generation's later micro-batch, after one of its
+// optimizer steps ran, keeps the rule that checkpoints sit on generation boundaries.
 //
-// The stop is asked for at the trainer's own progress report of the phase (RunSpec.onProgress), and
-// delivered on the event loop's next turn (setImmediate): the cut call has begun and its first layer is
-// on the GPU, however fast the adapter — never after a fixed wait. "Within two layers" is asserted as
-// submits: none of the cut call's after the stop (its times: tests/engine/train-stop.test.ts). Before
-// the stop reached score and backward, such a stop waited for the whole call and the step finished.
+// The stop is asked for at the trainer's own progress report of the phase (RunSpec.onProgress; in the
+// warm-up, which reports none, at the backward's first submit), and delivered on the event loop's next
+// turn (setImmediate): the cut call has begun and its first layer is on the GPU, however fast the
+// adapter — never after a fixed wait. "Within two layers" is asserted as submits: none of the cut call's
+// after the stop (its times: tests/engine/train-stop.test.ts). Before the stop reached score and
+// backward, such a stop waited for the whole call and the step finished.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEnvServer, type EnvServer } from '../../env-server/server.ts';
 import { loadEngine } from '../../src/engine/engine.ts';
@@ -19,10 +21,12 @@ import { loadTokenizer, type TextTokenizer } from '../../src/model/tokenizer.ts'
 import { configFromObject } from '../../src/rl/config.ts';
 import type { Metrics } from '../../src/rl/grpo/metrics.ts';
 import { deserializeTrainerState } from '../../src/rl/grpo/trainer-state.ts';
-import { Run, type RunOutcome, type RunProgress } from '../../src/rl/run.ts';
+import type { Transcript } from '../../src/rl/grpo/sft.ts';
+import { Run, type RunEvent, type RunOutcome, type RunProgress } from '../../src/rl/run.ts';
 import { RunControl } from '../../src/rl/run-control.ts';
 import type { RunState } from '../../src/rl/run-state.ts';
 import { bindTask, builtinEnvUrls, resolveTask, type RunTask } from '../../src/rl/tasks/resolve-task.ts';
+import { compactCatchTranscripts } from '../../src/rl/tasks/solvers.ts';
 
 // WebGPU on a CPU adapter: longer than the suite's 30 s default.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -38,7 +42,7 @@ const CONFIG = {
   per_device_train_batch_size: 2,
   steps_per_generation: 2,
   max_steps: 4,
-  max_completion_length: 300,
+  max_completion_length: 120,
   learning_rate: 5e-3,
   save_steps: 2,
   logging_steps: 1,
@@ -67,36 +71,54 @@ afterAll(async () => {
 interface Played {
   outcome: RunOutcome;
   steps: { step: number; metrics: Metrics }[];
+  /** The warm-up's steps (run step numbers). */
+  sft: number[];
   saved: RunState[];
 }
 
-/** Plays a run to its end; `onProgress` may stop it through the control it is given. */
-async function play(opts: { resume?: RunState; onProgress?: (p: RunProgress, control: RunControl) => void } = {}): Promise<Played> {
+/**
+ * Plays a run to its end; `onProgress` and `onEvent` may stop it through the control they are given.
+ * `config` and `transcripts`: a run with a warm-up (CONFIG has none).
+ */
+async function play(opts: {
+  resume?: RunState;
+  config?: Record<string, unknown>;
+  transcripts?: Transcript[];
+  onProgress?: (p: RunProgress, control: RunControl) => void;
+  onEvent?: (e: RunEvent, control: RunControl) => void;
+} = {}): Promise<Played> {
   const control = new RunControl();
   const saved: RunState[] = [];
   const run = new Run({
-    engine: engine!, tokenizer, config: configFromObject(CONFIG), task, sftTranscripts: async () => [],
+    engine: engine!, tokenizer, config: configFromObject(opts.config ?? CONFIG), task, sftTranscripts: async () => opts.transcripts ?? [],
     store: { save: async (s) => (saved.push(s), `memory ${s.runStep}`) },
     control,
     ...(opts.resume ? { resume: opts.resume } : {}),
     ...(opts.onProgress ? { onProgress: (p: RunProgress) => opts.onProgress!(p, control) } : {}),
   });
   const steps: Played['steps'] = [];
+  const sft: number[] = [];
   const events = run.events();
   for (;;) {
     const r = await events.next();
-    if (r.done) return { outcome: r.value, steps, saved };
+    if (r.done) return { outcome: r.value, steps, sft, saved };
     if (r.value.phase === 'grpo') steps.push({ step: r.value.step, metrics: r.value.metrics });
+    if (r.value.phase === 'sft') sft.push(r.value.step);
+    opts.onEvent?.(r.value, control);
   }
 }
 
-/** The labels of the command encoders the engine's device creates (one per submit) while `body` runs. */
-async function watchSubmits<T>(body: (labels: string[]) => Promise<T>): Promise<T> {
+/**
+ * The labels of the command encoders the engine's device creates (one per submit) while `body` runs;
+ * `onSubmit` hears of each as it is created.
+ */
+async function watchSubmits<T>(body: (labels: string[]) => Promise<T>, onSubmit?: (label: string, labels: string[]) => void): Promise<T> {
   const device = engine!.gpu.device;
   const labels: string[] = [];
   const create = device.createCommandEncoder.bind(device);
   device.createCommandEncoder = (desc?: GPUCommandEncoderDescriptor) => {
     labels.push(desc?.label ?? '');
+    onSubmit?.(desc?.label ?? '', labels);
     return create(desc);
   };
   try {
@@ -198,5 +220,40 @@ describe('a stop in the middle of a step', () => {
     // Step 3 is played again on resume, with the numbers it had.
     expect(untimed(stopped.steps[2]!.metrics)).toEqual(untimed(whole.steps[2]!.metrics));
     await expectResumeReproduces(stopped);
+  });
+});
+
+describe('a stop in the middle of a warm-up step', () => {
+  it('cuts the SFT backward within two layers: the warm-up step not taken, the checkpoint after the last one; a resume finishes the warm-up and trains', async () => {
+    const transcripts = await compactCatchTranscripts({ baseUrl: `${server!.url}/envs/catch`, episodes: 8, seed: 11 });
+    const config = { ...CONFIG, sft_steps: 3, sft_batch_size: 4, max_steps: 2 };
+    // Armed once the first warm-up step is out: the stop comes on the next turn of the event loop after
+    // the second step's backward submitted its first layer (no fixed wait).
+    let armed: RunControl | null = null;
+    let stoppedAt = -1;
+    const { played, labels } = await watchSubmits(
+      async (labels) => ({ labels, played: await play({ config, transcripts, onEvent: (e, control) => { if (e.phase === 'sft' && e.step === 1) armed = control; } }) }),
+      (label, labels) => {
+        const control = armed;
+        if (!control || !label.startsWith('train ')) return;
+        armed = null;
+        setImmediate(() => {
+          stoppedAt = labels.length;
+          control.stop();
+        });
+      },
+    );
+    expect(stoppedAt, 'the stop was asked for').toBeGreaterThanOrEqual(0);
+    expect(played.outcome).toBe('stopped');
+    expect(played.sft).toEqual([1]);
+    expect(played.steps).toEqual([]);
+    // Nothing of the cut backward went to the GPU after the stop, and no optimizer step ran.
+    expect(layerWork(labels.slice(stoppedAt), 'train ')).toEqual([]);
+    // The checkpoint is the state after the one warm-up step taken.
+    expect(played.saved.map((s) => [s.runStep, s.sftStepsDone])).toEqual([[1, 1]]);
+    const resumed = await play({ config, transcripts, resume: played.saved.at(-1)! });
+    expect(resumed.outcome).toBe('finished');
+    expect(resumed.sft).toEqual([2, 3]);
+    expect(resumed.steps.map((s) => s.step)).toEqual([4, 5]);
   });
 });

@@ -3,6 +3,7 @@
 // well-formed tool calls at all. The loss is the mean NLL per trained token, which reaches the engine
 // as dL/dlogp = −mask/N — the same backward call GRPO uses (DESIGN.md).
 
+import { cutByStop } from '../../engine/stoppable.ts';
 import type { Engine, OptimizerConfig } from '../../engine/types.ts';
 import { renderChat, type ChatMessage } from '../../model/chat-template.ts';
 import type { TextTokenizer } from '../../model/tokenizer.ts';
@@ -138,12 +139,20 @@ export async function* trainSft(opts: SftOptions): AsyncGenerator<SftEvent, void
     const masks = batch.map((e) => e.trainMask.slice(1));
     const tokens = masks.reduce((n, m) => n + m.reduce((a, b) => a + b, 0), 0);
     engine.zeroGrad();
-    const scored = await engine.score({ sequences, temperature: 1 });
-    let nll = 0;
-    scored.logprobs.forEach((lp, j) => lp.forEach((x, t) => (nll -= x * masks[j]![t]!)));
-    const loss = nll / Math.max(tokens, 1);
-    if (!Number.isFinite(loss)) throw new Error(`SFT step ${step + 1}: the loss is ${loss}; stopped before the update`);
-    await engine.backward({ sequences, temperature: 1, dLdLogp: masks.map((m) => Float32Array.from(m, (x) => -x / Math.max(tokens, 1))) });
+    let loss: number;
+    try {
+      const scored = await engine.score({ sequences, temperature: 1 });
+      let nll = 0;
+      scored.logprobs.forEach((lp, j) => lp.forEach((x, t) => (nll -= x * masks[j]![t]!)));
+      loss = nll / Math.max(tokens, 1);
+      if (!Number.isFinite(loss)) throw new Error(`SFT step ${step + 1}: the loss is ${loss}; stopped before the update`);
+      await engine.backward({ sequences, temperature: 1, dLdLogp: masks.map((m) => Float32Array.from(m, (x) => -x / Math.max(tokens, 1))) });
+    } catch (err) {
+      // A stoppable engine (src/engine/stoppable.ts) cut the step's forward or backward short: the step
+      // is not taken (its partial gradients are zeroed by the next step's zeroGrad, never stepped on).
+      if (cutByStop(err, opts.signal)) return;
+      throw err;
+    }
     const res = await engine.step({ ...opts.optimizer, learningRate: opts.learningRate });
     yield { phase: 'sft', step: step + 1, totalSteps: opts.steps, loss, tokens, grad_norm: res.gradNorm, learning_rate: opts.learningRate };
   }

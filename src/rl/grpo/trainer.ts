@@ -4,6 +4,7 @@
 // bottom as collectGeneration → optimizeGeneration → stepEvent. The engine does the tensor work;
 // everything here is bookkeeping on small CPU arrays.
 
+import { cutByStop } from '../../engine/stoppable.ts';
 import type { Engine, NamedTensor, ScoreImages, ScoreOutput, ScoreSequence } from '../../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeTrainerState, type TrainerState, type TrainerCounters } from './trainer-state.ts';
@@ -353,14 +354,6 @@ export async function* trainGRPO(opts: TrainerOptions): AsyncGenerator<GrpoStepE
 }
 
 /**
- * An engine call cut short by a stop (src/engine/stoppable.ts rejects with an AbortError), rather than
- * one that failed: the run's signal is aborted too, as a stop aborts it.
- */
-function stoppedBy(err: unknown, signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true && err instanceof Error && err.name === 'AbortError';
-}
-
-/**
  * Plays one generation batch and prepares it for the optimizer: rollouts → rewards (§9) → (prefetch of
  * the next batch) → advantages (§10) → loss masks, old / reference log-probs, micro-batches, logs.
  */
@@ -417,7 +410,7 @@ async function collectGeneration(run: RunState, request: GenerationRequest): Pro
   } catch (err) {
     // A stop cut a log-prob pass short (at a layer boundary): scoring applies nothing, so as after
     // cut rollouts the generation is dropped and the checkpoint is the last finished step's.
-    if (stoppedBy(err, opts.signal)) return null;
+    if (cutByStop(err, opts.signal)) return null;
     throw err;
   }
 
@@ -483,7 +476,7 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       try {
         current = await engine.score({ sequences: seqs, temperature: c.temperature });
       } catch (err) {
-        if (stoppedBy(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
+        if (cutByStop(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
         throw err;
       }
       const lossSeqs: LossSequence[] = idx.map((i, j) => ({
@@ -507,7 +500,7 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       } catch (err) {
         // The gradients now hold a part of this micro-batch's: nothing steps on them (the next
         // micro-batch to run, in this process or after a resume, starts with zeroGrad).
-        if (stoppedBy(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
+        if (cutByStop(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
         throw err;
       }
       stepLoss += out.loss;
