@@ -117,6 +117,20 @@ describe('a big import and big reads at once', () => {
   }, 120_000);
 });
 
+/** Whether an import has written steps into the store at `file` (read through a read-only connection of its own). */
+function importWriting(file: string): boolean {
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      return (db.prepare('SELECT EXISTS (SELECT 1 FROM steps) AS any').get() as { any: number }).any === 1;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return false; // not created yet, or busy: asked again
+  }
+}
+
 describe('SIGTERM in the middle of a 50 MiB import', () => {
   it('stops the server within seconds, and the import leaves nothing behind', async () => {
     // Over 50 MiB: steps with a few metrics each (about 80 bytes a step).
@@ -127,8 +141,10 @@ describe('SIGTERM in the middle of a 50 MiB import', () => {
     let stoppedAfter = Infinity;
     const importing = fetch(`${server.url}/api/runs/import`, { method: 'POST', headers: json, body }).catch(() => null);
     try {
-      // Until the worker is writing: the body is in, then parsing and checking take a few seconds.
-      await new Promise((r) => setTimeout(r, 8000));
+      // Until the worker is writing (its first rows are in the store): the body is in, then parsing and
+      // checking take a few seconds, and the writing seconds more (~10 s here). Not a fixed wait: on a
+      // faster machine the import could be over before it, and there would be nothing to stop.
+      await expect.poll(() => importWriting(path.join(work.dir, 'sigterm', 'runs.db')), { timeout: 120_000, interval: 50 }).toBe(true);
       const gone = new Promise<number>((resolve) => server.proc.once('exit', () => resolve(performance.now())));
       const signalled = performance.now();
       server.proc.kill('SIGTERM');
