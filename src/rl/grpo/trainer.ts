@@ -5,7 +5,7 @@
 // everything here is bookkeeping on small CPU arrays.
 
 import { cutByStop } from '../../engine/stoppable.ts';
-import type { Engine, NamedTensor, ScoreImages, ScoreOutput, ScoreSequence } from '../../engine/types.ts';
+import type { Engine, NamedTensor, ScoreImages, ScoreSequence } from '../../engine/types.ts';
 import { groupAdvantages, normalizeThenSumAdvantages } from './advantages.ts';
 import { serializeTrainerState, type TrainerState, type TrainerCounters } from './trainer-state.ts';
 import { generationBatchSize, stepsPerGeneration, validateConfig, type GRPOConfig } from '../config.ts';
@@ -472,34 +472,30 @@ async function* optimizeGeneration(run: RunState, gen: Generation): AsyncGenerat
       const stage = (s: 'forward' | 'backward' | 'optimizer') => opts.onProgress?.({ phase: 'optimize', microBatch, microBatches: GAS, stage: s });
       stage('forward');
       const seqs = idx.map((i) => gen.sequences[i]!);
-      let current: ScoreOutput;
+      let out: ReturnType<typeof computeLoss>;
       try {
-        current = await engine.score({ sequences: seqs, temperature: c.temperature });
-      } catch (err) {
-        if (cutByStop(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
-        throw err;
-      }
-      const lossSeqs: LossSequence[] = idx.map((i, j) => ({
-        logp: current.logprobs[j]!,
-        logpOld: gen.logpOld ? gen.logpOld[i]! : undefined,
-        logpRef: gen.logpRef ? gen.logpRef[i]! : undefined,
-        entropy: current.entropy[j]!,
-        mask: gen.masks[i]!,
-        advantage: gen.advantages[i]!,
-      }));
-      const out = computeLoss(lossSeqs, gen.lossOpts);
-      if (!Number.isFinite(out.loss)) {
-        throw new TrainingError(
-          `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
-        );
-      }
-      // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
-      stage('backward');
-      try {
+        const current = await engine.score({ sequences: seqs, temperature: c.temperature });
+        const lossSeqs: LossSequence[] = idx.map((i, j) => ({
+          logp: current.logprobs[j]!,
+          logpOld: gen.logpOld ? gen.logpOld[i]! : undefined,
+          logpRef: gen.logpRef ? gen.logpRef[i]! : undefined,
+          entropy: current.entropy[j]!,
+          mask: gen.masks[i]!,
+          advantage: gen.advantages[i]!,
+        }));
+        out = computeLoss(lossSeqs, gen.lossOpts);
+        if (!Number.isFinite(out.loss)) {
+          throw new TrainingError(
+            `step ${counters.step + 1}: the loss is ${out.loss} (micro-batch ${micro + 1}); training stopped before the update, the last saved checkpoint is kept`,
+          );
+        }
+        // The entropy bonus (entropy_coef ≠ 0) backpropagates through the engine's dL/dentropy path.
+        stage('backward');
         await engine.backward({ sequences: seqs, temperature: c.temperature, dLdLogp: out.dLdLogp, ...(out.dLdEntropy ? { dLdEntropy: out.dLdEntropy } : {}) });
       } catch (err) {
-        // The gradients now hold a part of this micro-batch's: nothing steps on them (the next
-        // micro-batch to run, in this process or after a resume, starts with zeroGrad).
+        // A stop cut the forward or the backward short. The gradients may hold a part of this
+        // micro-batch's: nothing steps on them (the next micro-batch to run, in this process or after a
+        // resume, starts with zeroGrad).
         if (cutByStop(err, opts.signal)) return stoppedInMicroBatch(run, counters.step === stepAtGenerationStart);
         throw err;
       }
