@@ -24,7 +24,9 @@ export function refusedLimit(err: unknown): number | null {
   if (!(err instanceof OpenEnvError) || err.code !== 'CAPACITY_REACHED') return null;
   const max = err.data?.max_sessions;
   if (typeof max === 'number' && Number.isInteger(max) && max > 0) return max;
-  const m = /(\d+)\s*\/\s*(\d+)\s+sessions/.exec(err.message);
+  // OpenEnv's is short ("Server at capacity: 1/1 sessions active"); a server's message is read only so far,
+  // since this pattern backtracks quadratically over a long run of digits (1 MB of them stalled the loop).
+  const m = /(\d+)\s*\/\s*(\d+)\s+sessions/.exec(err.message.slice(0, 256));
   return m && Number(m[2]) > 0 ? Number(m[2]) : null;
 }
 

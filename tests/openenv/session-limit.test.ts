@@ -52,6 +52,8 @@ describe('SessionLimiter', () => {
   it('the limit comes from the refusal (its data, else its message); other errors, and refusals once it is known, pass through', async () => {
     expect(refusedLimit(new OpenEnvError('CAPACITY_REACHED', 'Server at capacity: 2/3 sessions active.'))).toBe(3);
     expect(refusedLimit(new OpenEnvError('CONNECT_FAILED', 'refused'))).toBeNull();
+    // A hostile refusal: a megabyte of digits and a slash (the pattern backtracked over it for minutes) names no limit.
+    expect(refusedLimit(new OpenEnvError('CAPACITY_REACHED', `${'9'.repeat(1_000_000)} / `))).toBeNull();
     const limiter = new SessionLimiter();
     await expect(limiter.open('http://a', async () => {
       throw new Error('connection refused');
